@@ -1,0 +1,5 @@
+//! Subcommands.
+
+pub mod debug;
+pub mod synth;
+pub mod tsdb;

@@ -1,0 +1,169 @@
+//! `ferrite tsdb ...`: tools for a data directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_wal::Compression;
+
+use super::synth;
+
+#[derive(Subcommand)]
+pub enum TsdbCommand {
+    /// Opens DIR as the server would (replay and repair included), reads every
+    /// sample back, and prints `open_s=.. series=.. samples=.. sum=..` last.
+    Digest {
+        dir: PathBuf,
+        /// Only open: print `open_s` and `series`.
+        #[arg(long)]
+        open_only: bool,
+    },
+    /// Writes synthetic series through the head (the interop suite's data model).
+    Synth {
+        dir: PathBuf,
+        #[arg(long)]
+        series: u64,
+        #[arg(long)]
+        samples: u64,
+        #[arg(long, default_value_t = 15_000)]
+        interval_ms: i64,
+        #[arg(long, default_value_t = 1_700_000_000_000)]
+        start_ms: i64,
+        #[arg(long, default_value = "snappy")]
+        wal_compression: Compression,
+        #[arg(long)]
+        wal_segment_size: Option<usize>,
+    },
+}
+
+pub fn run(c: TsdbCommand) -> Result<()> {
+    match c {
+        TsdbCommand::Digest { dir, open_only } => digest(&dir, open_only),
+        TsdbCommand::Synth {
+            dir,
+            series,
+            samples,
+            interval_ms,
+            start_ms,
+            wal_compression,
+            wal_segment_size,
+        } => {
+            let mut opts = DbOptions::default();
+            if let Some(wal) = opts.head.wal.as_mut() {
+                wal.compression = wal_compression;
+                if let Some(s) = wal_segment_size {
+                    wal.segment_size = s;
+                }
+            }
+            write_synth(&dir, opts, series, samples, interval_ms, start_ms)
+        }
+    }
+}
+
+/// Formats like Go's `%.12e` (`1.234567890123e+06`).
+pub fn go_exp(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "NaN".into()
+        } else if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    let s = format!("{v:.12e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mant}e{sign}{:02}", exp.abs())
+}
+
+fn digest(dir: &Path, open_only: bool) -> Result<()> {
+    let start = Instant::now();
+    let db = Db::open(dir, DbOptions::default())
+        .with_context(|| format!("opening {}", dir.display()))?;
+    let open_s = start.elapsed().as_secs_f64();
+    let head = db.head();
+    if open_only {
+        println!("open_s={open_s:.3} series={}", head.num_series());
+        db.close()?;
+        return Ok(());
+    }
+    let q = db.querier(i64::MIN, i64::MAX);
+    let mut series = 0u64;
+    let mut samples = 0u64;
+    let mut sum = 0.0f64;
+    for s in q.select(&[]) {
+        series += 1;
+        s.for_each_sample(|_, v| {
+            samples += 1;
+            sum += v;
+        })
+        .with_context(|| format!("reading {}", s.labels))?;
+    }
+    db.close()?;
+    println!(
+        "open_s={open_s:.3} series={series} samples={samples} sum={}",
+        go_exp(sum)
+    );
+    Ok(())
+}
+
+fn write_synth(
+    dir: &Path,
+    opts: DbOptions,
+    series: u64,
+    samples: u64,
+    interval_ms: i64,
+    start_ms: i64,
+) -> Result<()> {
+    let db = Db::open(dir, opts).with_context(|| format!("opening {}", dir.display()))?;
+    let mut refs: Vec<Option<u64>> = vec![None; series as usize];
+    let mut app = db.appender();
+    let mut n = 0;
+    let mut sum = 0.0;
+    for j in 0..samples {
+        for i in 0..series {
+            let t = synth::timestamp(i, j, start_ms, interval_ms);
+            let v = synth::value(i, j);
+            match refs[i as usize] {
+                Some(r) => app.append_ref(r, t, v)?,
+                None => {
+                    let ls = Labels::from_pairs(&synth::labels(i));
+                    refs[i as usize] = Some(app.append(&ls, t, v)?);
+                }
+            }
+            sum += v;
+            n += 1;
+            if n % 1000 == 0 {
+                app.commit()?;
+                app = db.appender();
+            }
+        }
+        app.commit()?;
+        app = db.appender();
+    }
+    drop(app);
+    db.close()?;
+    println!(
+        "series={series} samples={} sum={}",
+        series * samples,
+        go_exp(sum)
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::go_exp;
+
+    #[test]
+    fn go_style_exponent() {
+        assert_eq!(go_exp(1234567.0), "1.234567000000e+06");
+        assert_eq!(go_exp(0.000123), "1.230000000000e-04");
+        assert_eq!(go_exp(0.0), "0.000000000000e+00");
+        assert_eq!(go_exp(-5e100), "-5.000000000000e+100");
+    }
+}

@@ -1,0 +1,220 @@
+//! The head block: the in-memory, appendable part of the database.
+//!
+//! Samples arrive through a [`HeadAppender`], are written to the WAL at
+//! commit and only then become visible. Each series keeps one open chunk in
+//! memory; closed chunks go to `chunks_head/` and are read back through mmap,
+//! so the head's resident memory is mostly labels and open chunks.
+//!
+//! Layout: `series.rs` holds one series and the chunk-cutting rules,
+//! `registry.rs` the label-set -> series map, `appender.rs` the
+//! commit/rollback logic. WAL replay is in `crate::replay`.
+
+mod appender;
+pub(crate) mod registry;
+pub mod series;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ferrite_wal::{WalOptions, WalWriter};
+use parking_lot::{Mutex, RwLock};
+
+pub use appender::{AppendError, HeadAppender};
+pub(crate) use registry::SeriesRegistry;
+pub use series::ChunkOpts;
+
+use crate::error::HeadError;
+use crate::head_chunks::{ChunkDiskMapper, HeadChunksOptions};
+use crate::labels::{Label, Labels};
+use crate::postings::MemPostings;
+use crate::symbols::{SymbolId, SymbolTable};
+
+/// Default chunk range / block duration: 2 hours.
+pub const DEFAULT_CHUNK_RANGE_MS: i64 = 2 * 60 * 60 * 1000;
+/// Default target samples per chunk.
+pub const DEFAULT_SAMPLES_PER_CHUNK: u16 = 120;
+
+/// Settings of the head.
+#[derive(Clone, Debug)]
+pub struct HeadOptions {
+    pub chunk_range: i64,
+    pub samples_per_chunk: u16,
+    /// WAL settings; `None` runs without a WAL (nothing survives a restart).
+    pub wal: Option<WalOptions>,
+    pub head_chunks: HeadChunksOptions,
+    /// Threads used for WAL replay; 0 means one per core.
+    pub replay_workers: usize,
+}
+
+impl Default for HeadOptions {
+    fn default() -> Self {
+        HeadOptions {
+            chunk_range: DEFAULT_CHUNK_RANGE_MS,
+            samples_per_chunk: DEFAULT_SAMPLES_PER_CHUNK,
+            wal: Some(WalOptions::default()),
+            head_chunks: HeadChunksOptions::default(),
+            replay_workers: 0,
+        }
+    }
+}
+
+/// Counters of the head, named after Prometheus' metrics.
+#[derive(Default, Debug)]
+pub struct HeadStats {
+    pub samples_appended: AtomicU64,
+    pub series_created: AtomicU64,
+    pub out_of_order_samples: AtomicU64,
+    pub out_of_bounds_samples: AtomicU64,
+    pub duplicate_samples: AtomicU64,
+}
+
+/// The head block.
+pub struct Head {
+    opts: HeadOptions,
+    pub(crate) chunk_opts: ChunkOpts,
+    pub(crate) symbols: SymbolTable,
+    pub(crate) series: SeriesRegistry,
+    pub(crate) postings: RwLock<MemPostings>,
+    pub(crate) mapper: Arc<ChunkDiskMapper>,
+    pub(crate) wal: Mutex<Option<WalWriter>>,
+    next_ref: AtomicU64,
+    min_time: AtomicI64,
+    max_time: AtomicI64,
+    min_valid_time: AtomicI64,
+    pub stats: HeadStats,
+    tombstones: RwLock<FastMap<u64, Vec<(i64, i64)>>>,
+}
+
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+impl Head {
+    /// Creates an empty head over `chunks_dir` (the `chunks_head/` directory).
+    /// The WAL writer is attached after replay with [`Head::attach_wal`].
+    pub(crate) fn new(opts: HeadOptions, chunks_dir: &Path) -> Result<Self, HeadError> {
+        let mapper = ChunkDiskMapper::open(chunks_dir, opts.head_chunks.clone())?;
+        Ok(Head {
+            chunk_opts: ChunkOpts {
+                chunk_range: opts.chunk_range,
+                samples_per_chunk: opts.samples_per_chunk,
+            },
+            opts,
+            symbols: SymbolTable::new(),
+            series: SeriesRegistry::new(),
+            postings: RwLock::new(MemPostings::new()),
+            mapper: Arc::new(mapper),
+            wal: Mutex::new(None),
+            next_ref: AtomicU64::new(1),
+            min_time: AtomicI64::new(i64::MAX),
+            max_time: AtomicI64::new(i64::MIN),
+            min_valid_time: AtomicI64::new(i64::MIN),
+            stats: HeadStats::default(),
+            tombstones: RwLock::default(),
+        })
+    }
+
+    /// Opens a WAL writer in `wal_dir` (a new segment after the existing ones).
+    pub(crate) fn attach_wal(&self, wal_dir: &Path) -> Result<(), HeadError> {
+        if let Some(o) = &self.opts.wal {
+            *self.wal.lock() = Some(WalWriter::open(wal_dir, o.clone())?);
+        }
+        Ok(())
+    }
+
+    pub fn options(&self) -> &HeadOptions {
+        &self.opts
+    }
+
+    /// A new appender. Appenders are cheap; use one per batch.
+    pub fn appender(&self) -> HeadAppender<'_> {
+        HeadAppender::new(self)
+    }
+
+    /// Number of series in the head.
+    pub fn num_series(&self) -> usize {
+        self.series.len()
+    }
+
+    /// Oldest sample timestamp, `i64::MAX` when empty.
+    pub fn min_time(&self) -> i64 {
+        self.min_time.load(Ordering::Acquire)
+    }
+
+    /// Newest sample timestamp, `i64::MIN` when empty.
+    pub fn max_time(&self) -> i64 {
+        self.max_time.load(Ordering::Acquire)
+    }
+
+    /// Lowest timestamp an append may carry right now (Prometheus'
+    /// "appendable min valid time": half a chunk range behind the newest sample).
+    pub fn appendable_min_valid_time(&self) -> i64 {
+        let max = self.max_time();
+        let min_valid = self.min_valid_time.load(Ordering::Acquire);
+        if max == i64::MIN {
+            return min_valid;
+        }
+        (max - self.opts.chunk_range / 2).max(min_valid)
+    }
+
+    pub(crate) fn next_series_ref(&self) -> u64 {
+        self.next_ref.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Makes sure new refs are above `r` (after replay).
+    pub(crate) fn bump_series_ref(&self, r: u64) {
+        self.next_ref
+            .fetch_max(r.saturating_add(1), Ordering::AcqRel);
+    }
+
+    pub(crate) fn update_time_range(&self, mint: i64, maxt: i64) {
+        if mint <= maxt {
+            self.min_time.fetch_min(mint, Ordering::AcqRel);
+            self.max_time.fetch_max(maxt, Ordering::AcqRel);
+        }
+    }
+
+    /// Records deleted time ranges (inclusive) of a series.
+    pub(crate) fn add_tombstones(&self, series_ref: u64, intervals: &[(i64, i64)]) {
+        if intervals.is_empty() {
+            return;
+        }
+        let mut t = self.tombstones.write();
+        let list = t.entry(series_ref).or_default();
+        list.extend_from_slice(intervals);
+        list.sort_unstable();
+    }
+
+    /// Deleted time ranges of a series.
+    pub(crate) fn tombstones_of(&self, series_ref: u64) -> Vec<(i64, i64)> {
+        self.tombstones
+            .read()
+            .get(&series_ref)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The label set of a series, resolved from interned symbols.
+    pub(crate) fn resolve_labels(&self, ids: &[SymbolId]) -> Labels {
+        self.symbols.with_resolver(|r| {
+            Labels::from_sorted(
+                ids.chunks_exact(2)
+                    .map(|p| Label {
+                        name: r.get(p[0]).to_owned(),
+                        value: r.get(p[1]).to_owned(),
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    /// Flushes the WAL and the head chunks and closes them. The open chunks
+    /// stay only in the WAL, as in Prometheus.
+    pub fn close(&self) -> Result<(), HeadError> {
+        let wal = self.wal.lock().take();
+        let wal_res = wal.map(|w| w.close()).transpose();
+        let mapper_res = self.mapper.close();
+        wal_res?;
+        mapper_res?;
+        Ok(())
+    }
+}

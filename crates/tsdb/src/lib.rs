@@ -1,0 +1,29 @@
+//! Ferrite's storage engine.
+//!
+//! Where things are:
+//! - [`db`]: opening a data directory (the entry point);
+//! - [`head`]: the in-memory head block, its series and appender;
+//! - [`head_chunks`]: `chunks_head/`, closed head chunks on disk;
+//! - [`replay`]: rebuilding the head from `chunks_head/` and the WAL;
+//! - [`querier`]: selecting series by label matchers;
+//! - [`postings`]: the inverted index; [`labels`], [`symbols`]: label sets.
+//!
+//! The WAL itself is the `ferrite-wal` crate, the chunk encodings
+//! `ferrite-chunkenc`. Nothing here knows about HTTP or PromQL.
+
+pub mod db;
+pub mod error;
+pub mod head;
+pub mod head_chunks;
+pub mod labels;
+pub mod postings;
+pub mod querier;
+pub mod replay;
+pub mod symbols;
+
+pub use db::{Db, DbOptions};
+pub use error::{DbError, HeadError, QueryError};
+pub use head::{AppendError, Head, HeadAppender, HeadOptions};
+pub use labels::{Label, Labels, MatchType, Matcher};
+pub use querier::{HeadQuerier, QuerySeries};
+pub use replay::ReplayStats;

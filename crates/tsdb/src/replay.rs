@@ -1,0 +1,495 @@
+//! Rebuilding the head on open: `chunks_head/`, then the WAL checkpoint, then
+//! the WAL segments.
+//!
+//! Why it is shaped this way: replay is what makes a Prometheus restart slow,
+//! so the work is split into a pipeline. The calling thread reads, checks and
+//! decompresses records, decodes them and creates series (series must exist
+//! before their samples, and label interning is shared state). Samples go to
+//! worker threads, each owning a disjoint shard of the series (by ref), which
+//! append into worker-local series without locks; at the end each worker hands
+//! its series data to the registry. Samples already inside m-mapped chunks are
+//! skipped, so a normal restart only re-appends the open chunks.
+//!
+//! A corrupt WAL is repaired: everything before the first bad record is kept,
+//! the rest of that segment and all later segments are dropped, and the open
+//! continues (as Prometheus does).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrite_wal::checkpoint::replay_sources;
+use ferrite_wal::record::{self, RecordType, RefSample};
+use ferrite_wal::{list_segments, repair, RecordReader, WalError};
+use parking_lot::Mutex;
+use tracing::{error, info, warn};
+
+use crate::error::HeadError;
+use crate::head::registry::{hash_labels, SeriesEntry};
+use crate::head::series::{MemSeries, MmappedChunk};
+use crate::head::Head;
+
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// What an open found and did.
+#[derive(Debug, Default, Clone)]
+pub struct ReplayStats {
+    pub duration: Duration,
+    pub mmapped_chunks: u64,
+    pub mmapped_chunks_dropped: u64,
+    pub ooo_mmapped_chunks_skipped: u64,
+    pub checkpoint: Option<u32>,
+    pub segments: u32,
+    pub records: u64,
+    pub series: u64,
+    pub duplicate_series_refs: u64,
+    pub samples: u64,
+    pub samples_in_mmapped_chunks: u64,
+    pub samples_unknown_series: u64,
+    pub samples_out_of_order: u64,
+    pub tombstones: u64,
+    /// Records of kinds Ferrite does not store yet, skipped: (kind, count).
+    pub skipped: Vec<(&'static str, u64)>,
+    pub corruption: Option<ferrite_wal::Corruption>,
+}
+
+impl ReplayStats {
+    fn skip(&mut self, kind: &'static str, n: u64) {
+        match self.skipped.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, c)) => *c += n,
+            None => self.skipped.push((kind, n)),
+        }
+    }
+}
+
+enum Msg {
+    Series(Vec<(u64, Arc<SeriesEntry>)>),
+    Samples(Arc<Vec<RefSample>>),
+}
+
+struct WorkerSeries {
+    entry: Arc<SeriesEntry>,
+    data: MemSeries,
+    /// Samples at or before this time are already in m-mapped chunks.
+    mmapped_maxt: i64,
+}
+
+#[derive(Default)]
+struct WorkerResult {
+    samples: u64,
+    in_mmapped: u64,
+    unknown: u64,
+    out_of_order: u64,
+    mmapped_dropped: u64,
+    mint: i64,
+    maxt: i64,
+}
+
+fn run_worker(
+    head: &Head,
+    id: usize,
+    workers: usize,
+    rx: Receiver<Msg>,
+    mut mmapped: FastMap<u64, Vec<MmappedChunk>>,
+) -> WorkerResult {
+    let mut index: FastMap<u64, u32> = FastMap::default();
+    let mut series: Vec<WorkerSeries> = Vec::new();
+    let mut res = WorkerResult {
+        mint: i64::MAX,
+        maxt: i64::MIN,
+        ..Default::default()
+    };
+    let opts = head.chunk_opts;
+    for msg in rx {
+        match msg {
+            Msg::Series(list) => {
+                for (r, entry) in list {
+                    if index.contains_key(&r) {
+                        continue;
+                    }
+                    let mut data = MemSeries::new();
+                    let mut mmapped_maxt = i64::MIN;
+                    if let Some(chunks) = mmapped.remove(&r) {
+                        mmapped_maxt = chunks.last().map_or(i64::MIN, |c| c.maxt);
+                        data.mmapped = chunks;
+                    }
+                    index.insert(r, series.len() as u32);
+                    series.push(WorkerSeries {
+                        entry,
+                        data,
+                        mmapped_maxt,
+                    });
+                }
+            }
+            Msg::Samples(samples) => {
+                for s in samples.iter() {
+                    if (s.series_ref as usize) % workers != id {
+                        continue;
+                    }
+                    let Some(&i) = index.get(&s.series_ref) else {
+                        res.unknown += 1;
+                        continue;
+                    };
+                    let ws = &mut series[i as usize];
+                    if s.t <= ws.mmapped_maxt {
+                        res.in_mmapped += 1;
+                        continue;
+                    }
+                    if ws.data.append(s.series_ref, s.t, s.v, opts, &head.mapper) {
+                        res.samples += 1;
+                    } else {
+                        res.out_of_order += 1;
+                    }
+                }
+            }
+        }
+    }
+    res.mmapped_dropped = mmapped.values().map(|v| v.len() as u64).sum();
+    for ws in series {
+        let (mint, maxt) = (ws.data.min_time(), ws.data.max_time());
+        if mint <= maxt {
+            res.mint = res.mint.min(mint);
+            res.maxt = res.maxt.max(maxt);
+        }
+        *ws.entry.data.lock() = ws.data;
+    }
+    res
+}
+
+/// Per-record decode state of the reading thread.
+struct Reader<'h> {
+    head: &'h Head,
+    workers: Vec<SyncSender<Msg>>,
+    stats: ReplayStats,
+    /// Refs whose series record repeated an existing label set -> the existing ref.
+    aliases: FastMap<u64, u64>,
+    pending_series: Vec<Vec<(u64, Arc<SeriesEntry>)>>,
+    ids: Vec<u32>,
+    max_ref: u64,
+    scratch_stones: Vec<record::Stone>,
+}
+
+impl Reader<'_> {
+    fn send(&self, w: usize, msg: Msg) -> Result<(), HeadError> {
+        self.workers[w]
+            .send(msg)
+            .map_err(|_| HeadError::Replay("replay worker stopped".into()))
+    }
+
+    fn handle(&mut self, rec: &[u8]) -> Result<(), HeadError> {
+        self.stats.records += 1;
+        match RecordType::of(rec) {
+            RecordType::Series => self.series(rec),
+            RecordType::Samples => {
+                let mut samples = Vec::new();
+                record::decode_samples(rec, &mut samples)?;
+                if !self.aliases.is_empty() {
+                    for s in samples.iter_mut() {
+                        if let Some(&to) = self.aliases.get(&s.series_ref) {
+                            s.series_ref = to;
+                        }
+                    }
+                }
+                let shared = Arc::new(samples);
+                for w in 0..self.workers.len() {
+                    self.send(w, Msg::Samples(shared.clone()))?;
+                }
+                Ok(())
+            }
+            RecordType::Tombstones => {
+                let mut stones = std::mem::take(&mut self.scratch_stones);
+                record::decode_tombstones(rec, &mut stones)?;
+                for st in &stones {
+                    let r = self
+                        .aliases
+                        .get(&st.series_ref)
+                        .copied()
+                        .unwrap_or(st.series_ref);
+                    self.head.add_tombstones(r, &st.intervals);
+                    self.stats.tombstones += st.intervals.len() as u64;
+                }
+                self.scratch_stones = stones;
+                Ok(())
+            }
+            RecordType::Exemplars => {
+                let mut v = Vec::new();
+                record::decode_exemplars(rec, &mut v)?;
+                self.stats.skip("exemplars", v.len() as u64);
+                Ok(())
+            }
+            RecordType::Metadata => {
+                let mut v = Vec::new();
+                record::decode_metadata(rec, &mut v)?;
+                self.stats.skip("metadata", v.len() as u64);
+                Ok(())
+            }
+            RecordType::MmapMarkers => {
+                let mut v = Vec::new();
+                record::decode_mmap_markers(rec, &mut v)?;
+                self.stats.skip("mmap markers", v.len() as u64);
+                Ok(())
+            }
+            RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples => {
+                let mut v = Vec::new();
+                record::decode_histogram_samples(rec, &mut v)?;
+                self.stats.skip("native histogram samples", v.len() as u64);
+                Ok(())
+            }
+            RecordType::FloatHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples => {
+                let mut v = Vec::new();
+                record::decode_float_histogram_samples(rec, &mut v)?;
+                self.stats
+                    .skip("native float histogram samples", v.len() as u64);
+                Ok(())
+            }
+            RecordType::Unknown(_) => {
+                self.stats.skip("unknown record types", 1);
+                Ok(())
+            }
+        }
+    }
+
+    fn series(&mut self, rec: &[u8]) -> Result<(), HeadError> {
+        let head = self.head;
+        let n = self.workers.len();
+        let mut pending = std::mem::take(&mut self.pending_series);
+        pending.resize_with(n, Vec::new);
+        let mut ids = std::mem::take(&mut self.ids);
+        let stats = &mut self.stats;
+        let aliases = &mut self.aliases;
+        let max_ref = &mut self.max_ref;
+        record::decode_series(rec, |r, pairs| {
+            stats.series += 1;
+            *max_ref = (*max_ref).max(r);
+            let hash = hash_labels(pairs.iter().copied());
+            let same = |cand: &[u32]| {
+                cand.len() == pairs.len() * 2
+                    && head.symbols.with_resolver(|res| {
+                        cand.chunks_exact(2).zip(pairs).all(|(p, (name, value))| {
+                            res.get(p[0]) == *name && res.get(p[1]) == *value
+                        })
+                    })
+            };
+            if let Some(existing) = head.series.lookup(hash, same) {
+                if existing != r {
+                    stats.duplicate_series_refs += 1;
+                    aliases.insert(r, existing);
+                }
+                return;
+            }
+            head.symbols
+                .intern_all(pairs.iter().flat_map(|(a, b)| [*a, *b]), &mut ids);
+            let entry = Arc::new(SeriesEntry {
+                labels: ids.as_slice().into(),
+                data: Mutex::new(MemSeries::new()),
+            });
+            if head.series.insert(hash, r, entry.clone()) {
+                head.postings.write().add(r, &entry.labels);
+                pending[(r as usize) % n].push((r, entry));
+            }
+        })?;
+        self.ids = ids;
+        for (w, list) in pending.iter_mut().enumerate() {
+            if !list.is_empty() {
+                self.send(w, Msg::Series(std::mem::take(list)))?;
+            }
+        }
+        self.pending_series = pending;
+        Ok(())
+    }
+}
+
+fn read_all(
+    reader: &mut RecordReader,
+    st: &mut Reader<'_>,
+    total_segments: usize,
+    from_checkpoint: bool,
+) -> Result<Option<ferrite_wal::Corruption>, HeadError> {
+    let start = Instant::now();
+    let mut last_seg = None;
+    loop {
+        let rec = match reader.next_record() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => return Ok(None),
+            Err(WalError::Corruption(c)) => return Ok(Some(c)),
+            Err(e) => return Err(e.into()),
+        };
+        st.handle(rec)?;
+        if !from_checkpoint && last_seg != Some(reader.segment()) {
+            last_seg = Some(reader.segment());
+            st.stats.segments += 1;
+            if start.elapsed() > Duration::from_secs(2) || total_segments > 16 {
+                info!(
+                    segment = reader.segment(),
+                    done = st.stats.segments,
+                    of = total_segments,
+                    "replaying WAL segment"
+                );
+            }
+        }
+    }
+}
+
+/// Loads `chunks_head/` and replays the WAL in `wal_dir` into `head`.
+pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadError> {
+    let start = Instant::now();
+    let workers = match head.options().replay_workers {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    }
+    .max(1);
+
+    // 1. Chunks already on disk, sharded like the series.
+    let mut mmapped: Vec<FastMap<u64, Vec<MmappedChunk>>> =
+        (0..workers).map(|_| FastMap::default()).collect();
+    let mut stats = ReplayStats::default();
+    let mut ooo = 0u64;
+    let mut loaded = 0u64;
+    head.mapper.iterate_all_chunks(&mut |m| {
+        if m.is_ooo {
+            ooo += 1;
+            return;
+        }
+        loaded += 1;
+        mmapped[(m.series_ref as usize) % workers]
+            .entry(m.series_ref)
+            .or_default()
+            .push(MmappedChunk {
+                chunk_ref: m.chunk_ref,
+                mint: m.mint,
+                maxt: m.maxt,
+                num_samples: m.num_samples,
+            });
+    })?;
+    for shard in mmapped.iter_mut() {
+        for chunks in shard.values_mut() {
+            chunks.sort_by_key(|c| c.mint);
+            // Overlapping chunks cannot come from one writer; keep the first of each overlap.
+            let mut last = i64::MIN;
+            chunks.retain(|c| {
+                let keep = c.mint > last;
+                if keep {
+                    last = c.maxt;
+                }
+                keep
+            });
+        }
+    }
+    stats.mmapped_chunks = loaded;
+    stats.ooo_mmapped_chunks_skipped = ooo;
+    if ooo > 0 {
+        warn!(
+            chunks = ooo,
+            "out-of-order head chunks are not supported yet; skipped"
+        );
+    }
+
+    // 2. Checkpoint and segments.
+    let (checkpoint, segments) = replay_sources(wal_dir)?;
+    stats.checkpoint = checkpoint.as_ref().map(|(_, i)| *i);
+
+    let results: Vec<WorkerResult>;
+    let read_result: Result<Option<ferrite_wal::Corruption>, HeadError>;
+    let mut st_stats = ReplayStats::default();
+    let mut max_ref = 0;
+    {
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| sync_channel::<Msg>(64)).unzip();
+        let (res, rr) = std::thread::scope(|scope| {
+            let handles: Vec<_> = rxs
+                .into_iter()
+                .zip(mmapped)
+                .enumerate()
+                .map(|(id, (rx, mm))| scope.spawn(move || run_worker(head, id, workers, rx, mm)))
+                .collect();
+            let mut st = Reader {
+                head,
+                workers: txs,
+                stats: ReplayStats::default(),
+                aliases: FastMap::default(),
+                pending_series: Vec::new(),
+                ids: Vec::new(),
+                max_ref: 0,
+                scratch_stones: Vec::new(),
+            };
+            let rr = (|| {
+                if let Some((dir, idx)) = &checkpoint {
+                    let segs = list_segments(dir)?;
+                    let mut reader = RecordReader::new(segs);
+                    if let Some(c) = read_all(&mut reader, &mut st, 0, true)? {
+                        return Err(HeadError::CorruptCheckpoint {
+                            index: *idx,
+                            detail: c.to_string(),
+                        });
+                    }
+                }
+                let total = segments.len();
+                let mut reader = RecordReader::new(segments.clone());
+                read_all(&mut reader, &mut st, total, false)
+            })();
+            st_stats = std::mem::take(&mut st.stats);
+            max_ref = st.max_ref;
+            drop(st); // closes the channels: workers finish
+            let res: Vec<WorkerResult> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect();
+            (res, rr)
+        });
+        results = res;
+        read_result = rr;
+    }
+    let corruption = read_result?;
+    head.bump_series_ref(max_ref);
+
+    stats.segments = st_stats.segments;
+    stats.records = st_stats.records;
+    stats.series = st_stats.series;
+    stats.duplicate_series_refs = st_stats.duplicate_series_refs;
+    stats.tombstones = st_stats.tombstones;
+    stats.skipped = st_stats.skipped;
+    for r in &results {
+        stats.samples += r.samples;
+        stats.samples_in_mmapped_chunks += r.in_mmapped;
+        stats.samples_unknown_series += r.unknown;
+        stats.samples_out_of_order += r.out_of_order;
+        stats.mmapped_chunks_dropped += r.mmapped_dropped;
+        head.update_time_range(r.mint, r.maxt);
+    }
+    head.stats
+        .samples_appended
+        .fetch_add(stats.samples, Ordering::Relaxed);
+
+    if let Some(c) = &corruption {
+        error!(
+            segment = c.segment,
+            offset = c.offset,
+            reason = %c.reason,
+            "WAL is corrupt; truncating it at the first bad record and keeping everything before it"
+        );
+        repair(wal_dir, c)?;
+        stats.corruption = Some(c.clone());
+    }
+    for (kind, n) in &stats.skipped {
+        warn!(
+            kind,
+            count = n,
+            "WAL records of a kind Ferrite does not store yet were skipped"
+        );
+    }
+    if stats.samples_unknown_series > 0 {
+        warn!(
+            samples = stats.samples_unknown_series,
+            "WAL samples referenced series with no series record; skipped"
+        );
+    }
+    if stats.mmapped_chunks_dropped > 0 {
+        warn!(
+            chunks = stats.mmapped_chunks_dropped,
+            "head chunks of series absent from the WAL were dropped"
+        );
+    }
+    stats.duration = start.elapsed();
+    Ok(stats)
+}

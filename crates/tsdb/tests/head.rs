@@ -1,0 +1,290 @@
+//! Head behaviour through the public API: appends, rejection rules,
+//! visibility, restart, repair, and label matchers.
+
+use std::path::Path;
+
+use ferrite_tsdb::{AppendError, Db, DbOptions, Labels, MatchType, Matcher};
+
+fn ls(pairs: &[(&str, &str)]) -> Labels {
+    Labels::from_pairs(pairs)
+}
+
+fn open(dir: &Path) -> Db {
+    Db::open(dir, DbOptions::default()).expect("open")
+}
+
+fn all_samples(db: &Db) -> Vec<(Labels, Vec<(i64, f64)>)> {
+    db.querier(i64::MIN, i64::MAX)
+        .select(&[])
+        .into_iter()
+        .map(|s| (s.labels.clone(), s.samples().expect("samples")))
+        .collect()
+}
+
+/// 20 series x 1000 samples, 15s apart: several chunks per series.
+fn fill(db: &Db, series: usize, samples: i64) {
+    for j in 0..samples {
+        let mut app = db.appender();
+        for i in 0..series {
+            let l = ls(&[
+                ("__name__", "m"),
+                ("i", &i.to_string()),
+                ("job", if i % 2 == 0 { "even" } else { "odd" }),
+            ]);
+            app.append(&l, j * 15_000, (i as f64) * 1000.0 + j as f64)
+                .unwrap();
+        }
+        app.commit().unwrap();
+    }
+}
+
+#[test]
+fn samples_visible_only_after_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut app = db.appender();
+    app.append(&ls(&[("a", "1")]), 1000, 1.0).unwrap();
+    // The series exists but has no samples yet.
+    assert!(all_samples(&db).is_empty());
+    app.commit().unwrap();
+    assert_eq!(all_samples(&db)[0].1, vec![(1000, 1.0)]);
+
+    let mut app = db.appender();
+    app.append(&ls(&[("a", "1")]), 2000, 2.0).unwrap();
+    app.rollback().unwrap();
+    assert_eq!(all_samples(&db)[0].1, vec![(1000, 1.0)]);
+}
+
+#[test]
+fn rejection_rules_match_prometheus() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let l = ls(&[("a", "1")]);
+    let mut app = db.appender();
+    app.append(&l, 10_000_000, 1.0).unwrap();
+    app.commit().unwrap();
+
+    let mut app = db.appender();
+    assert_eq!(app.append(&l, 9_999_999, 1.0), Err(AppendError::OutOfOrder));
+    assert!(matches!(
+        app.append(&l, 10_000_000, 2.0),
+        Err(AppendError::DuplicateSample { .. })
+    ));
+    // Identical duplicate is accepted silently.
+    app.append(&l, 10_000_000, 1.0).unwrap();
+    // Older than half a chunk range behind the head's max time.
+    assert_eq!(
+        app.append(&ls(&[("b", "1")]), 10_000_000 - 3_600_001, 1.0),
+        Err(AppendError::OutOfBounds)
+    );
+    assert!(app.append(&ls(&[]), 10_000_001, 1.0).is_err());
+    assert!(app
+        .append(&ls(&[("a", "1"), ("a", "2")]), 10_000_001, 1.0)
+        .is_err());
+    app.commit().unwrap();
+    assert_eq!(all_samples(&db)[0].1, vec![(10_000_000, 1.0)]);
+    assert_eq!(AppendError::OutOfOrder.to_string(), "out of order sample");
+    assert_eq!(AppendError::OutOfBounds.to_string(), "out of bounds");
+}
+
+#[test]
+fn restart_restores_everything_with_and_without_chunks_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let before;
+    {
+        let db = open(dir.path());
+        fill(&db, 20, 1000);
+        before = all_samples(&db);
+        assert_eq!(before.len(), 20);
+        assert_eq!(before.iter().map(|s| s.1.len()).sum::<usize>(), 20_000);
+        db.close().unwrap();
+    }
+    // Normal restart: chunks_head + WAL.
+    {
+        let db = open(dir.path());
+        assert_eq!(all_samples(&db), before);
+        assert!(db.replay_stats().mmapped_chunks > 0);
+        assert!(db.replay_stats().samples_in_mmapped_chunks > 0);
+        db.close().unwrap();
+    }
+    // Full replay: chunks_head removed.
+    std::fs::remove_dir_all(dir.path().join("chunks_head")).unwrap();
+    {
+        let db = open(dir.path());
+        assert_eq!(db.replay_stats().mmapped_chunks, 0);
+        assert_eq!(all_samples(&db), before);
+        // Appending continues after a restart.
+        let mut app = db.appender();
+        app.append(
+            &ls(&[("__name__", "m"), ("i", "0"), ("job", "even")]),
+            1000 * 15_000,
+            7.0,
+        )
+        .unwrap();
+        app.commit().unwrap();
+        db.close().unwrap();
+    }
+    let db = open(dir.path());
+    let after = all_samples(&db);
+    assert_eq!(after.iter().map(|s| s.1.len()).sum::<usize>(), 20_001);
+}
+
+#[test]
+fn corrupt_wal_tail_is_repaired_and_prefix_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path());
+        fill(&db, 5, 400);
+        db.close().unwrap();
+    }
+    std::fs::remove_dir_all(dir.path().join("chunks_head")).unwrap();
+    // Damage the middle of the first segment.
+    let seg = dir.path().join("wal").join("00000000");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 16] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&seg, &bytes).unwrap();
+    let kept;
+    {
+        let db = open(dir.path());
+        assert!(db.replay_stats().corruption.is_some());
+        kept = all_samples(&db);
+        let n: usize = kept.iter().map(|s| s.1.len()).sum();
+        assert!(n > 0 && n < 2000, "kept {n}");
+        // Each series keeps a prefix of its samples.
+        for (_, s) in &kept {
+            for (k, (t, _)) in s.iter().enumerate() {
+                assert_eq!(*t, k as i64 * 15_000);
+            }
+        }
+        db.close().unwrap();
+    }
+    // After repair the WAL reads cleanly and holds the same data.
+    let db = open(dir.path());
+    assert!(db.replay_stats().corruption.is_none());
+    assert_eq!(all_samples(&db), kept);
+}
+
+#[test]
+fn corrupt_chunks_head_comes_back_from_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let before;
+    {
+        let db = open(dir.path());
+        fill(&db, 10, 1000);
+        before = all_samples(&db);
+        db.close().unwrap();
+    }
+    let chunks_dir = dir.path().join("chunks_head");
+    let mut files: Vec<_> = std::fs::read_dir(&chunks_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let f = &files[0];
+    let mut bytes = std::fs::read(f).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(f, &bytes).unwrap();
+    let db = open(dir.path());
+    assert_eq!(all_samples(&db), before);
+}
+
+#[test]
+fn matchers_select_like_prometheus() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut app = db.appender();
+    app.append(
+        &ls(&[("__name__", "up"), ("job", "api"), ("env", "prod")]),
+        1,
+        1.0,
+    )
+    .unwrap();
+    app.append(&ls(&[("__name__", "up"), ("job", "api-canary")]), 1, 1.0)
+        .unwrap();
+    app.append(
+        &ls(&[("__name__", "up"), ("job", "db"), ("env", "dev")]),
+        1,
+        1.0,
+    )
+    .unwrap();
+    app.append(&ls(&[("__name__", "down"), ("job", "db")]), 1, 1.0)
+        .unwrap();
+    app.commit().unwrap();
+    let q = db.querier(i64::MIN, i64::MAX);
+    let sel = |ms: &[Matcher]| -> Vec<String> {
+        q.select(ms).iter().map(|s| s.labels.to_string()).collect()
+    };
+    let m = |k, n: &str, v: &str| Matcher::new(k, n, v).unwrap();
+    use MatchType::*;
+    assert_eq!(sel(&[m(Equal, "__name__", "up")]).len(), 3);
+    assert_eq!(
+        sel(&[m(Equal, "__name__", "up"), m(Regex, "job", "api")]).len(),
+        1
+    );
+    assert_eq!(sel(&[m(Regex, "job", "api.*")]).len(), 2);
+    assert_eq!(sel(&[m(NotRegex, "job", "api.*")]).len(), 2);
+    assert_eq!(
+        sel(&[m(Equal, "__name__", "up"), m(Equal, "env", "")]).len(),
+        1
+    );
+    assert_eq!(
+        sel(&[m(Equal, "__name__", "up"), m(NotEqual, "env", "")]).len(),
+        2
+    );
+    assert_eq!(
+        sel(&[m(Equal, "__name__", "up"), m(NotEqual, "env", "prod")]).len(),
+        2
+    );
+    assert_eq!(sel(&[m(Equal, "nosuch", "x")]).len(), 0);
+    assert_eq!(
+        sel(&[m(Equal, "__name__", "up"), m(Regex, "nosuch", ".*")]).len(),
+        3
+    );
+    assert_eq!(sel(&[m(Regex, "job", "db|api")]).len(), 3);
+    // Sorted by labels.
+    let all = sel(&[]);
+    let mut sorted = all.clone();
+    sorted.sort();
+    assert_eq!(all.len(), 4);
+    assert_eq!(q.label_names(&[]), vec!["__name__", "env", "job"]);
+    assert_eq!(q.label_values("job", &[]), vec!["api", "api-canary", "db"]);
+    assert_eq!(q.label_values("env", &[m(Equal, "job", "db")]), vec!["dev"]);
+    assert_eq!(
+        q.label_names(&[m(Equal, "__name__", "down")]),
+        vec!["__name__", "job"]
+    );
+}
+
+#[test]
+fn concurrent_appenders() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let db = &db;
+            s.spawn(move || {
+                for j in 0..200i64 {
+                    let mut app = db.appender();
+                    for i in 0..50 {
+                        // Half the series are shared between workers.
+                        let id = if i % 2 == 0 {
+                            format!("shared{i}")
+                        } else {
+                            format!("w{w}-{i}")
+                        };
+                        let _ = app.append(&ls(&[("id", &id)]), j * 1000 + w, 1.0);
+                    }
+                    app.commit().unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(db.head().num_series(), 25 + 4 * 25);
+    db.close().unwrap();
+    let db = open(dir.path());
+    assert_eq!(db.head().num_series(), 125);
+}
