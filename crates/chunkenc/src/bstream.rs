@@ -1,90 +1,115 @@
-//! Bit streams, most significant bit first, as Prometheus' `bstream`.
+//! Bit streams, most significant bit first, laid out as Prometheus' `bstream`.
 //!
-//! The writer appends to a byte vector that starts with the chunk's 2-byte
-//! header. The reader keeps up to 64 bits in a register so most reads are a
-//! shift and a mask, and it never reads past the end of its slice: running
-//! out of bits yields `None`.
+//! Chunk encodings pack fields of arbitrary bit widths back to back, so the
+//! byte layout is fully determined by the order and width of the writes:
+//! bit 7 of byte 0 is the first bit written, and the unused low bits of the
+//! last byte are zero. Matching that is all it takes for our bytes to equal
+//! Prometheus' for the same sequence of writes.
+//!
+//! [`BitWriter`] is a short-lived cursor over storage that its owner keeps
+//! (a `Vec<u8>` and the count of unwritten bits in its last byte). That lets
+//! a chunk store those two fields next to its own state instead of in a
+//! separately padded struct, which keeps the per-series head chunk small.
+//!
+//! [`BitReader`] keeps only a bit position; a read is a bounds check, one
+//! unaligned 8-byte load and two shifts, and a decoder can [`BitReader::peek`]
+//! once and take several small fields from the same word. It never reads
+//! outside its slice: asking for more bits than remain yields
+//! [`EndOfStream`] and consumes nothing.
 
-/// Appends bits to a byte vector.
-#[derive(Clone, Debug)]
-pub struct BitWriter {
-    buf: Vec<u8>,
-    /// Unused low bits of the last byte (0 when it is full).
-    free: u8,
+/// The stream has fewer bits left than a read asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bit stream ended")]
+pub struct EndOfStream;
+
+/// Appends bits to a byte vector whose last byte may be partly written.
+#[derive(Debug)]
+pub struct BitWriter<'a> {
+    buf: &'a mut Vec<u8>,
+    /// Unwritten low bits of the last byte of `buf` (0..=7). They are zero.
+    free: &'a mut u8,
 }
 
-impl BitWriter {
-    /// A stream that starts with a zeroed 2-byte chunk header.
-    pub fn with_header() -> Self {
-        let mut buf = Vec::with_capacity(128);
-        buf.extend_from_slice(&[0, 0]);
-        BitWriter { buf, free: 0 }
-    }
-
-    /// Continues a stream of which `used_bits` bits are meaningful.
-    pub fn from_bytes(buf: Vec<u8>, used_bits: usize) -> Self {
-        let free = (buf.len() * 8 - used_bits) as u8;
+impl<'a> BitWriter<'a> {
+    /// Continues writing at the bit after the last written one.
+    ///
+    /// `free` is how many low bits of the last byte are still unwritten; they
+    /// must be zero because writes OR into them.
+    pub fn new(buf: &'a mut Vec<u8>, free: &'a mut u8) -> Self {
+        debug_assert!(*free < 8 && (*free == 0 || !buf.is_empty()));
+        // Keep the invariant even if a caller broke it: never OR into a
+        // byte that does not exist.
+        if buf.is_empty() || *free > 7 {
+            *free = 0;
+        }
         BitWriter { buf, free }
     }
 
-    pub fn bytes(&self) -> &[u8] {
-        &self.buf
-    }
-
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.buf
-    }
-
-    pub fn set_header_count(&mut self, n: u16) {
-        self.buf[..2].copy_from_slice(&n.to_be_bytes());
-    }
-
-    /// Writes the low `n` bits of `v` (n <= 64).
+    /// Writes the low `nbits` bits of `value` (`nbits <= 64`), high bit first.
     #[inline]
-    pub fn write_bits(&mut self, v: u64, mut n: u32) {
-        debug_assert!(n <= 64);
-        let v = if n == 64 { v } else { v & ((1u64 << n) - 1) };
-        while n > 0 {
-            if self.free == 0 {
-                self.buf.push(0);
-                self.free = 8;
-            }
-            let take = n.min(self.free as u32);
-            let chunk = (v >> (n - take)) & ((1u64 << take) - 1);
-            let shift = self.free as u32 - take;
-            if let Some(last) = self.buf.last_mut() {
-                *last |= (chunk << shift) as u8;
-            }
-            self.free -= take as u8;
-            n -= take;
+    pub fn write_bits(&mut self, value: u64, nbits: u32) {
+        let nbits = nbits.min(64);
+        if nbits == 0 {
+            return;
         }
+        // Left-align: the first bit to write becomes bit 63, and any bits of
+        // `value` above `nbits` fall off.
+        let mut pending = value << (64 - nbits);
+        let mut left = nbits;
+        let free = u32::from(*self.free);
+        if free > 0 {
+            if let Some(last) = self.buf.last_mut() {
+                *last |= (pending >> (64 - free)) as u8;
+            }
+            if left <= free {
+                *self.free = (free - left) as u8;
+                return;
+            }
+            pending <<= free;
+            left -= free;
+        }
+        // 1..=8 whole or partial bytes remain. Appending all 8 and cutting
+        // back is a fixed-size store instead of a variable-length memcpy.
+        let nbytes = left.div_ceil(8);
+        let keep = self.buf.len() + nbytes as usize;
+        self.buf.extend_from_slice(&pending.to_be_bytes());
+        self.buf.truncate(keep);
+        *self.free = (nbytes * 8 - left) as u8;
     }
 
-    /// Writes a signed (zig-zag) varint as Go's `binary.PutVarint`.
-    pub fn write_varint(&mut self, x: i64) {
-        self.write_uvarint(((x << 1) ^ (x >> 63)) as u64);
+    #[inline]
+    pub fn write_bit(&mut self, bit: bool) {
+        self.write_bits(u64::from(bit), 1);
     }
 
-    /// Writes an unsigned LEB128 varint as Go's `binary.PutUvarint`, byte-wise.
+    /// Writes an unsigned LEB128 varint (Go's `binary.PutUvarint`), each
+    /// byte at the current bit position.
     pub fn write_uvarint(&mut self, mut x: u64) {
         while x >= 0x80 {
-            self.write_bits((x as u8 | 0x80) as u64, 8);
+            self.write_bits((x & 0x7f) | 0x80, 8);
             x >>= 7;
         }
         self.write_bits(x, 8);
     }
+
+    /// Writes a zig-zag signed varint (Go's `binary.PutVarint`).
+    pub fn write_varint(&mut self, x: i64) {
+        self.write_uvarint(((x << 1) ^ (x >> 63)) as u64);
+    }
 }
 
-/// Reads bits from a byte slice.
+/// Reads bits from a byte slice, high bit first.
+///
+/// The state is just a bit position: every read loads the eight bytes
+/// around it (one unaligned load, cheaper than keeping a refilled register
+/// in sync) and shifts the wanted bits out.
 #[derive(Clone, Debug)]
 pub struct BitReader<'a> {
     data: &'a [u8],
-    /// Next byte of `data` to load into `reg`.
+    /// Bits consumed.
     pos: usize,
-    /// Buffered bits, left-aligned.
-    reg: u64,
-    /// Number of valid bits in `reg`.
-    valid: u32,
+    /// Bits in `data`.
+    end: usize,
 }
 
 impl<'a> BitReader<'a> {
@@ -92,114 +117,229 @@ impl<'a> BitReader<'a> {
         BitReader {
             data,
             pos: 0,
-            reg: 0,
-            valid: 0,
+            end: data.len().saturating_mul(8),
         }
     }
 
-    /// Bits consumed so far.
+    /// Bits consumed from the start of the slice.
     pub fn bits_consumed(&self) -> u64 {
-        self.pos as u64 * 8 - self.valid as u64
+        self.pos as u64
     }
 
-    #[inline]
-    fn refill(&mut self) {
-        if self.valid <= 56 && self.pos + 8 <= self.data.len() {
-            // Fast path: load 8 bytes, keep as many as fit.
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&self.data[self.pos..self.pos + 8]);
-            let word = u64::from_be_bytes(w);
-            let take = (64 - self.valid) / 8;
-            // Keep exactly the top `take` bytes of the word.
-            let masked = match (u64::MAX).checked_shr(take * 8) {
-                Some(low) => word & !low,
-                None => word,
-            };
-            self.reg |= masked >> self.valid;
-            self.pos += take as usize;
-            self.valid += take * 8;
-            return;
-        }
-        while self.valid <= 56 && self.pos < self.data.len() {
-            self.reg |= (self.data[self.pos] as u64) << (56 - self.valid);
-            self.valid += 8;
-            self.pos += 1;
-        }
+    /// Bits left to read.
+    #[inline(always)]
+    pub fn remaining(&self) -> usize {
+        self.end.saturating_sub(self.pos)
     }
 
-    /// Reads `n` bits (n <= 64) as the low bits of the result.
-    #[inline]
-    pub fn read_bits(&mut self, n: u32) -> Option<u64> {
-        if n == 0 {
-            return Some(0);
-        }
-        if n > 56 {
-            let hi = self.read_bits(n - 32)?;
-            let lo = self.read_bits(32)?;
-            return Some((hi << 32) | lo);
-        }
-        if self.valid < n {
-            self.refill();
-            if self.valid < n {
-                return None;
-            }
-        }
-        let v = self.reg >> (64 - n);
-        self.reg <<= n;
-        self.valid -= n;
-        Some(v)
+    /// The next bits, left-aligned, without consuming them. The first
+    /// `min(57, self.remaining())` are meaningful; bits past the end read
+    /// as zero.
+    #[inline(always)]
+    pub fn peek(&self) -> u64 {
+        let byte = self.pos >> 3;
+        let word = match self
+            .data
+            .get(byte..byte + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        {
+            Some(word) => u64::from_be_bytes(word),
+            None => self.tail_word(byte),
+        };
+        word << (self.pos & 7)
     }
 
-    #[inline]
-    pub fn read_bit(&mut self) -> Option<u64> {
-        self.read_bits(1)
+    /// The last (fewer than eight) bytes from `byte` on, zero-padded.
+    #[cold]
+    #[inline(never)]
+    fn tail_word(&self, byte: usize) -> u64 {
+        let rest = self.data.get(byte..).unwrap_or(&[]);
+        rest.iter()
+            .take(8)
+            .enumerate()
+            .fold(0, |word, (i, &b)| word | u64::from(b) << (56 - 8 * i))
     }
 
-    /// Counts leading one bits up to `max`, consuming them and the
-    /// terminating zero (if fewer than `max` ones).
-    #[inline]
-    pub fn read_unary_ones(&mut self, max: u32) -> Option<u32> {
-        if self.valid < max {
-            self.refill();
-        }
-        if self.valid >= max {
-            let ones = (!self.reg).leading_zeros().min(max);
-            let used = if ones < max { ones + 1 } else { max };
-            self.reg <<= used;
-            self.valid -= used;
-            return Some(ones);
-        }
-        let mut ones = 0;
-        while ones < max {
-            if self.read_bit()? == 0 {
-                break;
-            }
-            ones += 1;
-        }
-        Some(ones)
+    /// Consumes `nbits` bits, at most [`Self::remaining`].
+    #[inline(always)]
+    pub fn skip(&mut self, nbits: u32) {
+        debug_assert!(nbits as usize <= self.remaining());
+        self.pos += nbits as usize;
     }
 
-    /// Reads an unsigned varint written byte-wise into the bit stream.
-    pub fn read_uvarint(&mut self) -> Option<u64> {
-        let mut x = 0u64;
-        let mut shift = 0u32;
+    /// Reads `nbits` bits (`nbits <= 64`) into the low bits of the result.
+    /// On [`EndOfStream`] nothing is consumed.
+    #[inline(always)]
+    pub fn read_bits(&mut self, nbits: u32) -> Result<u64, EndOfStream> {
+        if nbits as usize > self.remaining() {
+            return Err(EndOfStream);
+        }
+        if nbits > 57 {
+            return Ok(self.read_wide(nbits));
+        }
+        // Two shifts so that nbits == 0 yields 0 without a 64-bit shift.
+        let bits = (self.peek() >> 1) >> (63 - nbits);
+        self.pos += nbits as usize;
+        Ok(bits)
+    }
+
+    /// Reads 58..=64 bits, which `peek` may not cover. The caller checked
+    /// that they are there.
+    #[cold]
+    fn read_wide(&mut self, nbits: u32) -> u64 {
+        let low_bits = nbits.min(64) - 32;
+        let high = (self.peek() >> 1) >> 31;
+        self.pos += 32;
+        let low = (self.peek() >> 1) >> (63 - low_bits);
+        self.pos += low_bits as usize;
+        high << low_bits | low
+    }
+
+    #[inline(always)]
+    pub fn read_bit(&mut self) -> Result<bool, EndOfStream> {
+        Ok(self.read_bits(1)? == 1)
+    }
+
+    /// Reads a unary prefix: counts one bits up to `max` (`max <= 8`),
+    /// consuming them and the zero that ends them, if fewer than `max`.
+    #[inline(always)]
+    pub fn read_ones(&mut self, max: u32) -> Result<u32, EndOfStream> {
+        let max = max.min(8);
+        // Bits past the end peek as zero, so the count stops there at the
+        // latest; the check rejects a count that used them.
+        let ones = self.peek().leading_ones().min(max);
+        let used = (ones + 1).min(max);
+        if used as usize > self.remaining() {
+            return Err(EndOfStream);
+        }
+        self.pos += used as usize;
+        Ok(ones)
+    }
+
+    /// Reads an unsigned varint written byte-wise into the stream, with the
+    /// limits of Go's `binary.ReadUvarint`: at most 10 bytes, and the value
+    /// must fit in 64 bits. `Ok(None)` means it does not.
+    pub fn read_uvarint(&mut self) -> Result<Option<u64>, EndOfStream> {
+        let mut value = 0u64;
         for i in 0..10 {
-            let b = self.read_bits(8)?;
-            if b < 0x80 {
-                if i == 9 && b > 1 {
-                    return None;
+            let byte = self.read_bits(8)?;
+            if byte < 0x80 {
+                if i == 9 && byte > 1 {
+                    return Ok(None);
                 }
-                return Some(x | (b << shift));
+                return Ok(Some(value | byte << (7 * i)));
             }
-            x |= (b & 0x7f) << shift;
-            shift += 7;
+            value |= (byte & 0x7f) << (7 * i);
         }
-        None
+        Ok(None)
     }
 
-    /// Reads a zig-zag signed varint.
-    pub fn read_varint(&mut self) -> Option<i64> {
-        let u = self.read_uvarint()?;
-        Some(((u >> 1) as i64) ^ -((u & 1) as i64))
+    /// Reads a zig-zag signed varint (Go's `binary.ReadVarint`).
+    pub fn read_varint(&mut self) -> Result<Option<i64>, EndOfStream> {
+        Ok(self
+            .read_uvarint()?
+            .map(|u| ((u >> 1) as i64) ^ -((u & 1) as i64)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(writes: &[(u64, u32)]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        let mut free = 0;
+        let mut w = BitWriter::new(&mut buf, &mut free);
+        for &(v, n) in writes {
+            w.write_bits(v, n);
+        }
+        buf
+    }
+
+    #[test]
+    fn writes_msb_first_and_pads_with_zeros() {
+        assert_eq!(written(&[(1, 1)]), [0x80]);
+        assert_eq!(
+            written(&[(0b101, 3), (0xff, 8)]),
+            [0b1011_1111, 0b1110_0000]
+        );
+        assert_eq!(
+            written(&[(u64::MAX, 64), (0, 1)]),
+            [0xff; 8].iter().copied().chain([0]).collect::<Vec<_>>()
+        );
+        // High bits beyond nbits are ignored.
+        assert_eq!(written(&[(0xffff, 4)]), [0xf0]);
+        assert_eq!(written(&[(0, 0)]), [] as [u8; 0]);
+    }
+
+    #[test]
+    fn reads_back_every_width_at_every_offset() {
+        for offset in 0..8u32 {
+            for width in 0..=64u32 {
+                let value =
+                    0xdead_beef_f00d_cafe_u64 & u64::MAX.checked_shr(64 - width).unwrap_or(0);
+                let data = written(&[(0, offset), (value, width), (1, 1)]);
+                let mut r = BitReader::new(&data);
+                assert_eq!(r.read_bits(offset), Ok(0));
+                assert_eq!(
+                    r.read_bits(width),
+                    Ok(value),
+                    "offset {offset} width {width}"
+                );
+                assert_eq!(r.read_bit(), Ok(true));
+                assert_eq!(r.bits_consumed(), u64::from(offset + width + 1));
+            }
+        }
+    }
+
+    #[test]
+    fn never_reads_past_the_end() {
+        let data = [0xff; 3];
+        let mut r = BitReader::new(&data);
+        assert_eq!(r.read_bits(25), Err(EndOfStream));
+        assert_eq!(r.read_bits(64), Err(EndOfStream));
+        // A failed read consumes nothing.
+        assert_eq!(r.read_bits(20), Ok(0xfffff));
+        assert_eq!(r.read_ones(8), Err(EndOfStream));
+        assert_eq!(r.read_ones(4), Ok(4));
+        assert_eq!(r.read_bits(1), Err(EndOfStream));
+        assert_eq!(BitReader::new(&[]).read_bit(), Err(EndOfStream));
+    }
+
+    #[test]
+    fn unary_prefix() {
+        let data = written(&[(0b0, 1), (0b10, 2), (0b110, 3), (0b1110, 4), (0b1111, 4)]);
+        let mut r = BitReader::new(&data);
+        for expected in 0..=4 {
+            assert_eq!(r.read_ones(4), Ok(expected));
+        }
+    }
+
+    #[test]
+    fn varints_match_go() {
+        for x in [0i64, 1, -1, 63, -64, 64, 1000, i64::MIN, i64::MAX] {
+            // 5 bits written, 3 free (and zero).
+            let mut buf = vec![0b1010_1000];
+            let mut free = 3;
+            let mut w = BitWriter::new(&mut buf, &mut free);
+            w.write_varint(x);
+            let mut r = BitReader::new(&buf);
+            assert_eq!(r.read_bits(5), Ok(0b10101));
+            assert_eq!(r.read_varint(), Ok(Some(x)));
+        }
+        // PutVarint(1000) = zig-zag 2000 = d0 0f.
+        let mut buf = Vec::new();
+        let mut free = 0;
+        BitWriter::new(&mut buf, &mut free).write_varint(1000);
+        assert_eq!(buf, [0xd0, 0x0f]);
+        // Eleven bytes, or a tenth byte above 1, overflow as in Go.
+        let mut r = BitReader::new(&[0xff; 11]);
+        assert_eq!(r.read_uvarint(), Ok(None));
+        let mut long = [0xff; 10];
+        long[9] = 0x02;
+        assert_eq!(BitReader::new(&long).read_uvarint(), Ok(None));
+        long[9] = 0x01;
+        assert_eq!(BitReader::new(&long).read_uvarint(), Ok(Some(u64::MAX)));
+        assert_eq!(BitReader::new(&[0x80]).read_uvarint(), Err(EndOfStream));
     }
 }

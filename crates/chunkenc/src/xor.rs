@@ -1,34 +1,65 @@
-//! The XOR chunk encoding (Facebook's Gorilla, as Prometheus implements it).
+//! The XOR chunk encoding: Facebook's Gorilla, with Prometheus' changes.
 //!
 //! Layout: a 2-byte big-endian sample count, then a bit stream (most
-//! significant bit first). The first sample is a signed varint timestamp and
-//! the raw 64 value bits; the second a uvarint timestamp delta and an XOR'd
-//! value; later samples store the delta of the timestamp delta in one of five
-//! widths and the value XOR'd with the previous one, reusing the previous
-//! window of meaningful bits when it fits. Prometheus, Thanos and Mimir read
-//! these bytes, so every bit must match theirs.
+//! significant bit first, last byte zero-padded):
+//!
+//! * sample 0: timestamp as a zig-zag varint, then the 64 value bits;
+//! * sample 1: timestamp delta as a uvarint, then the value as below;
+//! * sample n >= 2: the delta of the timestamp delta ("dod") as
+//!   `0` (dod = 0), `10` + 14 bits, `110` + 17 bits, `1110` + 20 bits or
+//!   `1111` + 64 bits. An `n`-bit field holds -(2^(n-1) - 1) ..= 2^(n-1),
+//!   stored as its low `n` bits (so values above 2^(n-1) read back negative);
+//! * values: XOR with the previous value's bits. `0` if equal; `10` + the
+//!   XOR's bits inside the previous window if they fit in it; else `11` +
+//!   5 bits of leading zeros (clamped to 31) + 6 bits of significant-bit count
+//!   (64 written as 0) + the significant bits, which becomes the new window.
+//!
+//! The varints are written byte by byte at whatever bit position the stream
+//! is at, and all timestamp arithmetic wraps, as in Go, so every `i64`
+//! sequence round-trips (the head rejects out-of-order samples before they
+//! reach a chunk, so in practice deltas are positive).
+//!
+//! Prometheus, promtool, Thanos and Mimir read the chunks we write and we
+//! read theirs, so the writer must make the very same choices as
+//! Prometheus' `xorAppender` (bucket edges, clamping, window reuse) and the
+//! reader must accept everything Prometheus' `xorIterator` accepts. The
+//! golden vectors in `testdata/` pin this down.
 
-use crate::bstream::{BitReader, BitWriter};
+use std::iter::FusedIterator;
+
+use crate::bstream::{BitReader, BitWriter, EndOfStream};
 use crate::ChunkError;
 
-/// Delta-of-delta width classes: (control bits value, control length, payload bits).
-const DOD_CLASSES: [(u64, u32, u32); 3] = [(0b10, 2, 14), (0b110, 3, 17), (0b1110, 4, 20)];
+/// Bytes of the sample count that starts every chunk.
+const HEADER_LEN: usize = 2;
+/// Initial capacity, as Prometheus: room for ~100 typical samples.
+const INITIAL_CAPACITY: usize = 128;
+/// `leading` value meaning no value window has been written yet.
+const NO_WINDOW: u8 = 0xff;
+/// Longest sample prefix before the value payload: a 20-bit dod with its
+/// 4 control bits, and a new value window's 2 + 5 + 6 header bits.
+const FAST_PATH_BITS: usize = 4 + 20 + 2 + 5 + 6;
 
-/// True if `x` fits Prometheus' `n`-bit delta-of-delta range [-(2^(n-1)-1), 2^(n-1)].
-fn fits(x: i64, n: u32) -> bool {
-    let half = 1i64 << (n - 1);
-    -(half - 1) <= x && x <= half
-}
-
-/// An appendable XOR chunk.
+/// An appendable XOR chunk: the chunk bytes plus the state needed to encode
+/// the next sample.
+///
+/// 56 bytes, since the head keeps one open chunk per series.
 #[derive(Clone, Debug)]
 pub struct XorChunk {
-    stream: BitWriter,
-    t: i64,
-    v: u64,
-    t_delta: u64,
+    /// Header and bit stream, exactly the bytes Prometheus would have.
+    buf: Vec<u8>,
+    last_t: i64,
+    last_value: u64,
+    /// Timestamp delta of the last sample (0 after the first).
+    last_t_delta: u64,
+    /// Unwritten low bits of the last byte of `buf`.
+    free_bits: u8,
+    /// Current value window; `leading` is `NO_WINDOW` before the first.
     leading: u8,
     trailing: u8,
+    /// Sample count, mirrored from the header so appends need not load the
+    /// header's cache line (replay appends to many chunks in turn).
+    count: u16,
 }
 
 impl Default for XorChunk {
@@ -38,249 +69,482 @@ impl Default for XorChunk {
 }
 
 impl XorChunk {
-    /// An empty chunk (just the zero sample count).
+    /// Most samples a chunk can hold (its count is a `u16`).
+    pub const MAX_SAMPLES: u16 = u16::MAX;
+
+    /// An empty chunk: just the zero sample count.
     pub fn new() -> Self {
+        let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
+        buf.extend_from_slice(&[0; HEADER_LEN]);
         XorChunk {
-            stream: BitWriter::with_header(),
-            t: 0,
-            v: 0,
-            t_delta: 0,
-            leading: 0xff,
+            buf,
+            last_t: 0,
+            last_value: 0,
+            last_t_delta: 0,
+            free_bits: 0,
+            leading: NO_WINDOW,
             trailing: 0,
+            count: 0,
         }
     }
 
-    /// Reopens chunk bytes for appending, restoring the appender state by
-    /// decoding every sample.
-    pub fn from_bytes(data: Vec<u8>) -> Result<Self, ChunkError> {
-        if data.len() < 2 {
-            return Err(ChunkError::TooShort(data.len()));
-        }
+    /// Reopens chunk bytes for appending. Decodes every sample to restore
+    /// the encoder state, so appending afterwards writes exactly the bytes
+    /// that appending all samples to one chunk would have.
+    ///
+    /// Fails on anything Prometheus' appender could not have written: a
+    /// short header, undecodable samples, or bytes or non-zero padding bits
+    /// after the last sample (appending there would corrupt the stream).
+    ///
+    /// Unlike Prometheus' `FromData(...).Appender()`, which resumes at the
+    /// next byte boundary and with an empty value window taken as 0 leading
+    /// and 0 trailing zeros, this resumes at the exact bit and, if no value
+    /// window was ever written, as a fresh appender would. Both kinds of
+    /// output decode the same way with either implementation.
+    pub fn from_bytes(mut data: Vec<u8>) -> Result<Self, ChunkError> {
         let mut it = XorIterator::new(&data);
-        for _ in it.by_ref() {}
-        if let Some(e) = it.error() {
-            return Err(e.clone());
+        while it.next().is_some() {}
+        if let Some(err) = it.err.take() {
+            return Err(err);
         }
-        let (t, v, t_delta, leading, trailing) = (it.t, it.v, it.t_delta, it.leading, it.trailing);
-        let used_bits = 16 + it.reader.bits_consumed() as usize;
-        if used_bits.div_ceil(8) != data.len() {
-            return Err(ChunkError::TrailingBytes);
+        let used_bits = HEADER_LEN as u64 * 8 + it.reader.bits_consumed();
+        let used_bytes = used_bits.div_ceil(8);
+        if data.len() as u64 != used_bytes {
+            return Err(ChunkError::TrailingBytes {
+                samples: it.total,
+                extra: (data.len() as u64).saturating_sub(used_bytes),
+            });
         }
+        let free_bits = (used_bytes * 8 - used_bits) as u8;
+        let padding = data.last().map_or(0, |&b| b & ((1u8 << free_bits) - 1));
+        if padding != 0 {
+            return Err(ChunkError::NonZeroPadding {
+                samples: it.total,
+                bits: free_bits,
+            });
+        }
+        let (leading, trailing) = if it.value_changed {
+            (it.leading, it.trailing)
+        } else {
+            (NO_WINDOW, 0)
+        };
+        let (last_t, last_value, last_t_delta, count) = (it.t, it.value, it.t_delta, it.total);
+        // Room for the next few samples without an immediate reallocation.
+        data.reserve(16);
         Ok(XorChunk {
-            stream: BitWriter::from_bytes(data, used_bits),
-            t,
-            v,
-            t_delta,
+            buf: data,
+            last_t,
+            last_value,
+            last_t_delta,
+            free_bits,
             leading,
             trailing,
+            count,
         })
     }
 
+    /// Number of samples, from the chunk header.
     pub fn num_samples(&self) -> u16 {
-        let b = self.stream.bytes();
-        u16::from_be_bytes([b[0], b[1]])
+        self.count
     }
 
+    /// True when the chunk holds [`Self::MAX_SAMPLES`] and takes no more.
+    pub fn is_full(&self) -> bool {
+        self.num_samples() == Self::MAX_SAMPLES
+    }
+
+    /// The chunk bytes, header included, as Prometheus stores them.
     pub fn bytes(&self) -> &[u8] {
-        self.stream.bytes()
+        &self.buf
+    }
+
+    /// Address of the last byte, where the next append writes: for
+    /// prefetching when appending to many chunks in turn (WAL replay).
+    pub fn tail_ptr(&self) -> *const u8 {
+        self.buf
+            .as_ptr()
+            .wrapping_add(self.buf.len().saturating_sub(1))
     }
 
     pub fn into_bytes(self) -> Vec<u8> {
-        self.stream.into_bytes()
+        self.buf
     }
 
     pub fn iter(&self) -> XorIterator<'_> {
-        XorIterator::new(self.bytes())
+        XorIterator::new(&self.buf)
     }
 
-    /// Appends a sample. Timestamps must increase (the head checks this).
+    /// Releases spare capacity once the chunk is complete (Prometheus'
+    /// `Compact`); appending still works afterwards.
+    pub fn compact(&mut self) {
+        if self.buf.capacity() > self.buf.len() + 32 {
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    /// Appends a sample. Callers keep timestamps increasing (Prometheus
+    /// does not check either; other orders still round-trip).
+    ///
+    /// A full chunk (see [`Self::is_full`]) ignores the sample: Prometheus
+    /// would wrap the count to 0 and corrupt the chunk. The head cuts chunks
+    /// long before that.
     pub fn append(&mut self, t: i64, v: f64) {
-        let n = self.num_samples();
-        let vb = v.to_bits();
-        match n {
+        let count = self.num_samples();
+        if count == Self::MAX_SAMPLES {
+            return;
+        }
+        let value = v.to_bits();
+        let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
+        match count {
             0 => {
-                self.stream.write_varint(t);
-                self.stream.write_bits(vb, 64);
+                w.write_varint(t);
+                w.write_bits(value, 64);
             }
             1 => {
-                let d = t.wrapping_sub(self.t) as u64;
-                self.stream.write_uvarint(d);
-                self.write_value(vb);
-                self.t_delta = d;
+                let t_delta = t.wrapping_sub(self.last_t) as u64;
+                w.write_uvarint(t_delta);
+                write_value(
+                    &mut w,
+                    self.last_value ^ value,
+                    &mut self.leading,
+                    &mut self.trailing,
+                );
+                self.last_t_delta = t_delta;
             }
             _ => {
-                let d = t.wrapping_sub(self.t) as u64;
-                let dod = d.wrapping_sub(self.t_delta) as i64;
-                if dod == 0 {
-                    self.stream.write_bits(0, 1);
-                } else if let Some(&(ctl, ctl_len, bits)) =
-                    DOD_CLASSES.iter().find(|(_, _, bits)| fits(dod, *bits))
-                {
-                    self.stream.write_bits(ctl, ctl_len);
-                    self.stream.write_bits(dod as u64, bits);
-                } else {
-                    self.stream.write_bits(0b1111, 4);
-                    self.stream.write_bits(dod as u64, 64);
-                }
-                self.write_value(vb);
-                self.t_delta = d;
+                let t_delta = t.wrapping_sub(self.last_t) as u64;
+                write_dod(&mut w, t_delta.wrapping_sub(self.last_t_delta) as i64);
+                write_value(
+                    &mut w,
+                    self.last_value ^ value,
+                    &mut self.leading,
+                    &mut self.trailing,
+                );
+                self.last_t_delta = t_delta;
             }
         }
-        self.t = t;
-        self.v = vb;
-        self.stream.set_header_count(n.wrapping_add(1));
-    }
-
-    fn write_value(&mut self, vb: u64) {
-        let x = vb ^ self.v;
-        if x == 0 {
-            self.stream.write_bits(0, 1);
-            return;
+        self.last_t = t;
+        self.last_value = value;
+        self.count = count + 1;
+        if let Some(header) = self.buf.first_chunk_mut::<HEADER_LEN>() {
+            *header = self.count.to_be_bytes();
         }
-        self.stream.write_bits(1, 1);
-        let leading = (x.leading_zeros() as u8).min(31);
-        let trailing = x.trailing_zeros() as u8;
-        if self.leading != 0xff && leading >= self.leading && trailing >= self.trailing {
-            let sig = 64 - self.leading as u32 - self.trailing as u32;
-            self.stream.write_bits(0, 1);
-            self.stream.write_bits(x >> self.trailing, sig);
-            return;
-        }
-        self.leading = leading;
-        self.trailing = trailing;
-        let sig = 64 - leading as u32 - trailing as u32;
-        self.stream.write_bits(1, 1);
-        self.stream.write_bits(leading as u64, 5);
-        // 64 significant bits are written as 0 (6 bits cannot hold 64).
-        self.stream.write_bits(sig as u64 & 0x3f, 6);
-        self.stream.write_bits(x >> trailing, sig);
     }
 }
 
-/// Iterates the samples of XOR chunk bytes.
+/// Whether `dod` fits an `nbits` field: -(2^(nbits-1) - 1) ..= 2^(nbits-1).
+/// The range is lopsided because the reader takes the top value as positive.
+#[inline]
+fn dod_fits(dod: i64, nbits: u32) -> bool {
+    let half = 1i64 << (nbits - 1);
+    -(half - 1) <= dod && dod <= half
+}
+
+/// Writes a delta-of-delta: unary size class, then two's complement bits.
+#[inline(always)]
+fn write_dod(w: &mut BitWriter<'_>, dod: i64) {
+    let bits = dod as u64;
+    if dod == 0 {
+        w.write_bits(0, 1);
+    } else if dod_fits(dod, 14) {
+        w.write_bits(0b10 << 14 | (bits & 0x3fff), 2 + 14);
+    } else if dod_fits(dod, 17) {
+        w.write_bits(0b110 << 17 | (bits & 0x1_ffff), 3 + 17);
+    } else if dod_fits(dod, 20) {
+        w.write_bits(0b1110 << 20 | (bits & 0xf_ffff), 4 + 20);
+    } else {
+        w.write_bits(0b1111, 4);
+        w.write_bits(bits, 64);
+    }
+}
+
+/// Writes a value as its XOR with the previous one, updating the window.
+#[inline(always)]
+fn write_value(w: &mut BitWriter<'_>, xor: u64, leading: &mut u8, trailing: &mut u8) {
+    if xor == 0 {
+        w.write_bits(0, 1);
+        return;
+    }
+    // 5 bits hold at most 31 leading zeros.
+    let new_leading = (xor.leading_zeros() as u8).min(31);
+    let new_trailing = xor.trailing_zeros() as u8;
+    if *leading != NO_WINDOW && new_leading >= *leading && new_trailing >= *trailing {
+        // Fits the current window: `10` + the window's bits.
+        let sig = 64 - u32::from(*leading) - u32::from(*trailing);
+        let payload = xor >> *trailing;
+        if sig <= 62 {
+            w.write_bits(0b10 << sig | payload, 2 + sig);
+        } else {
+            w.write_bits(0b10, 2);
+            w.write_bits(payload, sig);
+        }
+        return;
+    }
+    *leading = new_leading;
+    *trailing = new_trailing;
+    let sig = 64 - u32::from(new_leading) - u32::from(new_trailing);
+    // `11`, leading zeros, significant bits (64 does not fit 6 bits and is
+    // written as 0; 0 never occurs since xor != 0).
+    let header = 0b11 << 11 | u64::from(new_leading) << 6 | u64::from(sig & 0x3f);
+    w.write_bits(header, 2 + 5 + 6);
+    w.write_bits(xor >> new_trailing, sig);
+}
+
+/// Why decoding stopped, before the sample index is attached.
+enum Fault {
+    Truncated,
+    VarintOverflow,
+    InvalidWindow { leading: u8, significant: u8 },
+}
+
+impl From<EndOfStream> for Fault {
+    fn from(_: EndOfStream) -> Self {
+        Fault::Truncated
+    }
+}
+
+impl Fault {
+    fn at(self, sample: u16, total: u16) -> ChunkError {
+        match self {
+            Fault::Truncated => ChunkError::Truncated { sample, total },
+            Fault::VarintOverflow => ChunkError::VarintOverflow { sample },
+            Fault::InvalidWindow {
+                leading,
+                significant,
+            } => ChunkError::InvalidValueWindow {
+                sample,
+                leading,
+                significant,
+            },
+        }
+    }
+}
+
+/// Iterates the samples of XOR chunk bytes, stopping after the count in the
+/// header or at the first sample that cannot be decoded (see
+/// [`XorIterator::error`]). Never reads outside the slice.
 #[derive(Clone, Debug)]
 pub struct XorIterator<'a> {
     reader: BitReader<'a>,
-    num_total: u16,
-    num_read: u16,
+    total: u16,
+    read: u16,
+    /// Samples still to decode: `total - read`, or 0 after an error.
+    left: u16,
+    /// The last returned sample.
     t: i64,
-    v: u64,
+    value: u64,
     t_delta: u64,
+    /// Value window. Starts at 0/0 like Prometheus' reader, so a `10`
+    /// before any `11` means 64 bits (Prometheus writes that after
+    /// reopening a chunk).
     leading: u8,
     trailing: u8,
+    /// Whether any value differed from its predecessor, i.e. whether the
+    /// writer had a window (for [`XorChunk::from_bytes`]).
+    value_changed: bool,
+    /// `next` returned `None`.
+    done: bool,
     err: Option<ChunkError>,
 }
 
 impl<'a> XorIterator<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        let (num_total, body, err) = if data.len() >= 2 {
-            (u16::from_be_bytes([data[0], data[1]]), &data[2..], None)
-        } else {
-            (0, &data[..0], Some(ChunkError::TooShort(data.len())))
+        let (total, body, err) = match data.split_first_chunk::<HEADER_LEN>() {
+            Some((header, body)) => (u16::from_be_bytes(*header), body, None),
+            None => (
+                0,
+                &[][..],
+                Some(ChunkError::MissingHeader { len: data.len() }),
+            ),
         };
         XorIterator {
             reader: BitReader::new(body),
-            num_total,
-            num_read: 0,
+            total,
+            read: 0,
+            left: if err.is_some() { 0 } else { total },
             t: 0,
-            v: 0,
+            value: 0,
             t_delta: 0,
-            // 0xff: no bit window yet, as in the appender.
-            leading: 0xff,
+            leading: 0,
             trailing: 0,
+            value_changed: false,
+            done: false,
             err,
         }
     }
 
-    /// Why iteration stopped early, if it did.
+    /// Number of samples the chunk header announces.
+    pub fn num_samples(&self) -> u16 {
+        self.total
+    }
+
+    /// Why iteration ended early: the bytes are truncated or corrupt.
     pub fn error(&self) -> Option<&ChunkError> {
         self.err.as_ref()
     }
 
-    /// Number of samples the chunk header announces.
-    pub fn num_samples(&self) -> u16 {
-        self.num_total
-    }
-
-    /// Advances to the first sample with timestamp >= `t`.
+    /// Advances to the first sample with timestamp >= `t` and returns it.
+    /// Never moves backwards: if the sample last returned already
+    /// qualifies, returns it again. `None` once the samples run out.
     pub fn seek(&mut self, t: i64) -> Option<(i64, f64)> {
-        if self.num_read > 0 && self.t >= t {
-            return Some((self.t, f64::from_bits(self.v)));
+        if self.read > 0 && !self.done && self.t >= t {
+            return Some(self.current());
         }
-        while let Some(s) = self.next() {
-            if s.0 >= t {
-                return Some(s);
-            }
-        }
-        None
+        self.by_ref().find(|sample| sample.0 >= t)
     }
 
-    fn fail(&mut self) -> Option<(i64, f64)> {
-        self.err = Some(ChunkError::Truncated {
-            sample: self.num_read,
-        });
-        None
+    #[inline(always)]
+    fn current(&self) -> (i64, f64) {
+        (self.t, f64::from_bits(self.value))
     }
 
-    fn read_value(&mut self) -> Option<()> {
-        let r = &mut self.reader;
-        if r.read_bit()? == 0 {
-            return Some(());
+    #[inline(always)]
+    fn decode_next(&mut self) -> Result<(), Fault> {
+        if self.read < 2 {
+            return self.decode_start();
         }
-        if r.read_bit()? == 1 {
-            self.leading = r.read_bits(5)? as u8;
-            let mut sig = r.read_bits(6)? as u8;
-            if sig == 0 {
-                sig = 64;
+        if self.reader.remaining() >= FAST_PATH_BITS {
+            let reg = self.reader.peek();
+            let dod_class = reg.leading_ones();
+            if dod_class < 4 {
+                return self.decode_fast(reg, dod_class);
             }
-            if self.leading as u32 + sig as u32 > 64 {
-                return None;
-            }
-            self.trailing = 64 - self.leading - sig;
-        } else if self.leading == 0xff {
-            // Reusing a window that was never set: not a valid chunk.
-            return None;
         }
-        let sig = 64 - self.leading as u32 - self.trailing as u32;
-        let bits = r.read_bits(sig)?;
-        self.v ^= bits << self.trailing;
-        Some(())
+        self.decode_checked()
     }
 
-    fn read_next(&mut self) -> Option<()> {
-        match self.num_read {
-            0 => {
-                self.t = self.reader.read_varint()?;
-                self.v = self.reader.read_bits(64)?;
-            }
-            1 => {
-                self.t_delta = self.reader.read_uvarint()?;
-                self.t = self.t.wrapping_add(self.t_delta as i64);
-                self.read_value()?;
-            }
+    /// Decodes a sample whose dod class is 0..=3 from a buffer holding at
+    /// least [`FAST_PATH_BITS`]: everything up to the value's payload is
+    /// taken from `reg` without further checks, and the dod class (hard to
+    /// predict for jittery scrapes) selects a width instead of a branch.
+    #[inline(always)]
+    fn decode_fast(&mut self, reg: u64, dod_class: u32) -> Result<(), Fault> {
+        // Delta of delta: `dod_class` ones, a zero, then `width` bits.
+        let width = match dod_class {
+            0 => 0,
+            1 => 14,
+            2 => 17,
+            _ => 20,
+        };
+        let mut used = dod_class + 1;
+        let raw = ((reg << used) >> 1) >> (63 - width);
+        // 2^width (0 for width 0); raw above half of it is negative.
+        let span = (1u64 << width) & !1;
+        let dod = raw.wrapping_sub(if raw > span >> 1 { span } else { 0 });
+        used += width;
+        self.t_delta = self.t_delta.wrapping_add(dod);
+        self.t = self.t.wrapping_add(self.t_delta as i64);
+
+        // Value control: `0` same, `10` old window, `11` + 11 bits new one.
+        let value_reg = reg << used;
+        let control = value_reg.leading_ones().min(2);
+        if control == 0 {
+            self.reader.skip(used + 1);
+            return Ok(());
+        }
+        let new_window = control == 2;
+        let header = (value_reg << 2) >> (64 - 11);
+        let mut leading = self.leading;
+        let mut significant = 64 - self.leading - self.trailing;
+        if new_window {
+            leading = (header >> 6) as u8;
+            significant = match (header & 0x3f) as u8 {
+                0 => 64,
+                n => n,
+            };
+        }
+        if leading + significant > 64 {
+            return Err(Fault::InvalidWindow {
+                leading,
+                significant,
+            });
+        }
+        used += 2 + if new_window { 11 } else { 0 };
+        // Small payloads are still in `reg` (57 bits are meaningful).
+        let sig = u32::from(significant);
+        let bits = if used + sig <= 57 && (used + sig) as usize <= self.reader.remaining() {
+            self.reader.skip(used + sig);
+            ((reg << used) >> 1) >> (63 - sig)
+        } else {
+            self.reader.skip(used);
+            self.reader.read_bits(sig)?
+        };
+        self.leading = leading;
+        self.trailing = 64 - leading - significant;
+        self.value ^= bits << self.trailing;
+        self.value_changed = true;
+        Ok(())
+    }
+
+    /// Decodes a sample field by field, checking every read: for the
+    /// 64-bit dod and for the end of the stream.
+    #[cold]
+    fn decode_checked(&mut self) -> Result<(), Fault> {
+        let dod = match self.reader.read_ones(4)? {
+            0 => 0,
+            1 => read_dod(&mut self.reader, 14)?,
+            2 => read_dod(&mut self.reader, 17)?,
+            3 => read_dod(&mut self.reader, 20)?,
+            _ => self.reader.read_bits(64)? as i64,
+        };
+        self.t_delta = self.t_delta.wrapping_add(dod as u64);
+        self.t = self.t.wrapping_add(self.t_delta as i64);
+        self.decode_value()
+    }
+
+    /// The first two samples, with varint timestamps.
+    #[cold]
+    fn decode_start(&mut self) -> Result<(), Fault> {
+        if self.read == 0 {
+            self.t = self.reader.read_varint()?.ok_or(Fault::VarintOverflow)?;
+            self.value = self.reader.read_bits(64)?;
+            Ok(())
+        } else {
+            self.t_delta = self.reader.read_uvarint()?.ok_or(Fault::VarintOverflow)?;
+            self.t = self.t.wrapping_add(self.t_delta as i64);
+            self.decode_value()
+        }
+    }
+
+    fn decode_value(&mut self) -> Result<(), Fault> {
+        let sig = match self.reader.read_ones(2)? {
+            0 => return Ok(()),
+            1 => 64 - u32::from(self.leading) - u32::from(self.trailing),
             _ => {
-                let class = self.reader.read_unary_ones(4)?;
-                let dod: i64 = match class {
-                    0 => 0,
-                    4 => self.reader.read_bits(64)? as i64,
-                    c => {
-                        let bits = DOD_CLASSES[c as usize - 1].2;
-                        let raw = self.reader.read_bits(bits)? as i64;
-                        // Values above 2^(bits-1) are negative.
-                        if raw > 1 << (bits - 1) {
-                            raw - (1 << bits)
-                        } else {
-                            raw
-                        }
-                    }
+                let header = self.reader.read_bits(5 + 6)?;
+                let leading = (header >> 6) as u8;
+                let significant = match (header & 0x3f) as u8 {
+                    0 => 64,
+                    n => n,
                 };
-                self.t_delta = (self.t_delta as i64).wrapping_add(dod) as u64;
-                self.t = self.t.wrapping_add(self.t_delta as i64);
-                self.read_value()?;
+                if leading + significant > 64 {
+                    return Err(Fault::InvalidWindow {
+                        leading,
+                        significant,
+                    });
+                }
+                self.leading = leading;
+                self.trailing = 64 - leading - significant;
+                u32::from(significant)
             }
-        }
-        Some(())
+        };
+        // Window checked above, so sig is 1..=64 and trailing 0..=63.
+        let bits = self.reader.read_bits(sig)?;
+        self.value ^= bits << self.trailing;
+        self.value_changed = true;
+        Ok(())
     }
+}
+
+/// Reads an `nbits` delta-of-delta; values above 2^(nbits-1) are negative.
+#[inline(always)]
+fn read_dod(reader: &mut BitReader<'_>, nbits: u32) -> Result<i64, EndOfStream> {
+    let raw = reader.read_bits(nbits)? as i64;
+    Ok(if raw > 1 << (nbits - 1) {
+        raw - (1 << nbits)
+    } else {
+        raw
+    })
 }
 
 impl Iterator for XorIterator<'_> {
@@ -288,13 +552,137 @@ impl Iterator for XorIterator<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<(i64, f64)> {
-        if self.err.is_some() || self.num_read >= self.num_total {
+        if self.left == 0 {
+            self.done = true;
             return None;
         }
-        if self.read_next().is_none() {
-            return self.fail();
+        match self.decode_next() {
+            Ok(()) => {
+                self.read += 1;
+                self.left -= 1;
+                Some(self.current())
+            }
+            Err(fault) => {
+                self.err = Some(fault.at(self.read, self.total));
+                self.left = 0;
+                self.done = true;
+                None
+            }
         }
-        self.num_read += 1;
-        Some((self.t, f64::from_bits(self.v)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(usize::from(self.left)))
+    }
+}
+
+impl FusedIterator for XorIterator<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_chunk_is_at_most_64_bytes() {
+        assert!(std::mem::size_of::<XorChunk>() <= 64);
+    }
+
+    #[test]
+    fn dod_ranges_are_lopsided_like_prometheus() {
+        assert!(dod_fits(8192, 14) && dod_fits(-8191, 14));
+        assert!(!dod_fits(8193, 14) && !dod_fits(-8192, 14));
+        assert!(dod_fits(524288, 20) && !dod_fits(-524288, 20));
+    }
+
+    /// A chunk Prometheus writes after reopening one whose values never
+    /// changed: its appender then has window 0/0 and emits `10` + 64 bits.
+    #[test]
+    fn reads_window_reuse_before_any_window() {
+        let mut buf = vec![0, 3];
+        let mut free = 0;
+        let mut w = BitWriter::new(&mut buf, &mut free);
+        w.write_varint(1000);
+        w.write_bits(1.0f64.to_bits(), 64);
+        w.write_uvarint(15);
+        w.write_bits(0, 1); // same value
+        w.write_bits(0, 1); // dod 0
+        w.write_bits(0b10, 2);
+        w.write_bits(1.0f64.to_bits() ^ 2.5f64.to_bits(), 64);
+        let samples: Vec<_> = XorIterator::new(&buf).collect();
+        assert_eq!(samples, [(1000, 1.0), (1015, 1.0), (1030, 2.5)]);
+
+        // Reopened, the window stays 0/0 as the writer had it.
+        let mut c = XorChunk::from_bytes(buf).unwrap();
+        assert_eq!((c.leading, c.trailing), (0, 0));
+        c.append(1045, 3.0);
+        let samples: Vec<_> = c.iter().collect();
+        assert_eq!(samples.last(), Some(&(1045, 3.0)));
+    }
+
+    #[test]
+    fn rejects_window_wider_than_64_bits() {
+        let mut buf = vec![0, 2];
+        let mut free = 0;
+        let mut w = BitWriter::new(&mut buf, &mut free);
+        w.write_varint(0);
+        w.write_bits(0, 64);
+        w.write_uvarint(1);
+        w.write_bits(0b11, 2);
+        w.write_bits(31, 5);
+        w.write_bits(40, 6);
+        w.write_bits(u64::MAX, 40);
+        let mut it = XorIterator::new(&buf);
+        assert_eq!(it.next(), Some((0, 0.0)));
+        assert_eq!(it.next(), None);
+        assert_eq!(
+            it.error(),
+            Some(&ChunkError::InvalidValueWindow {
+                sample: 1,
+                leading: 31,
+                significant: 40
+            })
+        );
+    }
+
+    #[test]
+    fn from_bytes_rejects_what_cannot_be_appended_to() {
+        let mut c = XorChunk::new();
+        c.append(1, 1.0);
+        c.append(2, 3.0);
+        let mut extra = c.bytes().to_vec();
+        extra.push(0);
+        assert!(matches!(
+            XorChunk::from_bytes(extra),
+            Err(ChunkError::TrailingBytes { extra: 1, .. })
+        ));
+        let mut dirty = c.bytes().to_vec();
+        assert_ne!(c.free_bits, 0);
+        if let Some(last) = dirty.last_mut() {
+            *last |= 1;
+        }
+        assert!(matches!(
+            XorChunk::from_bytes(dirty),
+            Err(ChunkError::NonZeroPadding { .. })
+        ));
+        assert_eq!(
+            XorChunk::from_bytes(vec![7]).unwrap_err(),
+            ChunkError::MissingHeader { len: 1 }
+        );
+        assert!(XorChunk::from_bytes(vec![0, 0, 0]).is_err());
+        let empty = XorChunk::from_bytes(vec![0, 0]).unwrap();
+        assert_eq!(empty.leading, NO_WINDOW);
+    }
+
+    #[test]
+    fn full_chunk_ignores_appends() {
+        let mut c = XorChunk::new();
+        for i in 0..u16::MAX {
+            c.append(i64::from(i) * 15_000, 1.0);
+        }
+        assert!(c.is_full());
+        let len = c.bytes().len();
+        c.append(i64::MAX, 2.0);
+        assert_eq!((c.num_samples(), c.bytes().len()), (u16::MAX, len));
+        assert_eq!(c.iter().count(), usize::from(u16::MAX));
     }
 }

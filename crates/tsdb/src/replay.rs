@@ -94,7 +94,7 @@ fn run_worker(
     rx: Receiver<Msg>,
     mut mmapped: FastMap<u64, Vec<MmappedChunk>>,
 ) -> WorkerResult {
-    let mut index: FastMap<u64, u32> = FastMap::default();
+    let mut index = RefIndex::default();
     let mut series: Vec<WorkerSeries> = Vec::new();
     let mut res = WorkerResult {
         mint: i64::MAX,
@@ -102,11 +102,12 @@ fn run_worker(
         ..Default::default()
     };
     let opts = head.chunk_opts;
+    let mut mine: Vec<(u32, i64, f64, u64)> = Vec::new();
     for msg in rx {
         match msg {
             Msg::Series(list) => {
                 for (r, entry) in list {
-                    if index.contains_key(&r) {
+                    if index.get(r).is_some() {
                         continue;
                     }
                     let mut data = MemSeries::new();
@@ -124,20 +125,39 @@ fn run_worker(
                 }
             }
             Msg::Samples(samples) => {
+                // This worker's samples, resolved to series slots first, so
+                // the append loop below can prefetch ahead: each sample
+                // touches a different series, and waiting on those cache
+                // misses one at a time dominates replay otherwise.
+                mine.clear();
                 for s in samples.iter() {
                     if (s.series_ref as usize) % workers != id {
                         continue;
                     }
-                    let Some(&i) = index.get(&s.series_ref) else {
-                        res.unknown += 1;
-                        continue;
-                    };
+                    match index.get(s.series_ref) {
+                        Some(i) => mine.push((i, s.t, s.v, s.series_ref)),
+                        None => res.unknown += 1,
+                    }
+                }
+                for k in 0..mine.len() {
+                    if let Some(&(i, ..)) = mine.get(k + 16) {
+                        let p = &series[i as usize] as *const WorkerSeries as *const u8;
+                        prefetch(p);
+                        prefetch(p.wrapping_add(64));
+                        prefetch(p.wrapping_add(128));
+                    }
+                    if let Some(&(i, ..)) = mine.get(k + 8) {
+                        if let Some(c) = &series[i as usize].data.open {
+                            prefetch(c.chunk.tail_ptr());
+                        }
+                    }
+                    let (i, t, v, r) = mine[k];
                     let ws = &mut series[i as usize];
-                    if s.t <= ws.mmapped_maxt {
+                    if t <= ws.mmapped_maxt {
                         res.in_mmapped += 1;
                         continue;
                     }
-                    if ws.data.append(s.series_ref, s.t, s.v, opts, &head.mapper) {
+                    if ws.data.append(r, t, v, opts, &head.mapper) {
                         res.samples += 1;
                     } else {
                         res.out_of_order += 1;
@@ -158,6 +178,55 @@ fn run_worker(
     res
 }
 
+/// Series ref -> worker slot. Prometheus hands out refs densely from 1, so a
+/// plain array indexed by ref is the common case; sparse refs fall back to a map.
+#[derive(Default)]
+struct RefIndex {
+    dense: Vec<u32>,
+    sparse: FastMap<u64, u32>,
+}
+
+impl RefIndex {
+    const DENSE_LIMIT: u64 = 1 << 26;
+
+    #[inline]
+    fn get(&self, r: u64) -> Option<u32> {
+        if r < Self::DENSE_LIMIT {
+            match self.dense.get(r as usize) {
+                Some(&i) if i != u32::MAX => Some(i),
+                _ => None,
+            }
+        } else {
+            self.sparse.get(&r).copied()
+        }
+    }
+
+    fn insert(&mut self, r: u64, slot: u32) {
+        if r < Self::DENSE_LIMIT {
+            let r = r as usize;
+            if r >= self.dense.len() {
+                self.dense.resize((r + 1).next_power_of_two(), u32::MAX);
+            }
+            self.dense[r] = slot;
+        } else {
+            self.sparse.insert(r, slot);
+        }
+    }
+}
+
+/// Hints the CPU to load `p`'s cache line; never faults.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it does not dereference `p` architecturally
+    // and cannot fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Per-record decode state of the reading thread.
 struct Reader<'h> {
     head: &'h Head,
@@ -169,7 +238,14 @@ struct Reader<'h> {
     ids: Vec<u32>,
     max_ref: u64,
     scratch_stones: Vec<record::Stone>,
+    scratch_samples: Vec<RefSample>,
+    /// Samples of several records, sent to the workers together.
+    batch: Vec<RefSample>,
 }
+
+/// Samples per message to the workers: fewer, larger messages keep the
+/// threads busy instead of waking each other per record.
+const SAMPLE_BATCH: usize = 32 * 1024;
 
 impl Reader<'_> {
     fn send(&self, w: usize, msg: Msg) -> Result<(), HeadError> {
@@ -178,23 +254,37 @@ impl Reader<'_> {
             .map_err(|_| HeadError::Replay("replay worker stopped".into()))
     }
 
+    /// Sends the batched samples to every worker (each takes its shard).
+    fn flush_samples(&mut self) -> Result<(), HeadError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = Arc::new(std::mem::replace(
+            &mut self.batch,
+            Vec::with_capacity(SAMPLE_BATCH + 4096),
+        ));
+        for w in 0..self.workers.len() {
+            self.send(w, Msg::Samples(batch.clone()))?;
+        }
+        Ok(())
+    }
+
     fn handle(&mut self, rec: &[u8]) -> Result<(), HeadError> {
         self.stats.records += 1;
         match RecordType::of(rec) {
             RecordType::Series => self.series(rec),
             RecordType::Samples => {
-                let mut samples = Vec::new();
-                record::decode_samples(rec, &mut samples)?;
+                record::decode_samples(rec, &mut self.scratch_samples)?;
                 if !self.aliases.is_empty() {
-                    for s in samples.iter_mut() {
+                    for s in self.scratch_samples.iter_mut() {
                         if let Some(&to) = self.aliases.get(&s.series_ref) {
                             s.series_ref = to;
                         }
                     }
                 }
-                let shared = Arc::new(samples);
-                for w in 0..self.workers.len() {
-                    self.send(w, Msg::Samples(shared.clone()))?;
+                self.batch.extend_from_slice(&self.scratch_samples);
+                if self.batch.len() >= SAMPLE_BATCH {
+                    self.flush_samples()?;
                 }
                 Ok(())
             }
@@ -395,7 +485,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     let mut st_stats = ReplayStats::default();
     let mut max_ref = 0;
     {
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| sync_channel::<Msg>(64)).unzip();
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| sync_channel::<Msg>(4)).unzip();
         let (res, rr) = std::thread::scope(|scope| {
             let handles: Vec<_> = rxs
                 .into_iter()
@@ -412,6 +502,8 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 ids: Vec::new(),
                 max_ref: 0,
                 scratch_stones: Vec::new(),
+                scratch_samples: Vec::new(),
+                batch: Vec::new(),
             };
             let rr = (|| {
                 if let Some((dir, idx)) = &checkpoint {
@@ -426,7 +518,9 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 }
                 let total = segments.len();
                 let mut reader = RecordReader::new(segments.clone());
-                read_all(&mut reader, &mut st, total, false)
+                let corruption = read_all(&mut reader, &mut st, total, false)?;
+                st.flush_samples()?;
+                Ok(corruption)
             })();
             st_stats = std::mem::take(&mut st.stats);
             max_ref = st.max_ref;

@@ -1,129 +1,271 @@
-//! WAL checkpoints: `wal/checkpoint.NNNNNNNN/`, the compacted content of all
-//! segments up to NNNNNNNN.
+//! WAL checkpoints, compatible with Prometheus v3.9.1 (`tsdb/wlog/checkpoint.go`).
 //!
-//! When the head drops old data, the WAL segments that held it are replaced
-//! by a checkpoint keeping only what is still needed: series records of live
-//! series and samples newer than the cut-off. Replay reads the newest
-//! checkpoint, then the segments after it. A checkpoint is written to a
-//! `.tmp` directory and renamed, so a crash never leaves a partial one
-//! visible (leftover `.tmp` directories are ignored and cleaned up).
+//! The WAL only grows; once the head has compacted old data into blocks, the
+//! segments holding it are replaced by a checkpoint: `wal/checkpoint.NNNNNNNN/`,
+//! an ordinary segmented WAL directory with what is still needed from the
+//! previous checkpoint and segments up to `NNNNNNNN`. Replay reads the newest
+//! checkpoint, then the segments after it ([`replay_sources`]).
+//!
+//! What survives (the same filter as Prometheus, so the two produce the same
+//! records and either can replay the other's checkpoint):
+//!
+//! * series records of series `keep_series` accepts;
+//! * float and histogram samples and exemplars with `t >= mint`. Like
+//!   Prometheus, these are not filtered by series: replay drops samples of
+//!   unknown series anyway, and the output stays record-for-record identical
+//!   to `wlog.Checkpoint`'s;
+//! * tombstone intervals ending at or after `mint`;
+//! * the latest metadata of each kept series, written last (sorted by ref,
+//!   where Prometheus uses random map order);
+//! * no mmap markers and no records of unknown types.
+//!
+//! Two deliberate differences in histogram handling: histograms with a schema
+//! Prometheus does not know are dropped (its decoder skips them too), but
+//! reserved high-resolution schemas are kept as they are where Prometheus
+//! would reduce their resolution while reading, which it still does when it
+//! replays our checkpoint. Custom-bucket histograms found in plain histogram
+//! records (older writers) are kept; Prometheus' encoder would drop them.
+//!
+//! Atomicity: the checkpoint is written to `checkpoint.NNNNNNNN.tmp`, fsynced
+//! and renamed, so a crash never leaves a partial checkpoint under a name
+//! replay reads. Leftover `.tmp` directories are ignored by
+//! [`last_checkpoint`] and removed by the next checkpoint of the same index or
+//! by [`remove_tmp_checkpoints`].
 
 use std::collections::HashMap;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use tracing::warn;
+use crate::record::{self, RecordError, RecordType};
+use crate::segment::{parse_segment_name, sync_dir};
+use crate::{RecordReader, SegmentRef, WalError, WalOptions, WalWriter};
 
-use crate::record::{self, RecordType};
-use crate::{list_segments, RecordReader, SegmentRef, WalError, WalOptions, WalWriter};
+/// Prefix of checkpoint directory names.
+pub const CHECKPOINT_PREFIX: &str = "checkpoint.";
+/// Suffix of a checkpoint directory being written.
+const TMP_SUFFIX: &str = ".tmp";
+/// Records are handed to the writer in batches of about this size.
+const FLUSH_BYTES: usize = 1 << 20;
 
-const PREFIX: &str = "checkpoint.";
-
-/// Directory name of checkpoint `index`.
-pub fn checkpoint_dir_name(index: u32) -> String {
-    format!("{PREFIX}{index:08}")
+/// Failure to create or delete a checkpoint.
+///
+/// Reading errors are kept apart from [`WalError::Corruption`] on purpose:
+/// a damaged segment found while checkpointing must not be "repaired" by
+/// truncation, because the head cannot tell which series records were lost.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// Listing the WAL directory failed.
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error("checkpoint I/O on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A segment of the previous checkpoint or of the WAL could not be read.
+    #[error("reading {dir} for a checkpoint: {source}")]
+    Read {
+        dir: PathBuf,
+        #[source]
+        source: WalError,
+    },
+    /// A record could be read but not decoded.
+    #[error(
+        "undecodable {record_type} record in {dir}, segment {segment:08} offset {offset}: {source}"
+    )]
+    Record {
+        dir: PathBuf,
+        segment: u32,
+        offset: u64,
+        record_type: &'static str,
+        #[source]
+        source: RecordError,
+    },
+    /// Writing the new checkpoint failed.
+    #[error("writing checkpoint {dir}: {source}")]
+    Write {
+        dir: PathBuf,
+        #[source]
+        source: WalError,
+    },
+    /// Segments between the last checkpoint and `from` would be lost.
+    #[error("gap after checkpoint {last_checkpoint:08}: next checkpoint must start at or before segment {expected}, not {from:08}")]
+    Gap {
+        last_checkpoint: u32,
+        expected: u64,
+        from: u32,
+    },
 }
 
-fn parse_checkpoint_name(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix(PREFIX)?;
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Directory name of checkpoint `index`: `checkpoint.%08d`, as Prometheus.
+pub fn checkpoint_dir_name(index: u32) -> String {
+    format!("{CHECKPOINT_PREFIX}{index:08}")
+}
+
+/// The index of a complete checkpoint directory name (`None` for `.tmp`
+/// directories and anything else).
+pub fn parse_checkpoint_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix(CHECKPOINT_PREFIX)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     digits.parse().ok()
 }
 
+/// Complete checkpoints in `wal_dir`, sorted by index. A missing directory
+/// has none. Like Prometheus, a non-directory named like a checkpoint is an
+/// error: replaying without it would silently lose data.
 fn list_checkpoints(wal_dir: &Path) -> Result<Vec<(u32, PathBuf)>, WalError> {
-    let mut out = Vec::new();
     let entries = match fs::read_dir(wal_dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
-    for e in entries {
-        let e = e?;
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(i) = parse_checkpoint_name(name) {
-            if e.file_type()?.is_dir() {
-                out.push((i, e.path()));
-            }
+    let mut checkpoints = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Some(index) = entry.file_name().to_str().and_then(parse_checkpoint_name) else {
+            continue;
+        };
+        if !entry.file_type()?.is_dir() {
+            return Err(WalError::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("checkpoint {} is not a directory", entry.path().display()),
+            )));
         }
+        checkpoints.push((index, entry.path()));
     }
-    out.sort();
-    Ok(out)
+    checkpoints.sort_by_key(|&(index, _)| index);
+    Ok(checkpoints)
 }
 
-/// The newest checkpoint in `wal_dir`: its path and index.
+/// The newest complete checkpoint in `wal_dir`: its path and index.
 pub fn last_checkpoint(wal_dir: &Path) -> Result<Option<(PathBuf, u32)>, WalError> {
-    Ok(list_checkpoints(wal_dir)?.pop().map(|(i, p)| (p, i)))
+    Ok(list_checkpoints(wal_dir)?
+        .pop()
+        .map(|(index, path)| (path, index)))
 }
+
+/// Segments of `dir` with index in `first..=last`, sorted; they must be
+/// consecutive. Segments outside the range are ignored even if they have
+/// gaps (e.g. old segments left below a checkpoint).
+fn segments_in(dir: &Path, first: u32, last: u32) -> Result<Vec<SegmentRef>, WalError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut segments = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Some(index) = entry.file_name().to_str().and_then(parse_segment_name) else {
+            continue;
+        };
+        if index < first || index > last || entry.file_type()?.is_dir() {
+            continue;
+        }
+        segments.push(SegmentRef {
+            index,
+            path: entry.path(),
+        });
+    }
+    segments.sort_by_key(|s| s.index);
+    for pair in segments.windows(2) {
+        if pair[0].index.checked_add(1) != Some(pair[1].index) {
+            return Err(WalError::NonSequentialSegments {
+                dir: dir.to_path_buf(),
+                before: pair[0].index,
+                after: pair[1].index,
+            });
+        }
+    }
+    Ok(segments)
+}
+
+/// The newest checkpoint (path, index), if any, and the segments after it.
+pub type ReplaySources = (Option<(PathBuf, u32)>, Vec<SegmentRef>);
 
 /// What replay reads, in order: the newest checkpoint (if any), then the WAL
-/// segments after it. Segments at or before the checkpoint index (left over
-/// by an interrupted truncation) are skipped.
-pub fn replay_sources(
-    wal_dir: &Path,
-) -> Result<(Option<(PathBuf, u32)>, Vec<SegmentRef>), WalError> {
-    let cp = last_checkpoint(wal_dir)?;
-    let segments = match &cp {
-        Some((_, idx)) => {
-            let all = list_segments_from(wal_dir, idx.saturating_add(1))?;
-            all
-        }
-        None => list_segments(wal_dir)?,
-    };
-    Ok((cp, segments))
-}
-
-/// Segments with index >= `from`; only those must be contiguous.
-fn list_segments_from(dir: &Path, from: u32) -> Result<Vec<SegmentRef>, WalError> {
-    match list_segments(dir) {
-        Ok(all) => Ok(all.into_iter().filter(|s| s.index >= from).collect()),
-        Err(WalError::NonSequentialSegments { .. }) => {
-            // A gap below the checkpoint does not matter; re-check above it.
-            let mut segs: Vec<SegmentRef> = fs::read_dir(dir)?
-                .filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name();
-                    let index = crate::segment::parse_segment_name(name.to_str()?)?;
-                    (index >= from).then(|| SegmentRef {
-                        index,
-                        path: e.path(),
-                    })
-                })
-                .collect();
-            segs.sort_by_key(|s| s.index);
-            for w in segs.windows(2) {
-                if w[1].index != w[0].index + 1 {
+/// segments after it.
+///
+/// As in Prometheus, segments at or below the checkpoint index (left behind
+/// when a crash interrupted truncation) are skipped, and the segments after
+/// it must follow it without a gap.
+pub fn replay_sources(wal_dir: &Path) -> Result<ReplaySources, WalError> {
+    let checkpoint = last_checkpoint(wal_dir)?;
+    let segments = match &checkpoint {
+        None => segments_in(wal_dir, 0, u32::MAX)?,
+        Some((_, index)) => match index.checked_add(1) {
+            None => Vec::new(),
+            Some(first) => {
+                let segments = segments_in(wal_dir, first, u32::MAX)?;
+                if let Some(s) = segments.first().filter(|s| s.index != first) {
                     return Err(WalError::NonSequentialSegments {
-                        dir: dir.to_owned(),
-                        before: w[0].index,
-                        after: w[1].index,
+                        dir: wal_dir.to_path_buf(),
+                        before: *index,
+                        after: s.index,
                     });
                 }
+                segments
             }
-            Ok(segs)
-        }
-        Err(e) => Err(e),
+        },
+    };
+    Ok((checkpoint, segments))
+}
+
+/// What a checkpoint processed and dropped. Samples include histogram
+/// samples; tombstones count intervals.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CheckpointStats {
+    pub total_series: u64,
+    pub dropped_series: u64,
+    pub total_samples: u64,
+    pub dropped_samples: u64,
+    pub total_tombstones: u64,
+    pub dropped_tombstones: u64,
+    pub total_exemplars: u64,
+    pub dropped_exemplars: u64,
+    /// Metadata entries read; all but the latest of each kept series drop.
+    pub total_metadata: u64,
+    pub dropped_metadata: u64,
+    /// Mmap marker and unknown-type records, never checkpointed.
+    pub skipped_records: u64,
+}
+
+impl CheckpointStats {
+    pub fn kept_series(&self) -> u64 {
+        self.total_series - self.dropped_series
+    }
+    pub fn kept_samples(&self) -> u64 {
+        self.total_samples - self.dropped_samples
+    }
+    pub fn kept_tombstones(&self) -> u64 {
+        self.total_tombstones - self.dropped_tombstones
+    }
+    pub fn kept_exemplars(&self) -> u64 {
+        self.total_exemplars - self.dropped_exemplars
+    }
+    pub fn kept_metadata(&self) -> u64 {
+        self.total_metadata - self.dropped_metadata
     }
 }
 
-/// Counts of what a checkpoint kept and dropped.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct CheckpointStats {
-    pub series_kept: u64,
-    pub series_dropped: u64,
-    pub samples_kept: u64,
-    pub samples_dropped: u64,
-    pub tombstones_kept: u64,
-    pub exemplars_kept: u64,
-    pub metadata_kept: u64,
-    pub records_dropped: u64,
-}
-
-/// Writes `checkpoint.{to}` from the previous checkpoint and segments
-/// `[from, to]`, keeping series for which `keep_series` is true and samples
-/// at or after `mint`.
+/// Writes `checkpoint.{to}` from the newest existing checkpoint and WAL
+/// segments `from..=to`, keeping what is described in the module docs.
+///
+/// As in Prometheus, when a checkpoint exists the range really starts right
+/// after it (segments below it are ignored), and `from` beyond that point is
+/// a [`CheckpointError::Gap`]. The previous checkpoint is not deleted (see
+/// [`delete_checkpoints`]). On error nothing new is left visible.
 pub fn write_checkpoint(
     wal_dir: &Path,
     from: u32,
@@ -131,173 +273,397 @@ pub fn write_checkpoint(
     keep_series: &dyn Fn(u64) -> bool,
     mint: i64,
     opts: WalOptions,
-) -> Result<CheckpointStats, WalError> {
-    let mut sources: Vec<Vec<SegmentRef>> = Vec::new();
-    if let Some((dir, idx)) = last_checkpoint(wal_dir)? {
-        if idx < from || from == 0 {
-            sources.push(list_segments(&dir)?);
+) -> Result<CheckpointStats, CheckpointError> {
+    let mut sources: Vec<(PathBuf, Vec<SegmentRef>)> = Vec::new();
+    // First WAL segment to read; `None` if none can follow the checkpoint.
+    let mut wal_first = Some(from);
+    if let Some((dir, index)) = last_checkpoint(wal_dir)? {
+        let expected = u64::from(index) + 1;
+        if u64::from(from) > expected {
+            return Err(CheckpointError::Gap {
+                last_checkpoint: index,
+                expected,
+                from,
+            });
         }
+        let segments = segments_in(&dir, 0, u32::MAX)?;
+        sources.push((dir, segments));
+        wal_first = index.checked_add(1);
     }
-    sources.push(
-        list_segments(wal_dir)?
-            .into_iter()
-            .filter(|s| s.index >= from && s.index <= to)
-            .collect(),
-    );
+    let wal_segments = match wal_first {
+        Some(first) if first <= to => segments_in(wal_dir, first, to)?,
+        _ => Vec::new(),
+    };
+    sources.push((wal_dir.to_path_buf(), wal_segments));
 
     let final_dir = wal_dir.join(checkpoint_dir_name(to));
-    let tmp_dir = wal_dir.join(format!("{}.tmp", checkpoint_dir_name(to)));
-    if tmp_dir.exists() {
-        fs::remove_dir_all(&tmp_dir)?;
-    }
-    fs::create_dir_all(&tmp_dir)?;
-    let result = (|| {
-        let mut w = WalWriter::open(&tmp_dir, opts)?;
-        let mut stats = CheckpointStats::default();
-        let mut metadata: HashMap<u64, record::RefMetadata> = HashMap::new();
-        let mut out = Vec::new();
-        let mut samples = Vec::new();
-        for segs in sources {
-            let mut r = RecordReader::new(segs);
-            while let Some(rec) = r.next_record()? {
-                out.clear();
-                match RecordType::of(rec) {
-                    RecordType::Series => {
-                        let mut b = record::SeriesRecordBuilder::new(&mut out);
-                        let mut any = false;
-                        record::decode_series(rec, |r, labels| {
-                            if keep_series(r) {
-                                b.add(r, labels);
-                                stats.series_kept += 1;
-                                any = true;
-                            } else {
-                                stats.series_dropped += 1;
-                            }
-                        })
-                        .map_err(record_err)?;
-                        if !any {
-                            out.clear();
-                        }
-                    }
-                    RecordType::Samples => {
-                        record::decode_samples(rec, &mut samples).map_err(record_err)?;
-                        let before = samples.len();
-                        samples.retain(|s| s.t >= mint && keep_series(s.series_ref));
-                        stats.samples_kept += samples.len() as u64;
-                        stats.samples_dropped += (before - samples.len()) as u64;
-                        if !samples.is_empty() {
-                            record::encode_samples(&mut out, &samples);
-                        }
-                    }
-                    t @ (RecordType::HistogramSamples
-                    | RecordType::CustomBucketsHistogramSamples) => {
-                        let mut v = Vec::new();
-                        record::decode_histogram_samples(rec, &mut v).map_err(record_err)?;
-                        v.retain(|s| s.t >= mint && keep_series(s.series_ref));
-                        stats.samples_kept += v.len() as u64;
-                        if !v.is_empty() {
-                            record::encode_histogram_samples(&mut out, t, &v);
-                        }
-                    }
-                    t @ (RecordType::FloatHistogramSamples
-                    | RecordType::CustomBucketsFloatHistogramSamples) => {
-                        let mut v = Vec::new();
-                        record::decode_float_histogram_samples(rec, &mut v).map_err(record_err)?;
-                        v.retain(|s| s.t >= mint && keep_series(s.series_ref));
-                        stats.samples_kept += v.len() as u64;
-                        if !v.is_empty() {
-                            record::encode_float_histogram_samples(&mut out, t, &v);
-                        }
-                    }
-                    RecordType::Tombstones => {
-                        let mut v = Vec::new();
-                        record::decode_tombstones(rec, &mut v).map_err(record_err)?;
-                        v.retain_mut(|s| {
-                            s.intervals.retain(|&(_, maxt)| maxt >= mint);
-                            keep_series(s.series_ref) && !s.intervals.is_empty()
-                        });
-                        stats.tombstones_kept += v.len() as u64;
-                        if !v.is_empty() {
-                            record::encode_tombstones(&mut out, &v);
-                        }
-                    }
-                    RecordType::Exemplars => {
-                        let mut v = Vec::new();
-                        record::decode_exemplars(rec, &mut v).map_err(record_err)?;
-                        v.retain(|e| e.t >= mint && keep_series(e.series_ref));
-                        stats.exemplars_kept += v.len() as u64;
-                        if !v.is_empty() {
-                            record::encode_exemplars(&mut out, &v);
-                        }
-                    }
-                    RecordType::Metadata => {
-                        let mut v = Vec::new();
-                        record::decode_metadata(rec, &mut v).map_err(record_err)?;
-                        for m in v {
-                            if keep_series(m.series_ref) {
-                                metadata.insert(m.series_ref, m);
-                            }
-                        }
-                    }
-                    RecordType::MmapMarkers | RecordType::Unknown(_) => {
-                        stats.records_dropped += 1;
-                    }
-                }
-                if !out.is_empty() {
-                    w.log(&[&out])?;
-                }
-            }
-        }
-        if !metadata.is_empty() {
-            let mut v: Vec<_> = metadata.into_values().collect();
-            v.sort_by_key(|m| m.series_ref);
-            stats.metadata_kept = v.len() as u64;
-            record::encode_metadata(&mut out, &v);
-            w.log(&[&out])?;
-        }
-        w.close()?;
-        Ok(stats)
-    })();
-    match result {
-        Ok(stats) => {
-            if final_dir.exists() {
-                fs::remove_dir_all(&final_dir)?;
-            }
-            fs::rename(&tmp_dir, &final_dir)?;
-            fs::File::open(wal_dir)?.sync_all()?;
+    let tmp_dir = wal_dir.join(format!("{}{TMP_SUFFIX}", checkpoint_dir_name(to)));
+    remove_dir_if_exists(&tmp_dir)?;
+    fs::create_dir_all(&tmp_dir).map_err(io_err(&tmp_dir))?;
+
+    let written =
+        write_tmp_checkpoint(&tmp_dir, &sources, keep_series, mint, opts).and_then(|stats| {
+            sync_dir(&tmp_dir).map_err(io_err(&tmp_dir))?;
             Ok(stats)
-        }
+        });
+    let stats = match written {
+        Ok(stats) => stats,
         Err(e) => {
+            // Best effort: a leftover .tmp is harmless and removed next time.
             let _ = fs::remove_dir_all(&tmp_dir);
-            Err(e)
+            return Err(e);
         }
+    };
+    // Re-checkpointing an existing index replaces it (as Prometheus does).
+    remove_dir_if_exists(&final_dir)?;
+    fs::rename(&tmp_dir, &final_dir).map_err(io_err(&final_dir))?;
+    sync_dir(wal_dir).map_err(io_err(wal_dir))?;
+    Ok(stats)
+}
+
+fn remove_dir_if_exists(dir: &Path) -> Result<(), CheckpointError> {
+    match fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(dir)(e)),
+        _ => Ok(()),
     }
 }
 
-fn record_err(e: record::RecordError) -> WalError {
-    WalError::Corruption(crate::Corruption {
-        segment: 0,
-        offset: 0,
-        reason: format!("undecodable record while checkpointing: {e}"),
-    })
-}
+/// Filters all records of `sources` into a new WAL in `tmp_dir`.
+fn write_tmp_checkpoint(
+    tmp_dir: &Path,
+    sources: &[(PathBuf, Vec<SegmentRef>)],
+    keep_series: &dyn Fn(u64) -> bool,
+    mint: i64,
+    opts: WalOptions,
+) -> Result<CheckpointStats, CheckpointError> {
+    let write_err = |source| CheckpointError::Write {
+        dir: tmp_dir.to_path_buf(),
+        source,
+    };
+    let mut writer = WalWriter::open(tmp_dir, opts).map_err(write_err)?;
+    let mut filter = Filter::new(keep_series, mint);
+    let mut batch = Batch::default();
 
-/// Deletes checkpoints with index < `max_index` and leftover `.tmp` dirs.
-pub fn delete_checkpoints(wal_dir: &Path, max_index: u32) -> Result<(), WalError> {
-    for (i, p) in list_checkpoints(wal_dir)? {
-        if i < max_index {
-            fs::remove_dir_all(&p)?;
-        }
-    }
-    for e in fs::read_dir(wal_dir)? {
-        let e = e?;
-        if let Some(name) = e.file_name().to_str() {
-            if name.starts_with(PREFIX) && name.ends_with(".tmp") {
-                if let Err(err) = fs::remove_dir_all(e.path()) {
-                    warn!(dir = %e.path().display(), error = %err, "removing stale checkpoint dir");
+    for (dir, segments) in sources {
+        let mut reader = RecordReader::new(segments.clone());
+        loop {
+            let rec = match reader.next_record() {
+                Ok(Some(rec)) => rec,
+                Ok(None) => break,
+                Err(source) => {
+                    return Err(CheckpointError::Read {
+                        dir: dir.clone(),
+                        source,
+                    })
                 }
+            };
+            let record_type = RecordType::of(rec).name();
+            let kept = filter.process(rec);
+            match kept {
+                Ok(true) => batch.push(&filter.out),
+                Ok(false) => {}
+                Err(source) => {
+                    return Err(CheckpointError::Record {
+                        dir: dir.clone(),
+                        segment: reader.segment(),
+                        offset: reader.offset(),
+                        record_type,
+                        source,
+                    })
+                }
+            }
+            if batch.buf.len() >= FLUSH_BYTES {
+                batch.flush(&mut writer).map_err(write_err)?;
             }
         }
     }
-    Ok(())
+    batch.flush(&mut writer).map_err(write_err)?;
+
+    // Latest metadata last, in records of bounded size.
+    let mut metadata: Vec<record::RefMetadata> =
+        filter.latest_metadata.drain().map(|(_, m)| m).collect();
+    metadata.sort_by_key(|m| m.series_ref);
+    let mut start = 0;
+    while start < metadata.len() {
+        let mut end = start;
+        let mut size = 0;
+        while end < metadata.len() && (end == start || size < FLUSH_BYTES) {
+            size += metadata_entry_len(&metadata[end]);
+            end += 1;
+        }
+        record::encode_metadata(&mut filter.out, &metadata[start..end]);
+        writer.log(&[&filter.out]).map_err(write_err)?;
+        start = end;
+    }
+    writer.close().map_err(write_err)?;
+    Ok(filter.stats)
+}
+
+/// Upper bound of an encoded metadata entry's size.
+fn metadata_entry_len(m: &record::RefMetadata) -> usize {
+    32 + m.unit.len() + m.help.len()
+}
+
+/// Filtered records waiting to be written, back to back in one buffer.
+#[derive(Default)]
+struct Batch {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    fn push(&mut self, rec: &[u8]) {
+        self.buf.extend_from_slice(rec);
+        self.ends.push(self.buf.len());
+    }
+
+    fn flush(&mut self, writer: &mut WalWriter) -> Result<(), WalError> {
+        if self.ends.is_empty() {
+            return Ok(());
+        }
+        let mut records = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for &end in &self.ends {
+            records.push(self.buf.get(start..end).unwrap_or_default());
+            start = end;
+        }
+        writer.log(&records)?;
+        self.buf.clear();
+        self.ends.clear();
+        Ok(())
+    }
+}
+
+/// Decides record by record what goes into the checkpoint, with reused
+/// decode buffers.
+struct Filter<'k> {
+    keep_series: &'k dyn Fn(u64) -> bool,
+    mint: i64,
+    stats: CheckpointStats,
+    /// The filtered record to write.
+    out: Vec<u8>,
+    samples: Vec<record::RefSample>,
+    histograms: Vec<record::RefHistogramSample>,
+    float_histograms: Vec<record::RefFloatHistogramSample>,
+    stones: Vec<record::Stone>,
+    exemplars: Vec<record::RefExemplar>,
+    metadata: Vec<record::RefMetadata>,
+    latest_metadata: HashMap<u64, record::RefMetadata>,
+}
+
+impl<'k> Filter<'k> {
+    fn new(keep_series: &'k dyn Fn(u64) -> bool, mint: i64) -> Self {
+        Filter {
+            keep_series,
+            mint,
+            stats: CheckpointStats::default(),
+            out: Vec::new(),
+            samples: Vec::new(),
+            histograms: Vec::new(),
+            float_histograms: Vec::new(),
+            stones: Vec::new(),
+            exemplars: Vec::new(),
+            metadata: Vec::new(),
+            latest_metadata: HashMap::new(),
+        }
+    }
+
+    /// Filters `rec` into `self.out`; `Ok(false)` if nothing of it is kept.
+    fn process(&mut self, rec: &[u8]) -> Result<bool, RecordError> {
+        let mint = self.mint;
+        let keep = self.keep_series;
+        let stats = &mut self.stats;
+        match RecordType::of(rec) {
+            RecordType::Series => {
+                let mut builder = record::SeriesRecordBuilder::new(&mut self.out);
+                let mut total = 0;
+                record::decode_series(rec, |series_ref, labels| {
+                    total += 1;
+                    if keep(series_ref) {
+                        builder.add(series_ref, labels);
+                    }
+                })?;
+                let kept = builder.series_count() as u64;
+                stats.total_series += total;
+                stats.dropped_series += total - kept;
+                Ok(kept > 0)
+            }
+            RecordType::Samples => {
+                record::decode_samples(rec, &mut self.samples)?;
+                let total = self.samples.len();
+                self.samples.retain(|s| s.t >= mint);
+                count(
+                    &mut stats.total_samples,
+                    &mut stats.dropped_samples,
+                    total,
+                    self.samples.len(),
+                );
+                record::encode_samples(&mut self.out, &self.samples);
+                Ok(!self.samples.is_empty())
+            }
+            typ @ (RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples) => {
+                record::decode_histogram_samples(rec, &mut self.histograms)?;
+                // Prometheus' decoder drops unknown schemas before counting.
+                self.histograms
+                    .retain(|s| record::is_known_schema(s.h.schema));
+                let total = self.histograms.len();
+                self.histograms.retain(|s| s.t >= mint);
+                count(
+                    &mut stats.total_samples,
+                    &mut stats.dropped_samples,
+                    total,
+                    self.histograms.len(),
+                );
+                if typ == RecordType::HistogramSamples {
+                    record::encode_histogram_samples(&mut self.out, &self.histograms);
+                } else {
+                    record::encode_custom_buckets_histogram_samples(
+                        &mut self.out,
+                        &self.histograms,
+                    );
+                }
+                Ok(!self.histograms.is_empty())
+            }
+            typ @ (RecordType::FloatHistogramSamples
+            | RecordType::CustomBucketsFloatHistogramSamples) => {
+                record::decode_float_histogram_samples(rec, &mut self.float_histograms)?;
+                // Prometheus' decoder drops unknown schemas before counting.
+                self.float_histograms
+                    .retain(|s| record::is_known_schema(s.h.schema));
+                let total = self.float_histograms.len();
+                self.float_histograms.retain(|s| s.t >= mint);
+                count(
+                    &mut stats.total_samples,
+                    &mut stats.dropped_samples,
+                    total,
+                    self.float_histograms.len(),
+                );
+                if typ == RecordType::FloatHistogramSamples {
+                    record::encode_float_histogram_samples(&mut self.out, &self.float_histograms);
+                } else {
+                    record::encode_custom_buckets_float_histogram_samples(
+                        &mut self.out,
+                        &self.float_histograms,
+                    );
+                }
+                Ok(!self.float_histograms.is_empty())
+            }
+            RecordType::Tombstones => {
+                record::decode_tombstones(rec, &mut self.stones)?;
+                let (mut total, mut kept) = (0, 0);
+                for stone in &mut self.stones {
+                    total += stone.intervals.len();
+                    stone.intervals.retain(|&(_, maxt)| maxt >= mint);
+                    kept += stone.intervals.len();
+                }
+                count(
+                    &mut stats.total_tombstones,
+                    &mut stats.dropped_tombstones,
+                    total,
+                    kept,
+                );
+                record::encode_tombstones(&mut self.out, &self.stones);
+                Ok(kept > 0)
+            }
+            RecordType::Exemplars => {
+                record::decode_exemplars(rec, &mut self.exemplars)?;
+                let total = self.exemplars.len();
+                self.exemplars.retain(|e| e.t >= mint);
+                count(
+                    &mut stats.total_exemplars,
+                    &mut stats.dropped_exemplars,
+                    total,
+                    self.exemplars.len(),
+                );
+                record::encode_exemplars(&mut self.out, &self.exemplars);
+                Ok(!self.exemplars.is_empty())
+            }
+            RecordType::Metadata => {
+                record::decode_metadata(rec, &mut self.metadata)?;
+                let total = self.metadata.len();
+                let mut new_series = 0;
+                for m in self.metadata.drain(..) {
+                    if keep(m.series_ref) && self.latest_metadata.insert(m.series_ref, m).is_none()
+                    {
+                        new_series += 1;
+                    }
+                }
+                count(
+                    &mut stats.total_metadata,
+                    &mut stats.dropped_metadata,
+                    total,
+                    new_series,
+                );
+                Ok(false)
+            }
+            RecordType::MmapMarkers | RecordType::Unknown(_) => {
+                stats.skipped_records += 1;
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// Adds `total` processed entries of which `kept` survived to the stats.
+fn count(total_stat: &mut u64, dropped_stat: &mut u64, total: usize, kept: usize) {
+    *total_stat += total as u64;
+    *dropped_stat += total.saturating_sub(kept) as u64;
+}
+
+/// Deletes the checkpoints with index < `max_index`, oldest first, and
+/// leftover `.tmp` directories of such indexes. Every deletion is attempted;
+/// the first failure is returned.
+pub fn delete_checkpoints(wal_dir: &Path, max_index: u32) -> Result<(), CheckpointError> {
+    let mut doomed = list_checkpoints(wal_dir)?;
+    doomed.extend(list_tmp_checkpoints(wal_dir)?);
+    doomed.retain(|&(index, _)| index < max_index);
+    doomed.sort_by_key(|&(index, _)| index);
+    let mut first_error = None;
+    for (_, path) in &doomed {
+        if let Err(e) = remove_dir_if_exists(path) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if !doomed.is_empty() {
+        if let Err(e) = sync_dir(wal_dir) {
+            first_error.get_or_insert(io_err(wal_dir)(e));
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Removes every leftover `checkpoint.NNNNNNNN.tmp` directory (from a crash
+/// during [`write_checkpoint`]); returns how many were removed. Call it only
+/// while no checkpoint is being written.
+pub fn remove_tmp_checkpoints(wal_dir: &Path) -> Result<usize, CheckpointError> {
+    let tmp = list_tmp_checkpoints(wal_dir)?;
+    for (_, path) in &tmp {
+        remove_dir_if_exists(path)?;
+    }
+    if !tmp.is_empty() {
+        sync_dir(wal_dir).map_err(io_err(wal_dir))?;
+    }
+    Ok(tmp.len())
+}
+
+fn list_tmp_checkpoints(wal_dir: &Path) -> Result<Vec<(u32, PathBuf)>, CheckpointError> {
+    let entries = match fs::read_dir(wal_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(wal_dir)(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_err(wal_dir))?;
+        let name = entry.file_name();
+        let Some(index) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(TMP_SUFFIX))
+            .and_then(parse_checkpoint_name)
+        else {
+            continue;
+        };
+        out.push((index, entry.path()));
+    }
+    Ok(out)
 }

@@ -1,13 +1,47 @@
-//! Codecs for the WAL records Prometheus v3.9.1 writes.
+//! Codecs for the WAL records Prometheus v3.9.1 writes (`tsdb/record`).
 //!
-//! Every record starts with a type byte. Fixed-width integers are big-endian,
-//! varints are Go's `binary.Varint`/`Uvarint`, strings are uvarint-length
-//! prefixed. Sample-like records store the first ref and timestamp in full and
-//! every entry as a varint delta from them. As in Prometheus, decoders are
-//! strict: truncation and trailing bytes are errors, so a damaged record is
-//! never misread. Decoders fill caller-provided vectors so replay reuses them.
+//! A WAL segment only moves opaque byte records; this module gives them
+//! meaning. Every record starts with one [`RecordType`] byte. Fixed-width
+//! integers and floats are big-endian, varints are Go's `binary.Uvarint` and
+//! zig-zag `binary.Varint`, strings are uvarint-length-prefixed bytes and a
+//! label set is a uvarint pair count followed by name/value strings.
+//! Sample-like records (samples, exemplars, histograms) store the first
+//! entry's series ref and timestamp in full (8 bytes each) and every entry,
+//! the first included, as varint deltas from them.
+//!
+//! Why the decoders are shaped the way they are:
+//!
+//! * **Strict.** Like Prometheus, a record that ends inside an entry or whose
+//!   varints overflow is an error, never a partial result: a record that
+//!   passed its CRC but does not parse was written by something else, and
+//!   guessing would silently change data. Prometheus' "bytes left in entry"
+//!   check can never fire because its loops consume until the record ends or
+//!   an entry fails, so leftover bytes surface here as [`RecordError::Truncated`].
+//!   Lengths and counts are checked against the bytes left before anything is
+//!   reserved, so corrupt input cannot trigger huge allocations.
+//! * **Slightly stricter than Go on garbage.** Go silently truncates
+//!   out-of-range histogram schemas, span offsets and span lengths to 32 bits;
+//!   those values cannot come from a Prometheus encoder, so they are rejected.
+//! * **Allocation-free in steady state.** Replay decodes millions of records.
+//!   Decoders fill caller-provided `Vec`s and reuse the entries (and the
+//!   strings and vectors inside them) left there by the previous call, so a
+//!   reused output vector stops allocating once it has seen the largest
+//!   record. Series labels are handed out borrowed from the record.
+//! * **Faithful.** Decoding keeps everything, e.g. histograms with schemas
+//!   this version does not know ([`is_known_schema`] tells); Prometheus' own
+//!   decoder drops those, and callers that need that behaviour filter.
+//!   Re-encoding what was decoded from a Prometheus record gives back its
+//!   exact bytes (tests/records.rs checks this against real records).
 
 use std::str;
+
+/// Marker Prometheus reports for an empty record (and unknown types).
+const UNKNOWN_TYPE_BYTE: u8 = 255;
+/// A Go varint is at most 10 bytes for 64 bits.
+const MAX_VARINT_LEN: usize = 10;
+/// Metadata field names Prometheus writes (and the only ones it reads).
+const UNIT_FIELD: &str = "UNIT";
+const HELP_FIELD: &str = "HELP";
 
 /// The kind of a WAL record, from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,16 +56,18 @@ pub enum RecordType {
     FloatHistogramSamples,
     CustomBucketsHistogramSamples,
     CustomBucketsFloatHistogramSamples,
+    /// A type this version does not know (from a newer writer); Prometheus
+    /// skips these on replay. An empty record is `Unknown(255)`.
     Unknown(u8),
 }
 
 impl RecordType {
-    /// The type of a record (`Unknown(255)` for an empty one).
+    /// The type of a record.
     pub fn of(rec: &[u8]) -> RecordType {
-        match rec.first() {
-            Some(&b) => RecordType::from_u8(b),
-            None => RecordType::Unknown(255),
-        }
+        rec.first()
+            .map_or(RecordType::Unknown(UNKNOWN_TYPE_BYTE), |&b| {
+                RecordType::from_u8(b)
+            })
     }
 
     pub fn from_u8(b: u8) -> RecordType {
@@ -46,7 +82,7 @@ impl RecordType {
             8 => RecordType::FloatHistogramSamples,
             9 => RecordType::CustomBucketsHistogramSamples,
             10 => RecordType::CustomBucketsFloatHistogramSamples,
-            b => RecordType::Unknown(b),
+            other => RecordType::Unknown(other),
         }
     }
 
@@ -65,23 +101,55 @@ impl RecordType {
             RecordType::Unknown(b) => b,
         }
     }
+
+    /// Prometheus' name of the type (as in its logs and metrics).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordType::Series => "series",
+            RecordType::Samples => "samples",
+            RecordType::Tombstones => "tombstones",
+            RecordType::Exemplars => "exemplars",
+            RecordType::MmapMarkers => "mmapmarkers",
+            RecordType::Metadata => "metadata",
+            RecordType::HistogramSamples => "histogram_samples",
+            RecordType::FloatHistogramSamples => "float_histogram_samples",
+            RecordType::CustomBucketsHistogramSamples => "custom_buckets_histogram_samples",
+            RecordType::CustomBucketsFloatHistogramSamples => {
+                "custom_buckets_float_histogram_samples"
+            }
+            RecordType::Unknown(_) => "unknown",
+        }
+    }
 }
 
-/// A record that cannot be decoded.
+/// A record that cannot be decoded. Offsets are byte positions in the record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
-    #[error("record type {found} where {expected} was expected")]
-    UnexpectedType { expected: &'static str, found: u8 },
-    #[error("record truncated at byte {0}")]
-    Truncated(usize),
-    #[error("invalid varint at byte {0}")]
-    BadVarint(usize),
-    #[error("label string is not valid UTF-8 at byte {0}")]
-    InvalidUtf8(usize),
-    #[error("unexpected {0} bytes left in record")]
-    TrailingBytes(usize),
-    #[error("length {0} is larger than the record")]
-    BadLength(u64),
+    /// The record is empty or of another type than the decoder handles.
+    #[error("expected a {expected} record, found type byte {found:?} (None: empty record)")]
+    UnexpectedType {
+        expected: &'static str,
+        found: Option<u8>,
+    },
+    /// The record ends inside a value that starts at `offset`.
+    #[error("record truncated: value at byte {offset} runs past its end")]
+    Truncated { offset: usize },
+    /// A varint longer than 64 bits.
+    #[error("varint at byte {offset} overflows 64 bits")]
+    VarintOverflow { offset: usize },
+    /// A count or length that cannot fit in the bytes left in the record.
+    #[error("count {count} at byte {offset} exceeds what the rest of the record can hold")]
+    CountTooLarge { offset: usize, count: u64 },
+    /// A label or metadata string that is not UTF-8.
+    #[error("string at byte {offset} is not valid UTF-8")]
+    InvalidUtf8 { offset: usize },
+    /// A histogram schema, span offset or span length beyond 32 bits.
+    #[error("{what} {value} at byte {offset} does not fit in 32 bits")]
+    ValueOutOfRange {
+        what: &'static str,
+        offset: usize,
+        value: i128,
+    },
 }
 
 /// A float sample of a series.
@@ -92,14 +160,19 @@ pub struct RefSample {
     pub v: f64,
 }
 
-/// Deleted interval(s) of a series (inclusive).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Deleted time ranges of a series, inclusive on both ends.
+///
+/// On disk every interval is its own `(ref, mint, maxt)` entry; the decoder
+/// merges consecutive entries of one series into one stone and the encoder
+/// writes one entry per interval, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Stone {
     pub series_ref: u64,
     pub intervals: Vec<(i64, i64)>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// An exemplar of a series with its own label set.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefExemplar {
     pub series_ref: u64,
     pub t: i64,
@@ -107,13 +180,17 @@ pub struct RefExemplar {
     pub labels: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// "All samples of the series up to now are in head chunk `mmap_ref`"
+/// (written to the out-of-order WBL only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RefMmapMarker {
     pub series_ref: u64,
     pub mmap_ref: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Metric metadata of a series. `metric_type` is Prometheus' `MetricType`
+/// byte (see the `METRIC_TYPE_*` constants).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RefMetadata {
     pub series_ref: u64,
     pub metric_type: u8,
@@ -121,16 +198,48 @@ pub struct RefMetadata {
     pub help: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub const METRIC_TYPE_UNKNOWN: u8 = 0;
+pub const METRIC_TYPE_COUNTER: u8 = 1;
+pub const METRIC_TYPE_GAUGE: u8 = 2;
+pub const METRIC_TYPE_HISTOGRAM: u8 = 3;
+pub const METRIC_TYPE_GAUGE_HISTOGRAM: u8 = 4;
+pub const METRIC_TYPE_SUMMARY: u8 = 5;
+pub const METRIC_TYPE_INFO: u8 = 6;
+pub const METRIC_TYPE_STATESET: u8 = 7;
+
+/// Values of a histogram's `counter_reset_hint` byte.
+pub const COUNTER_RESET_HINT_UNKNOWN: u8 = 0;
+pub const COUNTER_RESET_HINT_COUNTER_RESET: u8 = 1;
+pub const COUNTER_RESET_HINT_NOT_COUNTER_RESET: u8 = 2;
+pub const COUNTER_RESET_HINT_GAUGE: u8 = 3;
+
+/// Schema of histograms with custom (explicit) bucket bounds (NHCB).
+pub const CUSTOM_BUCKETS_SCHEMA: i32 = -53;
+/// Exponential schemas Prometheus v3.9.1 stores as they are.
+pub const EXPONENTIAL_SCHEMA_MIN: i32 = -4;
+pub const EXPONENTIAL_SCHEMA_MAX: i32 = 8;
+/// Exponential schemas reserved for future versions: Prometheus reads them
+/// (reducing the resolution to [`EXPONENTIAL_SCHEMA_MAX`] when above it).
+pub const EXPONENTIAL_SCHEMA_MIN_RESERVED: i32 = -9;
+pub const EXPONENTIAL_SCHEMA_MAX_RESERVED: i32 = 52;
+
+/// Whether Prometheus accepts a histogram of this schema from the WAL;
+/// its decoder silently skips the others.
+pub fn is_known_schema(schema: i32) -> bool {
+    schema == CUSTOM_BUCKETS_SCHEMA
+        || (EXPONENTIAL_SCHEMA_MIN_RESERVED..=EXPONENTIAL_SCHEMA_MAX_RESERVED).contains(&schema)
+}
+
+/// A run of `length` consecutive buckets starting `offset` buckets after
+/// the end of the previous span (or at bucket index `offset` for the first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Span {
     pub offset: i32,
     pub length: u32,
 }
 
-/// Schema number of custom-bucket (NHCB) histograms.
-pub const CUSTOM_BUCKETS_SCHEMA: i32 = -53;
-
-/// An integer native histogram (bucket counts delta-encoded).
+/// An integer native histogram. Bucket counts are stored as deltas: each is
+/// the difference to the previous bucket of the same sign (the first to 0).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Histogram {
     pub counter_reset_hint: u8,
@@ -143,10 +252,11 @@ pub struct Histogram {
     pub negative_spans: Vec<Span>,
     pub positive_buckets: Vec<i64>,
     pub negative_buckets: Vec<i64>,
+    /// Upper bucket bounds; only stored for [`CUSTOM_BUCKETS_SCHEMA`].
     pub custom_values: Vec<f64>,
 }
 
-/// A float native histogram.
+/// A float native histogram: absolute bucket counts.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FloatHistogram {
     pub counter_reset_hint: u8,
@@ -159,115 +269,179 @@ pub struct FloatHistogram {
     pub negative_spans: Vec<Span>,
     pub positive_buckets: Vec<f64>,
     pub negative_buckets: Vec<f64>,
+    /// Upper bucket bounds; only stored for [`CUSTOM_BUCKETS_SCHEMA`].
     pub custom_values: Vec<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+impl Histogram {
+    /// Custom-bucket histograms go to [`RecordType::CustomBucketsHistogramSamples`].
+    pub fn uses_custom_buckets(&self) -> bool {
+        self.schema == CUSTOM_BUCKETS_SCHEMA
+    }
+}
+
+impl FloatHistogram {
+    /// Custom-bucket histograms go to [`RecordType::CustomBucketsFloatHistogramSamples`].
+    pub fn uses_custom_buckets(&self) -> bool {
+        self.schema == CUSTOM_BUCKETS_SCHEMA
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefHistogramSample {
     pub series_ref: u64,
     pub t: i64,
     pub h: Histogram,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefFloatHistogramSample {
     pub series_ref: u64,
     pub t: i64,
     pub h: FloatHistogram,
 }
 
-/// A bounds-checked cursor over a record.
-struct Dec<'a> {
-    b: &'a [u8],
+// ---------------------------------------------------------------------------
+// Decoding primitives
+
+/// A bounds-checked read position in a record.
+struct Cursor<'a> {
+    rec: &'a [u8],
     pos: usize,
 }
 
-impl<'a> Dec<'a> {
-    fn new(rec: &'a [u8], want: &[RecordType], name: &'static str) -> Result<Self, RecordError> {
-        let t = RecordType::of(rec);
-        if !want.contains(&t) {
-            return Err(RecordError::UnexpectedType {
-                expected: name,
-                found: t.as_u8(),
-            });
+impl<'a> Cursor<'a> {
+    /// Checks the type byte against `accepted` and positions after it.
+    fn open(
+        rec: &'a [u8],
+        accepted: &[RecordType],
+        expected: &'static str,
+    ) -> Result<Self, RecordError> {
+        match rec.first() {
+            Some(&b) if accepted.contains(&RecordType::from_u8(b)) => Ok(Cursor { rec, pos: 1 }),
+            found => Err(RecordError::UnexpectedType {
+                expected,
+                found: found.copied(),
+            }),
         }
-        Ok(Dec { b: rec, pos: 1 })
     }
 
     fn remaining(&self) -> usize {
-        self.b.len() - self.pos
+        self.rec.len().saturating_sub(self.pos)
     }
 
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.remaining() < n {
-            return Err(RecordError::Truncated(self.pos));
-        }
-        let s = &self.b[self.pos..self.pos + n];
+    fn at_end(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        let offset = self.pos;
+        let bytes = offset
+            .checked_add(n)
+            .and_then(|end| self.rec.get(offset..end))
+            .ok_or(RecordError::Truncated { offset })?;
         self.pos += n;
-        Ok(s)
+        Ok(bytes)
     }
 
     fn byte(&mut self) -> Result<u8, RecordError> {
-        Ok(self.bytes(1)?[0])
+        let offset = self.pos;
+        let &b = self
+            .rec
+            .get(offset)
+            .ok_or(RecordError::Truncated { offset })?;
+        self.pos += 1;
+        Ok(b)
     }
 
-    fn be64(&mut self) -> Result<u64, RecordError> {
-        let s = self.bytes(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        Ok(u64::from_be_bytes(a))
+    fn be_u64(&mut self) -> Result<u64, RecordError> {
+        let offset = self.pos;
+        let bytes: [u8; 8] = self
+            .take(8)?
+            .try_into()
+            .map_err(|_| RecordError::Truncated { offset })?;
+        Ok(u64::from_be_bytes(bytes))
     }
 
-    fn f64(&mut self) -> Result<f64, RecordError> {
-        Ok(f64::from_bits(self.be64()?))
+    fn be_i64(&mut self) -> Result<i64, RecordError> {
+        Ok(self.be_u64()? as i64)
     }
 
+    fn be_f64(&mut self) -> Result<f64, RecordError> {
+        Ok(f64::from_bits(self.be_u64()?))
+    }
+
+    /// Go's `binary.Uvarint`: at most 10 bytes, the 10th at most 1.
     fn uvarint(&mut self) -> Result<u64, RecordError> {
-        let start = self.pos;
-        let mut x = 0u64;
-        let mut shift = 0u32;
-        loop {
-            let Some(&b) = self.b.get(self.pos) else {
-                return Err(RecordError::Truncated(start));
-            };
-            self.pos += 1;
-            if shift == 63 && b > 1 {
-                return Err(RecordError::BadVarint(start));
+        let offset = self.pos;
+        let mut value = 0u64;
+        for i in 0..MAX_VARINT_LEN {
+            let &b = self
+                .rec
+                .get(offset + i)
+                .ok_or(RecordError::Truncated { offset })?;
+            if i == MAX_VARINT_LEN - 1 && b > 1 {
+                return Err(RecordError::VarintOverflow { offset });
             }
-            x |= ((b & 0x7f) as u64) << shift;
+            value |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
-                return Ok(x);
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err(RecordError::BadVarint(start));
+                self.pos = offset + i + 1;
+                return Ok(value);
             }
         }
+        Err(RecordError::VarintOverflow { offset })
     }
 
+    /// Go's zig-zag `binary.Varint`.
     fn varint(&mut self) -> Result<i64, RecordError> {
         let u = self.uvarint()?;
-        Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+        Ok((u >> 1) as i64 ^ -((u & 1) as i64))
     }
 
-    fn len_prefix(&mut self) -> Result<usize, RecordError> {
-        let n = self.uvarint()?;
-        if n > self.remaining() as u64 {
-            return Err(RecordError::BadLength(n));
-        }
-        Ok(n as usize)
+    fn varint_i32(&mut self, what: &'static str) -> Result<i32, RecordError> {
+        let offset = self.pos;
+        let v = self.varint()?;
+        i32::try_from(v).map_err(|_| RecordError::ValueOutOfRange {
+            what,
+            offset,
+            value: v.into(),
+        })
+    }
+
+    fn uvarint_u32(&mut self, what: &'static str) -> Result<u32, RecordError> {
+        let offset = self.pos;
+        let v = self.uvarint()?;
+        u32::try_from(v).map_err(|_| RecordError::ValueOutOfRange {
+            what,
+            offset,
+            value: v.into(),
+        })
+    }
+
+    /// A uvarint count of entries that each take at least `min_entry_len`
+    /// bytes; rejected up front if the rest of the record cannot hold them.
+    fn count(&mut self, min_entry_len: usize) -> Result<usize, RecordError> {
+        let offset = self.pos;
+        let count = self.uvarint()?;
+        let fits = self.remaining() / min_entry_len.max(1);
+        usize::try_from(count)
+            .ok()
+            .filter(|&n| n <= fits)
+            .ok_or(RecordError::CountTooLarge { offset, count })
     }
 
     fn str(&mut self) -> Result<&'a str, RecordError> {
-        let at = self.pos;
-        let n = self.len_prefix()?;
-        let b = self.bytes(n)?;
-        str::from_utf8(b).map_err(|_| RecordError::InvalidUtf8(at))
+        let offset = self.pos;
+        let len = self.count(1)?;
+        let bytes = self.take(len)?;
+        str::from_utf8(bytes).map_err(|_| RecordError::InvalidUtf8 { offset })
     }
 
+    /// Reads a label set into `out` (cleared first).
     fn labels(&mut self, out: &mut Vec<(&'a str, &'a str)>) -> Result<(), RecordError> {
-        let n = self.len_prefix()?;
         out.clear();
+        // A pair takes at least two length bytes.
+        let n = self.count(2)?;
         for _ in 0..n {
             let name = self.str()?;
             let value = self.str()?;
@@ -276,17 +450,76 @@ impl<'a> Dec<'a> {
         Ok(())
     }
 
-    fn finish(&self) -> Result<(), RecordError> {
-        match self.remaining() {
-            0 => Ok(()),
-            n => Err(RecordError::TrailingBytes(n)),
+    /// Reads a label set into owned strings, reusing those already in `out`.
+    fn owned_labels(&mut self, out: &mut Vec<(String, String)>) -> Result<(), RecordError> {
+        let n = self.count(2)?;
+        out.truncate(n);
+        for i in 0..n {
+            let name = self.str()?;
+            let value = self.str()?;
+            match out.get_mut(i) {
+                Some((n, v)) => {
+                    n.clear();
+                    n.push_str(name);
+                    v.clear();
+                    v.push_str(value);
+                }
+                None => out.push((name.to_owned(), value.to_owned())),
+            }
+        }
+        Ok(())
+    }
+
+    /// The base ref and timestamp of a sample-like record, `None` if the
+    /// record holds no entries (just its type byte).
+    fn sample_base(&mut self) -> Result<Option<(u64, i64)>, RecordError> {
+        if self.at_end() {
+            return Ok(None);
+        }
+        Ok(Some((self.be_u64()?, self.be_i64()?)))
+    }
+
+    /// An entry's ref and timestamp, stored as deltas from the base.
+    fn sample_ref_t(&mut self, (base_ref, base_t): (u64, i64)) -> Result<(u64, i64), RecordError> {
+        let dref = self.varint()?;
+        let dt = self.varint()?;
+        Ok((base_ref.wrapping_add(dref as u64), base_t.wrapping_add(dt)))
+    }
+}
+
+/// Slot `i` of `out` for the decoder to overwrite: the entry a previous
+/// decode left there (its buffers are reused) or a new default one.
+fn reuse_slot<T: Default>(out: &mut Vec<T>, i: usize) -> &mut T {
+    if out.len() <= i {
+        out.resize_with(i + 1, T::default);
+    }
+    &mut out[i]
+}
+
+/// Runs `decode` with slot reuse: `decode` returns how many entries of
+/// `out` it filled; the rest is dropped. On error `out` is left empty.
+fn decode_into<T>(
+    out: &mut Vec<T>,
+    decode: impl FnOnce(&mut Vec<T>) -> Result<usize, RecordError>,
+) -> Result<(), RecordError> {
+    match decode(out) {
+        Ok(n) => {
+            out.truncate(n);
+            Ok(())
+        }
+        Err(e) => {
+            out.clear();
+            Err(e)
         }
     }
 }
 
+// ---------------------------------------------------------------------------
+// Encoding primitives
+
 fn put_uvarint(buf: &mut Vec<u8>, mut x: u64) {
     while x >= 0x80 {
-        buf.push(x as u8 | 0x80);
+        buf.push((x as u8) | 0x80);
         x >>= 7;
     }
     buf.push(x as u8);
@@ -296,6 +529,14 @@ fn put_varint(buf: &mut Vec<u8>, x: i64) {
     put_uvarint(buf, ((x << 1) ^ (x >> 63)) as u64);
 }
 
+fn put_be_u64(buf: &mut Vec<u8>, x: u64) {
+    buf.extend_from_slice(&x.to_be_bytes());
+}
+
+fn put_be_f64(buf: &mut Vec<u8>, x: f64) {
+    put_be_u64(buf, x.to_bits());
+}
+
 fn put_str(buf: &mut Vec<u8>, s: &str) {
     put_uvarint(buf, s.len() as u64);
     buf.extend_from_slice(s.as_bytes());
@@ -303,23 +544,53 @@ fn put_str(buf: &mut Vec<u8>, s: &str) {
 
 fn put_labels<'s>(buf: &mut Vec<u8>, labels: impl ExactSizeIterator<Item = (&'s str, &'s str)>) {
     put_uvarint(buf, labels.len() as u64);
-    for (n, v) in labels {
-        put_str(buf, n);
-        put_str(buf, v);
+    for (name, value) in labels {
+        put_str(buf, name);
+        put_str(buf, value);
     }
 }
 
-/// Decodes a series record, calling `f` with each ref and its labels.
+/// Clears `buf` and writes the type byte.
+fn start_record(buf: &mut Vec<u8>, typ: RecordType) {
+    buf.clear();
+    buf.push(typ.as_u8());
+}
+
+/// Writes the base of a sample-like record: the first entry's ref and time.
+fn put_sample_base(buf: &mut Vec<u8>, series_ref: u64, t: i64) {
+    put_be_u64(buf, series_ref);
+    put_be_u64(buf, t as u64);
+}
+
+/// Writes an entry's ref and time as deltas from the base.
+fn put_sample_ref_t(buf: &mut Vec<u8>, (base_ref, base_t): (u64, i64), series_ref: u64, t: i64) {
+    put_varint(buf, series_ref.wrapping_sub(base_ref) as i64);
+    put_varint(buf, t.wrapping_sub(base_t));
+}
+
+// ---------------------------------------------------------------------------
+// Series
+
+/// Decodes a series record, calling `f` with each series ref and its label
+/// pairs (borrowed from `rec`, in record order).
+///
+/// The whole record is validated before the first call, so `f` sees either
+/// every series or none.
 pub fn decode_series<'a>(
     rec: &'a [u8],
     mut f: impl FnMut(u64, &[(&'a str, &'a str)]),
 ) -> Result<(), RecordError> {
-    let mut d = Dec::new(rec, &[RecordType::Series], "series")?;
     let mut labels = Vec::new();
-    while d.remaining() > 0 {
-        let r = d.be64()?;
-        d.labels(&mut labels)?;
-        f(r, &labels);
+    // Two passes keep callers free of half-applied records.
+    for apply in [false, true] {
+        let mut c = Cursor::open(rec, &[RecordType::Series], "series")?;
+        while !c.at_end() {
+            let series_ref = c.be_u64()?;
+            c.labels(&mut labels)?;
+            if apply {
+                f(series_ref, &labels);
+            }
+        }
     }
     Ok(())
 }
@@ -327,412 +598,512 @@ pub fn decode_series<'a>(
 /// Builds a series record in a caller's buffer.
 pub struct SeriesRecordBuilder<'b> {
     buf: &'b mut Vec<u8>,
+    series: usize,
 }
 
 impl<'b> SeriesRecordBuilder<'b> {
+    /// Clears `buf` and writes the type byte.
     pub fn new(buf: &'b mut Vec<u8>) -> Self {
-        buf.clear();
-        buf.push(RecordType::Series.as_u8());
-        SeriesRecordBuilder { buf }
+        start_record(buf, RecordType::Series);
+        SeriesRecordBuilder { buf, series: 0 }
     }
 
+    /// Appends a series; labels are written in the order given (Prometheus
+    /// writes them sorted by name).
     pub fn add(&mut self, series_ref: u64, labels: &[(&str, &str)]) {
-        self.buf.extend_from_slice(&series_ref.to_be_bytes());
+        put_be_u64(self.buf, series_ref);
         put_labels(self.buf, labels.iter().copied());
+        self.series += 1;
+    }
+
+    /// Number of series added so far.
+    pub fn series_count(&self) -> usize {
+        self.series
     }
 }
+
+// ---------------------------------------------------------------------------
+// Samples
 
 /// Decodes a float samples record into `out` (cleared first).
 pub fn decode_samples(rec: &[u8], out: &mut Vec<RefSample>) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(rec, &[RecordType::Samples], "samples")?;
-    if d.remaining() == 0 {
-        return Ok(());
-    }
-    let base_ref = d.be64()?;
-    let base_t = d.be64()? as i64;
-    out.reserve(d.remaining() / 10);
-    while d.remaining() > 0 {
-        let dr = d.varint()?;
-        let dt = d.varint()?;
-        let v = d.f64()?;
-        out.push(RefSample {
-            series_ref: (base_ref as i64).wrapping_add(dr) as u64,
-            t: base_t.wrapping_add(dt),
-            v,
-        });
-    }
-    d.finish()
+    decode_into(out, |out| {
+        let mut c = Cursor::open(rec, &[RecordType::Samples], "samples")?;
+        out.clear();
+        let Some(base) = c.sample_base()? else {
+            return Ok(0);
+        };
+        // An entry takes at least 1 + 1 + 8 bytes.
+        out.reserve(c.remaining() / 10);
+        while !c.at_end() {
+            let (series_ref, t) = c.sample_ref_t(base)?;
+            let v = c.be_f64()?;
+            out.push(RefSample { series_ref, t, v });
+        }
+        Ok(out.len())
+    })
 }
 
-/// Encodes a float samples record into `buf` (cleared first).
+/// Encodes a float samples record into `buf` (cleared first). No samples
+/// give a record of just the type byte, as in Prometheus.
 pub fn encode_samples(buf: &mut Vec<u8>, samples: &[RefSample]) {
-    buf.clear();
-    buf.push(RecordType::Samples.as_u8());
+    start_record(buf, RecordType::Samples);
     let Some(first) = samples.first() else {
         return;
     };
-    buf.extend_from_slice(&first.series_ref.to_be_bytes());
-    buf.extend_from_slice(&first.t.to_be_bytes());
+    put_sample_base(buf, first.series_ref, first.t);
+    let base = (first.series_ref, first.t);
     for s in samples {
-        put_varint(
-            buf,
-            (s.series_ref as i64).wrapping_sub(first.series_ref as i64),
-        );
-        put_varint(buf, s.t.wrapping_sub(first.t));
-        buf.extend_from_slice(&s.v.to_bits().to_be_bytes());
+        put_sample_ref_t(buf, base, s.series_ref, s.t);
+        put_be_f64(buf, s.v);
     }
 }
 
-/// Decodes a tombstones record. Each entry holds one interval; consecutive
-/// entries of one series are merged into one stone.
+// ---------------------------------------------------------------------------
+// Tombstones
+
+/// Decodes a tombstones record into `out` (cleared first), merging
+/// consecutive entries of one series into one [`Stone`].
 pub fn decode_tombstones(rec: &[u8], out: &mut Vec<Stone>) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(rec, &[RecordType::Tombstones], "tombstones")?;
-    while d.remaining() > 0 {
-        let r = d.be64()?;
-        let mint = d.varint()?;
-        let maxt = d.varint()?;
-        match out.last_mut() {
-            Some(s) if s.series_ref == r => s.intervals.push((mint, maxt)),
-            _ => out.push(Stone {
-                series_ref: r,
-                intervals: vec![(mint, maxt)],
-            }),
+    decode_into(out, |out| {
+        let mut c = Cursor::open(rec, &[RecordType::Tombstones], "tombstones")?;
+        let mut n = 0;
+        while !c.at_end() {
+            let series_ref = c.be_u64()?;
+            let interval = (c.varint()?, c.varint()?);
+            if n > 0 {
+                if let Some(prev) = out.get_mut(n - 1).filter(|s| s.series_ref == series_ref) {
+                    prev.intervals.push(interval);
+                    continue;
+                }
+            }
+            let stone = reuse_slot(out, n);
+            stone.series_ref = series_ref;
+            stone.intervals.clear();
+            stone.intervals.push(interval);
+            n += 1;
         }
-    }
-    Ok(())
+        Ok(n)
+    })
 }
 
+/// Encodes a tombstones record into `buf` (cleared first): one entry per
+/// interval.
 pub fn encode_tombstones(buf: &mut Vec<u8>, stones: &[Stone]) {
-    buf.clear();
-    buf.push(RecordType::Tombstones.as_u8());
-    for s in stones {
-        for &(mint, maxt) in &s.intervals {
-            buf.extend_from_slice(&s.series_ref.to_be_bytes());
+    start_record(buf, RecordType::Tombstones);
+    for stone in stones {
+        for &(mint, maxt) in &stone.intervals {
+            put_be_u64(buf, stone.series_ref);
             put_varint(buf, mint);
             put_varint(buf, maxt);
         }
     }
 }
 
+// ---------------------------------------------------------------------------
+// Exemplars
+
+/// Decodes an exemplars record into `out` (cleared first).
 pub fn decode_exemplars(rec: &[u8], out: &mut Vec<RefExemplar>) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(rec, &[RecordType::Exemplars], "exemplars")?;
-    if d.remaining() == 0 {
-        return Ok(());
-    }
-    let base_ref = d.be64()?;
-    let base_t = d.be64()? as i64;
-    let mut labels = Vec::new();
-    while d.remaining() > 0 {
-        let dr = d.varint()?;
-        let dt = d.varint()?;
-        let v = d.f64()?;
-        d.labels(&mut labels)?;
-        out.push(RefExemplar {
-            series_ref: base_ref.wrapping_add(dr as u64),
-            t: base_t.wrapping_add(dt),
-            v,
-            labels: labels
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
-        });
-    }
-    d.finish()
+    decode_into(out, |out| {
+        let mut c = Cursor::open(rec, &[RecordType::Exemplars], "exemplars")?;
+        let Some(base) = c.sample_base()? else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        while !c.at_end() {
+            let (series_ref, t) = c.sample_ref_t(base)?;
+            let e = reuse_slot(out, n);
+            e.series_ref = series_ref;
+            e.t = t;
+            e.v = c.be_f64()?;
+            c.owned_labels(&mut e.labels)?;
+            n += 1;
+        }
+        Ok(n)
+    })
 }
 
+/// Encodes an exemplars record into `buf` (cleared first).
 pub fn encode_exemplars(buf: &mut Vec<u8>, exemplars: &[RefExemplar]) {
-    buf.clear();
-    buf.push(RecordType::Exemplars.as_u8());
+    start_record(buf, RecordType::Exemplars);
     let Some(first) = exemplars.first() else {
         return;
     };
-    buf.extend_from_slice(&first.series_ref.to_be_bytes());
-    buf.extend_from_slice(&first.t.to_be_bytes());
+    put_sample_base(buf, first.series_ref, first.t);
+    let base = (first.series_ref, first.t);
     for e in exemplars {
-        put_varint(buf, e.series_ref.wrapping_sub(first.series_ref) as i64);
-        put_varint(buf, e.t.wrapping_sub(first.t));
-        buf.extend_from_slice(&e.v.to_bits().to_be_bytes());
+        put_sample_ref_t(buf, base, e.series_ref, e.t);
+        put_be_f64(buf, e.v);
         put_labels(buf, e.labels.iter().map(|(n, v)| (n.as_str(), v.as_str())));
     }
 }
 
+// ---------------------------------------------------------------------------
+// Mmap markers
+
+/// Decodes an mmap markers record into `out` (cleared first).
 pub fn decode_mmap_markers(rec: &[u8], out: &mut Vec<RefMmapMarker>) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(rec, &[RecordType::MmapMarkers], "mmap markers")?;
-    while d.remaining() > 0 {
-        out.push(RefMmapMarker {
-            series_ref: d.be64()?,
-            mmap_ref: d.be64()?,
-        });
-    }
-    Ok(())
-}
-
-pub fn encode_mmap_markers(buf: &mut Vec<u8>, markers: &[RefMmapMarker]) {
-    buf.clear();
-    buf.push(RecordType::MmapMarkers.as_u8());
-    for m in markers {
-        buf.extend_from_slice(&m.series_ref.to_be_bytes());
-        buf.extend_from_slice(&m.mmap_ref.to_be_bytes());
-    }
-}
-
-/// Decodes a metadata record. Fields other than unit and help are skipped,
-/// as Prometheus does, so newer writers stay readable.
-pub fn decode_metadata(rec: &[u8], out: &mut Vec<RefMetadata>) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(rec, &[RecordType::Metadata], "metadata")?;
-    while d.remaining() > 0 {
-        let r = d.uvarint()?;
-        let metric_type = d.byte()?;
-        let fields = d.uvarint()?;
-        let (mut unit, mut help) = ("", "");
-        for _ in 0..fields {
-            let name = d.str()?;
-            let value = d.str()?;
-            match name {
-                "UNIT" => unit = value,
-                "HELP" => help = value,
-                _ => {}
-            }
+    decode_into(out, |out| {
+        let mut c = Cursor::open(rec, &[RecordType::MmapMarkers], "mmap markers")?;
+        out.clear();
+        while !c.at_end() {
+            out.push(RefMmapMarker {
+                series_ref: c.be_u64()?,
+                mmap_ref: c.be_u64()?,
+            });
         }
-        out.push(RefMetadata {
-            series_ref: r,
-            metric_type,
-            unit: unit.to_owned(),
-            help: help.to_owned(),
-        });
-    }
-    Ok(())
+        Ok(out.len())
+    })
 }
 
+/// Encodes an mmap markers record into `buf` (cleared first).
+pub fn encode_mmap_markers(buf: &mut Vec<u8>, markers: &[RefMmapMarker]) {
+    start_record(buf, RecordType::MmapMarkers);
+    for m in markers {
+        put_be_u64(buf, m.series_ref);
+        put_be_u64(buf, m.mmap_ref);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Metadata
+
+/// Decodes a metadata record into `out` (cleared first).
+///
+/// Each entry is `uvarint ref, type byte, uvarint field count, fields` where
+/// a field is a name and a value string. Only `UNIT` and `HELP` are known;
+/// other fields are skipped, as Prometheus does, so records of newer
+/// writers stay readable. A missing field reads as empty.
+pub fn decode_metadata(rec: &[u8], out: &mut Vec<RefMetadata>) -> Result<(), RecordError> {
+    decode_into(out, |out| {
+        let mut c = Cursor::open(rec, &[RecordType::Metadata], "metadata")?;
+        let mut n = 0;
+        while !c.at_end() {
+            let series_ref = c.uvarint()?;
+            let metric_type = c.byte()?;
+            let fields = c.count(2)?;
+            let (mut unit, mut help) = ("", "");
+            for _ in 0..fields {
+                let name = c.str()?;
+                let value = c.str()?;
+                match name {
+                    UNIT_FIELD => unit = value,
+                    HELP_FIELD => help = value,
+                    _ => {}
+                }
+            }
+            let m = reuse_slot(out, n);
+            m.series_ref = series_ref;
+            m.metric_type = metric_type;
+            m.unit.clear();
+            m.unit.push_str(unit);
+            m.help.clear();
+            m.help.push_str(help);
+            n += 1;
+        }
+        Ok(n)
+    })
+}
+
+/// Encodes a metadata record into `buf` (cleared first) with the two fields
+/// Prometheus writes, `UNIT` then `HELP`.
 pub fn encode_metadata(buf: &mut Vec<u8>, metadata: &[RefMetadata]) {
-    buf.clear();
-    buf.push(RecordType::Metadata.as_u8());
+    start_record(buf, RecordType::Metadata);
     for m in metadata {
         put_uvarint(buf, m.series_ref);
         buf.push(m.metric_type);
         put_uvarint(buf, 2);
-        put_str(buf, "UNIT");
+        put_str(buf, UNIT_FIELD);
         put_str(buf, &m.unit);
-        put_str(buf, "HELP");
+        put_str(buf, HELP_FIELD);
         put_str(buf, &m.help);
     }
 }
 
-fn decode_spans(d: &mut Dec<'_>) -> Result<Vec<Span>, RecordError> {
-    let n = d.len_prefix()?;
-    let mut v = Vec::with_capacity(n);
+// ---------------------------------------------------------------------------
+// Histograms
+
+// Both kinds share the layout: hint byte, varint schema, f64 zero
+// threshold, counts and sum (uvarints or f64s), positive then negative
+// spans, positive then negative buckets (varint deltas or f64s), and the
+// custom bounds for the custom buckets schema only.
+
+fn decode_spans(c: &mut Cursor<'_>, out: &mut Vec<Span>) -> Result<(), RecordError> {
+    out.clear();
+    // A span takes at least two varint bytes.
+    let n = c.count(2)?;
     for _ in 0..n {
-        let offset = d.varint()? as i32;
-        let length = d.uvarint()? as u32;
-        v.push(Span { offset, length });
+        let offset = c.varint_i32("span offset")?;
+        let length = c.uvarint_u32("span length")?;
+        out.push(Span { offset, length });
     }
-    Ok(v)
+    Ok(())
 }
 
 fn put_spans(buf: &mut Vec<u8>, spans: &[Span]) {
     put_uvarint(buf, spans.len() as u64);
     for s in spans {
-        put_varint(buf, s.offset as i64);
-        put_uvarint(buf, s.length as u64);
+        put_varint(buf, i64::from(s.offset));
+        put_uvarint(buf, u64::from(s.length));
     }
 }
 
-fn decode_f64s(d: &mut Dec<'_>) -> Result<Vec<f64>, RecordError> {
-    let n = d.len_prefix()?;
-    (0..n).map(|_| d.f64()).collect()
+fn decode_f64s(c: &mut Cursor<'_>, out: &mut Vec<f64>) -> Result<(), RecordError> {
+    out.clear();
+    let n = c.count(8)?;
+    for _ in 0..n {
+        out.push(c.be_f64()?);
+    }
+    Ok(())
 }
 
-fn put_f64s(buf: &mut Vec<u8>, v: &[f64]) {
-    put_uvarint(buf, v.len() as u64);
-    for x in v {
-        buf.extend_from_slice(&x.to_bits().to_be_bytes());
+fn put_f64s(buf: &mut Vec<u8>, values: &[f64]) {
+    put_uvarint(buf, values.len() as u64);
+    for &v in values {
+        put_be_f64(buf, v);
     }
 }
 
-fn decode_histogram(d: &mut Dec<'_>) -> Result<Histogram, RecordError> {
-    let mut h = Histogram {
-        counter_reset_hint: d.byte()?,
-        schema: d.varint()? as i32,
-        zero_threshold: d.f64()?,
-        zero_count: d.uvarint()?,
-        count: d.uvarint()?,
-        sum: d.f64()?,
-        positive_spans: decode_spans(d)?,
-        negative_spans: decode_spans(d)?,
-        ..Default::default()
+fn decode_varints(c: &mut Cursor<'_>, out: &mut Vec<i64>) -> Result<(), RecordError> {
+    out.clear();
+    let n = c.count(1)?;
+    for _ in 0..n {
+        out.push(c.varint()?);
+    }
+    Ok(())
+}
+
+fn put_varints(buf: &mut Vec<u8>, values: &[i64]) {
+    put_uvarint(buf, values.len() as u64);
+    for &v in values {
+        put_varint(buf, v);
+    }
+}
+
+/// Custom bounds are stored only for the custom buckets schema; other
+/// histograms neither read nor write them (as in Prometheus).
+fn decode_custom_values(
+    c: &mut Cursor<'_>,
+    schema: i32,
+    out: &mut Vec<f64>,
+) -> Result<(), RecordError> {
+    if schema == CUSTOM_BUCKETS_SCHEMA {
+        decode_f64s(c, out)
+    } else {
+        out.clear();
+        Ok(())
+    }
+}
+
+fn put_custom_values(buf: &mut Vec<u8>, schema: i32, values: &[f64]) {
+    if schema == CUSTOM_BUCKETS_SCHEMA {
+        put_f64s(buf, values);
+    }
+}
+
+/// A histogram as stored in a histogram samples record.
+trait HistogramCodec: Default {
+    /// Decodes into `self`, reusing its vectors.
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<(), RecordError>;
+    fn encode(&self, buf: &mut Vec<u8>);
+}
+
+impl HistogramCodec for Histogram {
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<(), RecordError> {
+        self.counter_reset_hint = c.byte()?;
+        self.schema = c.varint_i32("histogram schema")?;
+        self.zero_threshold = c.be_f64()?;
+        self.zero_count = c.uvarint()?;
+        self.count = c.uvarint()?;
+        self.sum = c.be_f64()?;
+        decode_spans(c, &mut self.positive_spans)?;
+        decode_spans(c, &mut self.negative_spans)?;
+        decode_varints(c, &mut self.positive_buckets)?;
+        decode_varints(c, &mut self.negative_buckets)?;
+        decode_custom_values(c, self.schema, &mut self.custom_values)
+    }
+
+    fn encode(&self, buf: &mut Vec<u8>) {
+        buf.push(self.counter_reset_hint);
+        put_varint(buf, i64::from(self.schema));
+        put_be_f64(buf, self.zero_threshold);
+        put_uvarint(buf, self.zero_count);
+        put_uvarint(buf, self.count);
+        put_be_f64(buf, self.sum);
+        put_spans(buf, &self.positive_spans);
+        put_spans(buf, &self.negative_spans);
+        put_varints(buf, &self.positive_buckets);
+        put_varints(buf, &self.negative_buckets);
+        put_custom_values(buf, self.schema, &self.custom_values);
+    }
+}
+
+impl HistogramCodec for FloatHistogram {
+    fn decode(&mut self, c: &mut Cursor<'_>) -> Result<(), RecordError> {
+        self.counter_reset_hint = c.byte()?;
+        self.schema = c.varint_i32("histogram schema")?;
+        self.zero_threshold = c.be_f64()?;
+        self.zero_count = c.be_f64()?;
+        self.count = c.be_f64()?;
+        self.sum = c.be_f64()?;
+        decode_spans(c, &mut self.positive_spans)?;
+        decode_spans(c, &mut self.negative_spans)?;
+        decode_f64s(c, &mut self.positive_buckets)?;
+        decode_f64s(c, &mut self.negative_buckets)?;
+        decode_custom_values(c, self.schema, &mut self.custom_values)
+    }
+
+    fn encode(&self, buf: &mut Vec<u8>) {
+        buf.push(self.counter_reset_hint);
+        put_varint(buf, i64::from(self.schema));
+        put_be_f64(buf, self.zero_threshold);
+        put_be_f64(buf, self.zero_count);
+        put_be_f64(buf, self.count);
+        put_be_f64(buf, self.sum);
+        put_spans(buf, &self.positive_spans);
+        put_spans(buf, &self.negative_spans);
+        put_f64s(buf, &self.positive_buckets);
+        put_f64s(buf, &self.negative_buckets);
+        put_custom_values(buf, self.schema, &self.custom_values);
+    }
+}
+
+/// A histogram sample of either kind, for the shared record loop.
+trait HistogramSample: Default {
+    type H: HistogramCodec;
+    fn parts(&mut self) -> (&mut u64, &mut i64, &mut Self::H);
+    fn ref_t(&self) -> (u64, i64);
+    fn histogram(&self) -> &Self::H;
+}
+
+impl HistogramSample for RefHistogramSample {
+    type H = Histogram;
+    fn parts(&mut self) -> (&mut u64, &mut i64, &mut Histogram) {
+        (&mut self.series_ref, &mut self.t, &mut self.h)
+    }
+    fn ref_t(&self) -> (u64, i64) {
+        (self.series_ref, self.t)
+    }
+    fn histogram(&self) -> &Histogram {
+        &self.h
+    }
+}
+
+impl HistogramSample for RefFloatHistogramSample {
+    type H = FloatHistogram;
+    fn parts(&mut self) -> (&mut u64, &mut i64, &mut FloatHistogram) {
+        (&mut self.series_ref, &mut self.t, &mut self.h)
+    }
+    fn ref_t(&self) -> (u64, i64) {
+        (self.series_ref, self.t)
+    }
+    fn histogram(&self) -> &FloatHistogram {
+        &self.h
+    }
+}
+
+fn decode_histogram_record<S: HistogramSample>(
+    rec: &[u8],
+    accepted: &[RecordType],
+    expected: &'static str,
+    out: &mut Vec<S>,
+) -> Result<(), RecordError> {
+    decode_into(out, |out| {
+        let mut c = Cursor::open(rec, accepted, expected)?;
+        let Some(base) = c.sample_base()? else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        while !c.at_end() {
+            let (series_ref, t) = c.sample_ref_t(base)?;
+            let (slot_ref, slot_t, slot_h) = reuse_slot(out, n).parts();
+            *slot_ref = series_ref;
+            *slot_t = t;
+            slot_h.decode(&mut c)?;
+            n += 1;
+        }
+        Ok(n)
+    })
+}
+
+fn encode_histogram_record<S: HistogramSample>(buf: &mut Vec<u8>, typ: RecordType, samples: &[S]) {
+    start_record(buf, typ);
+    let Some(first) = samples.first() else {
+        return;
     };
-    let n = d.len_prefix()?;
-    h.positive_buckets = (0..n).map(|_| d.varint()).collect::<Result<_, _>>()?;
-    let n = d.len_prefix()?;
-    h.negative_buckets = (0..n).map(|_| d.varint()).collect::<Result<_, _>>()?;
-    if h.schema == CUSTOM_BUCKETS_SCHEMA {
-        h.custom_values = decode_f64s(d)?;
-    }
-    Ok(h)
-}
-
-fn put_histogram(buf: &mut Vec<u8>, h: &Histogram) {
-    buf.push(h.counter_reset_hint);
-    put_varint(buf, h.schema as i64);
-    buf.extend_from_slice(&h.zero_threshold.to_bits().to_be_bytes());
-    put_uvarint(buf, h.zero_count);
-    put_uvarint(buf, h.count);
-    buf.extend_from_slice(&h.sum.to_bits().to_be_bytes());
-    put_spans(buf, &h.positive_spans);
-    put_spans(buf, &h.negative_spans);
-    put_uvarint(buf, h.positive_buckets.len() as u64);
-    for &b in &h.positive_buckets {
-        put_varint(buf, b);
-    }
-    put_uvarint(buf, h.negative_buckets.len() as u64);
-    for &b in &h.negative_buckets {
-        put_varint(buf, b);
-    }
-    if h.schema == CUSTOM_BUCKETS_SCHEMA {
-        put_f64s(buf, &h.custom_values);
+    let base = first.ref_t();
+    put_sample_base(buf, base.0, base.1);
+    for s in samples {
+        let (series_ref, t) = s.ref_t();
+        put_sample_ref_t(buf, base, series_ref, t);
+        s.histogram().encode(buf);
     }
 }
 
-fn decode_float_histogram(d: &mut Dec<'_>) -> Result<FloatHistogram, RecordError> {
-    let mut h = FloatHistogram {
-        counter_reset_hint: d.byte()?,
-        schema: d.varint()? as i32,
-        zero_threshold: d.f64()?,
-        zero_count: d.f64()?,
-        count: d.f64()?,
-        sum: d.f64()?,
-        positive_spans: decode_spans(d)?,
-        negative_spans: decode_spans(d)?,
-        ..Default::default()
-    };
-    h.positive_buckets = decode_f64s(d)?;
-    h.negative_buckets = decode_f64s(d)?;
-    if h.schema == CUSTOM_BUCKETS_SCHEMA {
-        h.custom_values = decode_f64s(d)?;
-    }
-    Ok(h)
-}
-
-fn put_float_histogram(buf: &mut Vec<u8>, h: &FloatHistogram) {
-    buf.push(h.counter_reset_hint);
-    put_varint(buf, h.schema as i64);
-    for x in [h.zero_threshold, h.zero_count, h.count, h.sum] {
-        buf.extend_from_slice(&x.to_bits().to_be_bytes());
-    }
-    put_spans(buf, &h.positive_spans);
-    put_spans(buf, &h.negative_spans);
-    put_f64s(buf, &h.positive_buckets);
-    put_f64s(buf, &h.negative_buckets);
-    if h.schema == CUSTOM_BUCKETS_SCHEMA {
-        put_f64s(buf, &h.custom_values);
-    }
-}
-
-/// Decodes a histogram samples record (plain or custom-bucket).
+/// Decodes a [`RecordType::HistogramSamples`] or
+/// [`RecordType::CustomBucketsHistogramSamples`] record into `out` (cleared
+/// first). Histograms of every schema are returned, also those Prometheus'
+/// decoder drops (see [`is_known_schema`]).
 pub fn decode_histogram_samples(
     rec: &[u8],
     out: &mut Vec<RefHistogramSample>,
 ) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(
+    decode_histogram_record(
         rec,
         &[
             RecordType::HistogramSamples,
             RecordType::CustomBucketsHistogramSamples,
         ],
         "histogram samples",
-    )?;
-    if d.remaining() == 0 {
-        return Ok(());
-    }
-    let base_ref = d.be64()?;
-    let base_t = d.be64()? as i64;
-    while d.remaining() > 0 {
-        let dr = d.varint()?;
-        let dt = d.varint()?;
-        let h = decode_histogram(&mut d)?;
-        out.push(RefHistogramSample {
-            series_ref: base_ref.wrapping_add(dr as u64),
-            t: base_t.wrapping_add(dt),
-            h,
-        });
-    }
-    d.finish()
+        out,
+    )
 }
 
-/// Encodes histogram samples; custom-bucket histograms need the
-/// `CustomBucketsHistogramSamples` type, as Prometheus writes them apart.
-pub fn encode_histogram_samples(
-    buf: &mut Vec<u8>,
-    typ: RecordType,
-    samples: &[RefHistogramSample],
-) {
-    buf.clear();
-    buf.push(typ.as_u8());
-    let Some(first) = samples.first() else {
-        return;
-    };
-    buf.extend_from_slice(&first.series_ref.to_be_bytes());
-    buf.extend_from_slice(&first.t.to_be_bytes());
-    for s in samples {
-        put_varint(buf, s.series_ref.wrapping_sub(first.series_ref) as i64);
-        put_varint(buf, s.t.wrapping_sub(first.t));
-        put_histogram(buf, &s.h);
-    }
-}
-
-/// Decodes a float histogram samples record (plain or custom-bucket).
+/// Decodes a [`RecordType::FloatHistogramSamples`] or
+/// [`RecordType::CustomBucketsFloatHistogramSamples`] record into `out`
+/// (cleared first). Histograms of every schema are returned.
 pub fn decode_float_histogram_samples(
     rec: &[u8],
     out: &mut Vec<RefFloatHistogramSample>,
 ) -> Result<(), RecordError> {
-    out.clear();
-    let mut d = Dec::new(
+    decode_histogram_record(
         rec,
         &[
             RecordType::FloatHistogramSamples,
             RecordType::CustomBucketsFloatHistogramSamples,
         ],
         "float histogram samples",
-    )?;
-    if d.remaining() == 0 {
-        return Ok(());
-    }
-    let base_ref = d.be64()?;
-    let base_t = d.be64()? as i64;
-    while d.remaining() > 0 {
-        let dr = d.varint()?;
-        let dt = d.varint()?;
-        let h = decode_float_histogram(&mut d)?;
-        out.push(RefFloatHistogramSample {
-            series_ref: base_ref.wrapping_add(dr as u64),
-            t: base_t.wrapping_add(dt),
-            h,
-        });
-    }
-    d.finish()
+        out,
+    )
 }
 
-pub fn encode_float_histogram_samples(
+/// Encodes a [`RecordType::HistogramSamples`] record into `buf` (cleared
+/// first). Prometheus puts custom-bucket histograms in their own record
+/// type: pass those to [`encode_custom_buckets_histogram_samples`] (split
+/// with [`Histogram::uses_custom_buckets`]).
+pub fn encode_histogram_samples(buf: &mut Vec<u8>, samples: &[RefHistogramSample]) {
+    encode_histogram_record(buf, RecordType::HistogramSamples, samples);
+}
+
+/// Encodes a [`RecordType::CustomBucketsHistogramSamples`] record into `buf`
+/// (cleared first).
+pub fn encode_custom_buckets_histogram_samples(buf: &mut Vec<u8>, samples: &[RefHistogramSample]) {
+    encode_histogram_record(buf, RecordType::CustomBucketsHistogramSamples, samples);
+}
+
+/// Encodes a [`RecordType::FloatHistogramSamples`] record into `buf`
+/// (cleared first); custom-bucket histograms belong in
+/// [`encode_custom_buckets_float_histogram_samples`].
+pub fn encode_float_histogram_samples(buf: &mut Vec<u8>, samples: &[RefFloatHistogramSample]) {
+    encode_histogram_record(buf, RecordType::FloatHistogramSamples, samples);
+}
+
+/// Encodes a [`RecordType::CustomBucketsFloatHistogramSamples`] record into
+/// `buf` (cleared first).
+pub fn encode_custom_buckets_float_histogram_samples(
     buf: &mut Vec<u8>,
-    typ: RecordType,
     samples: &[RefFloatHistogramSample],
 ) {
-    buf.clear();
-    buf.push(typ.as_u8());
-    let Some(first) = samples.first() else {
-        return;
-    };
-    buf.extend_from_slice(&first.series_ref.to_be_bytes());
-    buf.extend_from_slice(&first.t.to_be_bytes());
-    for s in samples {
-        put_varint(buf, s.series_ref.wrapping_sub(first.series_ref) as i64);
-        put_varint(buf, s.t.wrapping_sub(first.t));
-        put_float_histogram(buf, &s.h);
-    }
+    encode_histogram_record(buf, RecordType::CustomBucketsFloatHistogramSamples, samples);
 }

@@ -92,7 +92,7 @@ impl Head {
     /// Creates an empty head over `chunks_dir` (the `chunks_head/` directory).
     /// The WAL writer is attached after replay with [`Head::attach_wal`].
     pub(crate) fn new(opts: HeadOptions, chunks_dir: &Path) -> Result<Self, HeadError> {
-        let mapper = ChunkDiskMapper::open(chunks_dir, opts.head_chunks.clone())?;
+        let mapper = ChunkDiskMapper::open(chunks_dir, opts.head_chunks)?;
         Ok(Head {
             chunk_opts: ChunkOpts {
                 chunk_range: opts.chunk_range,

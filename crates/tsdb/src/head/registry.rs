@@ -37,14 +37,17 @@ impl RefList {
     }
 }
 
+type RefStripe = RwLock<FastMap<u64, Arc<SeriesEntry>>>;
+type HashStripe = RwLock<FastMap<u64, RefList>>;
+
 pub struct SeriesRegistry {
-    by_ref: Box<[RwLock<FastMap<u64, Arc<SeriesEntry>>>]>,
-    by_hash: Box<[RwLock<FastMap<u64, RefList>>]>,
+    by_ref: Box<[RefStripe]>,
+    by_hash: Box<[HashStripe]>,
 }
 
 /// Hash of a label set given as (name, value) string pairs.
 pub fn hash_labels<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
-    let mut h = foldhash::fast::FixedState::with_seed(0x6665_7272_6974_65).build_hasher();
+    let mut h = foldhash::fast::FixedState::with_seed(0x0066_6572_7269_7465).build_hasher();
     for (n, v) in pairs {
         h.write(n.as_bytes());
         h.write_u8(0xff);
@@ -68,11 +71,11 @@ impl SeriesRegistry {
         }
     }
 
-    fn ref_stripe(&self, r: u64) -> &RwLock<FastMap<u64, Arc<SeriesEntry>>> {
+    fn ref_stripe(&self, r: u64) -> &RefStripe {
         &self.by_ref[(r as usize) % STRIPES]
     }
 
-    fn hash_stripe(&self, h: u64) -> &RwLock<FastMap<u64, RefList>> {
+    fn hash_stripe(&self, h: u64) -> &HashStripe {
         &self.by_hash[(h as usize) % STRIPES]
     }
 
