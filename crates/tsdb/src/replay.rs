@@ -148,7 +148,9 @@ fn run_worker(
                     }
                     if let Some(&(i, ..)) = mine.get(k + 8) {
                         if let Some(c) = &series[i as usize].data.open {
+                            // The append writes the tail and the count header.
                             prefetch(c.chunk.tail_ptr());
+                            prefetch(c.chunk.bytes().as_ptr());
                         }
                     }
                     let (i, t, v, r) = mine[k];

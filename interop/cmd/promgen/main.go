@@ -1,11 +1,16 @@
-// Command promgen writes a data dir of the synth model with the real
-// Prometheus TSDB (v3.9.1): WAL plus chunks_head, no blocks.
+// Command promgen writes a data dir of the synth model (internal/synth) with
+// the real Prometheus TSDB (v3.9.1): WAL plus chunks_head, no blocks. It prints
+// the model's totals as `series=<n> samples=<n> sum=<%.12e>` (with
+// --checkpoint, the dir holds fewer samples than that: the checkpoint drops
+// the samples before its mint from the checkpointed segments).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
 	"ferrite.dev/interop/internal/promtsdb"
 	"ferrite.dev/interop/internal/synth"
@@ -13,24 +18,30 @@ import (
 
 func main() {
 	var o promtsdb.GenOptions
-	flag.StringVar(&o.Dir, "dir", "", "data dir to create")
+	flag.StringVar(&o.Dir, "dir", "", "data dir to create (must not exist or be empty)")
 	flag.Int64Var(&o.Series, "series", 1000, "number of series")
 	flag.Int64Var(&o.Samples, "samples", 120, "samples per series")
-	flag.Int64Var(&o.IntervalMs, "interval-ms", 15000, "sample interval")
-	flag.Int64Var(&o.StartMs, "start-ms", 1700000000000, "first timestamp")
-	flag.StringVar(&o.Compression, "wal-compression", "snappy", "none, snappy or zstd")
-	flag.IntVar(&o.SegmentSize, "wal-segment-size", 0, "WAL segment size in bytes (0: default)")
-	flag.BoolVar(&o.NoChunksHead, "no-chunks-head", false, "remove chunks_head/ after closing (forces a full WAL replay)")
-	flag.BoolVar(&o.Checkpoint, "checkpoint", false, "checkpoint the first half of the WAL segments")
+	flag.Int64Var(&o.IntervalMs, "interval-ms", synth.DefaultIntervalMs, "sample interval in ms")
+	flag.Int64Var(&o.StartMs, "start-ms", synth.DefaultStartMs, "first timestamp in ms")
+	flag.StringVar(&o.Compression, "wal-compression", "snappy", "WAL compression: none, snappy or zstd")
+	flag.IntVar(&o.SegmentSize, "wal-segment-size", 0, "WAL segment size in bytes, a multiple of 32768 (0: Prometheus' default, 128 MiB)")
+	flag.BoolVar(&o.NoChunksHead, "no-chunks-head", false, "remove chunks_head/ after the clean close (forces a full WAL replay)")
+	flag.BoolVar(&o.Checkpoint, "checkpoint", false, "after the close, checkpoint and truncate the first half of the WAL segments (mint in the middle of the time range)")
 	flag.Parse()
-	if o.Dir == "" {
-		fmt.Fprintln(os.Stderr, "promgen: -dir is required")
+	if o.Dir == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: promgen --dir DIR [flags]")
+		flag.PrintDefaults()
 		os.Exit(2)
 	}
-	if err := promtsdb.Generate(o); err != nil {
+	start := time.Now()
+	t, err := promtsdb.Generate(o)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "promgen:", err)
 		os.Exit(1)
 	}
-	t := synth.Expected(o.Series, o.Samples)
+	segs, _ := filepath.Glob(filepath.Join(o.Dir, "wal", "[0-9]*"))
+	chunkFiles, _ := filepath.Glob(filepath.Join(o.Dir, "chunks_head", "[0-9]*"))
+	fmt.Fprintf(os.Stderr, "promgen: wrote %s in %.1fs: %d WAL segments, %d chunks_head files\n",
+		o.Dir, time.Since(start).Seconds(), len(segs), len(chunkFiles))
 	fmt.Printf("series=%d samples=%d sum=%.12e\n", t.Series, t.Samples, t.Sum)
 }
