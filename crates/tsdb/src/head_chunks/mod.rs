@@ -436,6 +436,14 @@ impl ChunkDiskMapper {
         for (seq, map, readable_len) in snapshot {
             let bytes = map.get(..readable_len).unwrap_or(&map[..]);
             let scan = scan_file_bytes(seq, bytes, f);
+            // The scan touched every page; release them from this process
+            // (they stay in the page cache) so startup RSS does not carry
+            // the whole chunks_head/ directory. Queries fault in what they read.
+            #[cfg(unix)]
+            // SAFETY: a shared, read-only file mapping: MADV_DONTNEED only
+            // drops this process' page-table entries; later reads see the
+            // same file contents again.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
             report.files_scanned += 1;
             report.chunks += scan.chunks;
             if let Some(kind) = scan.damage {
