@@ -38,7 +38,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::record::{self, RecordError, RecordType};
-use crate::segment::{parse_segment_name, sync_dir};
+use crate::segment::sync_dir;
 use crate::{RecordReader, SegmentRef, WalError, WalOptions, WalWriter};
 
 /// Prefix of checkpoint directory names.
@@ -155,42 +155,6 @@ pub fn last_checkpoint(wal_dir: &Path) -> Result<Option<(PathBuf, u32)>, WalErro
         .map(|(index, path)| (path, index)))
 }
 
-/// Segments of `dir` with index in `first..=last`, sorted; they must be
-/// consecutive. Segments outside the range are ignored even if they have
-/// gaps (e.g. old segments left below a checkpoint).
-fn segments_in(dir: &Path, first: u32, last: u32) -> Result<Vec<SegmentRef>, WalError> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut segments = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        let Some(index) = entry.file_name().to_str().and_then(parse_segment_name) else {
-            continue;
-        };
-        if index < first || index > last || entry.file_type()?.is_dir() {
-            continue;
-        }
-        segments.push(SegmentRef {
-            index,
-            path: entry.path(),
-        });
-    }
-    segments.sort_by_key(|s| s.index);
-    for pair in segments.windows(2) {
-        if pair[0].index.checked_add(1) != Some(pair[1].index) {
-            return Err(WalError::NonSequentialSegments {
-                dir: dir.to_path_buf(),
-                before: pair[0].index,
-                after: pair[1].index,
-            });
-        }
-    }
-    Ok(segments)
-}
-
 /// The newest checkpoint (path, index), if any, and the segments after it.
 pub type ReplaySources = (Option<(PathBuf, u32)>, Vec<SegmentRef>);
 
@@ -203,11 +167,11 @@ pub type ReplaySources = (Option<(PathBuf, u32)>, Vec<SegmentRef>);
 pub fn replay_sources(wal_dir: &Path) -> Result<ReplaySources, WalError> {
     let checkpoint = last_checkpoint(wal_dir)?;
     let segments = match &checkpoint {
-        None => segments_in(wal_dir, 0, u32::MAX)?,
+        None => crate::segment::list_segments_in_range(wal_dir, 0, u32::MAX)?,
         Some((_, index)) => match index.checked_add(1) {
             None => Vec::new(),
             Some(first) => {
-                let segments = segments_in(wal_dir, first, u32::MAX)?;
+                let segments = crate::segment::list_segments_in_range(wal_dir, first, u32::MAX)?;
                 if let Some(s) = segments.first().filter(|s| s.index != first) {
                     return Err(WalError::NonSequentialSegments {
                         dir: wal_dir.to_path_buf(),
@@ -286,12 +250,12 @@ pub fn write_checkpoint(
                 from,
             });
         }
-        let segments = segments_in(&dir, 0, u32::MAX)?;
+        let segments = crate::segment::list_segments_in_range(&dir, 0, u32::MAX)?;
         sources.push((dir, segments));
         wal_first = index.checked_add(1);
     }
     let wal_segments = match wal_first {
-        Some(first) if first <= to => segments_in(wal_dir, first, to)?,
+        Some(first) if first <= to => crate::segment::list_segments_in_range(wal_dir, first, to)?,
         _ => Vec::new(),
     };
     sources.push((wal_dir.to_path_buf(), wal_segments));

@@ -25,7 +25,7 @@ pub use error::{Corruption, ParseCompressionError, WalError};
 pub use reader::{RecordReader, DEFAULT_MAX_RECORD_SIZE};
 pub use repair::repair;
 pub use segment::{
-    list_segments, segment_path, Compression, SegmentRef, WalOptions, DEFAULT_SEGMENT_SIZE,
-    PAGE_SIZE,
+    list_segments, list_segments_in_range, segment_path, Compression, SegmentRef, WalOptions,
+    DEFAULT_SEGMENT_SIZE, PAGE_SIZE,
 };
 pub use writer::WalWriter;

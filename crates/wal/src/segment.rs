@@ -173,6 +173,17 @@ pub fn parse_segment_name(name: &str) -> Option<u32> {
 /// are ignored. A missing directory is an empty WAL. Like Prometheus, a gap
 /// in the index sequence is an error: it means data went missing.
 pub fn list_segments(dir: &Path) -> Result<Vec<SegmentRef>, WalError> {
+    list_segments_in_range(dir, 0, u32::MAX)
+}
+
+/// Segments of `dir` with index in `first..=last`, sorted; they must be
+/// consecutive. Segments outside the range are ignored even if they have
+/// gaps (e.g. old segments left below a checkpoint).
+pub fn list_segments_in_range(
+    dir: &Path,
+    first: u32,
+    last: u32,
+) -> Result<Vec<SegmentRef>, WalError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -181,11 +192,10 @@ pub fn list_segments(dir: &Path) -> Result<Vec<SegmentRef>, WalError> {
     let mut segments = Vec::new();
     for entry in entries {
         let entry = entry?;
-        let name = entry.file_name();
-        let Some(index) = name.to_str().and_then(parse_segment_name) else {
+        let Some(index) = entry.file_name().to_str().and_then(parse_segment_name) else {
             continue;
         };
-        if entry.file_type()?.is_dir() {
+        if index < first || index > last || entry.file_type()?.is_dir() {
             continue;
         }
         segments.push(SegmentRef {

@@ -22,6 +22,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"ferrite.dev/interop/internal/promtsdb"
 	"flag"
 	"fmt"
 	"io"
@@ -112,7 +113,7 @@ func main() {
 		for _, scen := range []string{"full WAL replay", "normal restart"} {
 			prepared := filepath.Join(*flagData, "scratch", sh.name+"-"+strings.ReplaceAll(scen, " ", "-"))
 			os.RemoveAll(prepared)
-			must(copyDir(src, prepared))
+			must(promtsdb.CopyDir(src, prepared))
 			if scen == "full WAL replay" {
 				must(os.RemoveAll(filepath.Join(prepared, "chunks_head")))
 			}
@@ -199,7 +200,7 @@ func measure(tl tool, prepared string) run {
 	if tl.copy {
 		dir = prepared + "-" + tl.name
 		os.RemoveAll(dir)
-		must(copyDir(prepared, dir))
+		must(promtsdb.CopyDir(prepared, dir))
 		defer os.RemoveAll(dir)
 	}
 	syscall.Sync()
@@ -266,36 +267,6 @@ func warm(dir string) {
 			}
 		}
 		return nil
-	})
-}
-
-func copyDir(src, dst string) error {
-	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if rel == "lock" {
-			return nil
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
 	})
 }
 

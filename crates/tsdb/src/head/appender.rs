@@ -61,13 +61,7 @@ impl<'h> HeadAppender<'h> {
     /// needed. Returns the series ref for faster later appends.
     pub fn append(&mut self, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendError> {
         labels.validate()?;
-        if t < self.min_valid_time {
-            self.head
-                .stats
-                .out_of_bounds_samples
-                .fetch_add(1, Ordering::Relaxed);
-            return Err(AppendError::OutOfBounds);
-        }
+        self.check_bounds(t)?;
         let (r, entry) = self.get_or_create(labels);
         self.append_entry(r, entry, t, v)?;
         Ok(r)
@@ -75,6 +69,16 @@ impl<'h> HeadAppender<'h> {
 
     /// Appends a sample to a series known by ref.
     pub fn append_ref(&mut self, series_ref: u64, t: i64, v: f64) -> Result<(), AppendError> {
+        self.check_bounds(t)?;
+        let entry = self
+            .head
+            .series
+            .get(series_ref)
+            .ok_or(AppendError::UnknownSeries(series_ref))?;
+        self.append_entry(series_ref, entry, t, v)
+    }
+
+    fn check_bounds(&self, t: i64) -> Result<(), AppendError> {
         if t < self.min_valid_time {
             self.head
                 .stats
@@ -82,12 +86,7 @@ impl<'h> HeadAppender<'h> {
                 .fetch_add(1, Ordering::Relaxed);
             return Err(AppendError::OutOfBounds);
         }
-        let entry = self
-            .head
-            .series
-            .get(series_ref)
-            .ok_or(AppendError::UnknownSeries(series_ref))?;
-        self.append_entry(series_ref, entry, t, v)
+        Ok(())
     }
 
     fn get_or_create(&mut self, labels: &Labels) -> (u64, Arc<SeriesEntry>) {

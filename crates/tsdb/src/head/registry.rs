@@ -57,6 +57,20 @@ pub fn hash_labels<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
     h.finish()
 }
 
+/// Records `r` under `hash` in a hash stripe.
+fn add_ref(hs: &mut FastMap<u64, RefList>, hash: u64, r: u64) {
+    match hs.get_mut(&hash) {
+        None => {
+            hs.insert(hash, RefList::One(r));
+        }
+        Some(RefList::One(o)) => {
+            let o = *o;
+            hs.insert(hash, RefList::Many(vec![o, r]));
+        }
+        Some(RefList::Many(v)) => v.push(r),
+    }
+}
+
 impl Default for SeriesRegistry {
     fn default() -> Self {
         Self::new()
@@ -115,16 +129,7 @@ impl SeriesRegistry {
         }
         let (r, entry) = make();
         self.ref_stripe(r).write().insert(r, entry.clone());
-        match hs.get_mut(&hash) {
-            None => {
-                hs.insert(hash, RefList::One(r));
-            }
-            Some(RefList::One(o)) => {
-                let o = *o;
-                hs.insert(hash, RefList::Many(vec![o, r]));
-            }
-            Some(RefList::Many(v)) => v.push(r),
-        }
+        add_ref(&mut hs, hash, r);
         (r, entry, true)
     }
 
@@ -138,16 +143,7 @@ impl SeriesRegistry {
             rs.insert(r, entry);
         }
         let mut hs = self.hash_stripe(hash).write();
-        match hs.get_mut(&hash) {
-            None => {
-                hs.insert(hash, RefList::One(r));
-            }
-            Some(RefList::One(o)) => {
-                let o = *o;
-                hs.insert(hash, RefList::Many(vec![o, r]));
-            }
-            Some(RefList::Many(v)) => v.push(r),
-        }
+        add_ref(&mut hs, hash, r);
         true
     }
 
