@@ -72,8 +72,6 @@ enum Msg {
 struct WorkerSeries {
     entry: Arc<SeriesEntry>,
     data: MemSeries,
-    /// Samples at or before this time are already in m-mapped chunks.
-    mmapped_maxt: i64,
 }
 
 #[derive(Default)]
@@ -87,6 +85,85 @@ struct WorkerResult {
     maxt: i64,
 }
 
+/// One replay worker's state: the series of its shard and reused buffers.
+struct Worker<'h> {
+    head: &'h Head,
+    id: usize,
+    workers: usize,
+    index: RefIndex,
+    series: Vec<WorkerSeries>,
+    /// Per slot: samples at or before this time are in m-mapped chunks.
+    /// Kept apart from `series` so skipping them touches only this array.
+    skip_until: Vec<i64>,
+    /// This batch's samples of the shard: (slot, t, v, ref).
+    mine: Vec<(u32, i64, f64, u64)>,
+    res: WorkerResult,
+}
+
+impl Worker<'_> {
+    fn add_series(
+        &mut self,
+        list: Vec<(u64, Arc<SeriesEntry>)>,
+        mmapped: &mut FastMap<u64, Vec<MmappedChunk>>,
+    ) {
+        for (r, entry) in list {
+            if self.index.get(r).is_some() {
+                continue;
+            }
+            let mut data = MemSeries::new();
+            let mut mmapped_maxt = i64::MIN;
+            if let Some(chunks) = mmapped.remove(&r) {
+                mmapped_maxt = chunks.last().map_or(i64::MIN, |c| c.maxt);
+                data.mmapped = chunks;
+            }
+            self.index.insert(r, self.series.len() as u32);
+            self.series.push(WorkerSeries { entry, data });
+            self.skip_until.push(mmapped_maxt);
+        }
+    }
+
+    fn apply(&mut self, samples: &[RefSample]) {
+        // This worker's samples, resolved to series slots first, so the
+        // append loop below can prefetch ahead: each sample touches a
+        // different series, and waiting on those cache misses one at a time
+        // dominates replay otherwise.
+        self.mine.clear();
+        for s in samples {
+            if (s.series_ref as usize) % self.workers != self.id {
+                continue;
+            }
+            match self.index.get(s.series_ref) {
+                Some(i) if s.t <= self.skip_until[i as usize] => self.res.in_mmapped += 1,
+                Some(i) => self.mine.push((i, s.t, s.v, s.series_ref)),
+                None => self.res.unknown += 1,
+            }
+        }
+        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
+        let (mine, series) = (&self.mine, &mut self.series);
+        for k in 0..mine.len() {
+            if let Some(&(i, ..)) = mine.get(k + 16) {
+                let p = &series[i as usize] as *const WorkerSeries as *const u8;
+                prefetch(p);
+                prefetch(p.wrapping_add(64));
+                prefetch(p.wrapping_add(128));
+            }
+            if let Some(&(i, ..)) = mine.get(k + 8) {
+                if let Some(c) = &series[i as usize].data.open {
+                    // The append writes the tail and the count header.
+                    prefetch(c.chunk.tail_ptr());
+                    prefetch(c.chunk.bytes().as_ptr());
+                }
+            }
+            let (i, t, v, r) = mine[k];
+            if series[i as usize].data.append(r, t, v, opts, mapper) {
+                self.res.samples += 1;
+            } else {
+                self.res.out_of_order += 1;
+            }
+        }
+    }
+}
+
 fn run_worker(
     head: &Head,
     id: usize,
@@ -94,80 +171,27 @@ fn run_worker(
     rx: Receiver<Msg>,
     mut mmapped: FastMap<u64, Vec<MmappedChunk>>,
 ) -> WorkerResult {
-    let mut index = RefIndex::default();
-    let mut series: Vec<WorkerSeries> = Vec::new();
-    let mut res = WorkerResult {
-        mint: i64::MAX,
-        maxt: i64::MIN,
-        ..Default::default()
+    let mut w = Worker {
+        head,
+        id,
+        workers,
+        index: RefIndex::default(),
+        series: Vec::new(),
+        skip_until: Vec::new(),
+        mine: Vec::new(),
+        res: WorkerResult {
+            mint: i64::MAX,
+            maxt: i64::MIN,
+            ..Default::default()
+        },
     };
-    let opts = head.chunk_opts;
-    let mut mine: Vec<(u32, i64, f64, u64)> = Vec::new();
     for msg in rx {
         match msg {
-            Msg::Series(list) => {
-                for (r, entry) in list {
-                    if index.get(r).is_some() {
-                        continue;
-                    }
-                    let mut data = MemSeries::new();
-                    let mut mmapped_maxt = i64::MIN;
-                    if let Some(chunks) = mmapped.remove(&r) {
-                        mmapped_maxt = chunks.last().map_or(i64::MIN, |c| c.maxt);
-                        data.mmapped = chunks;
-                    }
-                    index.insert(r, series.len() as u32);
-                    series.push(WorkerSeries {
-                        entry,
-                        data,
-                        mmapped_maxt,
-                    });
-                }
-            }
-            Msg::Samples(samples) => {
-                // This worker's samples, resolved to series slots first, so
-                // the append loop below can prefetch ahead: each sample
-                // touches a different series, and waiting on those cache
-                // misses one at a time dominates replay otherwise.
-                mine.clear();
-                for s in samples.iter() {
-                    if (s.series_ref as usize) % workers != id {
-                        continue;
-                    }
-                    match index.get(s.series_ref) {
-                        Some(i) => mine.push((i, s.t, s.v, s.series_ref)),
-                        None => res.unknown += 1,
-                    }
-                }
-                for k in 0..mine.len() {
-                    if let Some(&(i, ..)) = mine.get(k + 16) {
-                        let p = &series[i as usize] as *const WorkerSeries as *const u8;
-                        prefetch(p);
-                        prefetch(p.wrapping_add(64));
-                        prefetch(p.wrapping_add(128));
-                    }
-                    if let Some(&(i, ..)) = mine.get(k + 8) {
-                        if let Some(c) = &series[i as usize].data.open {
-                            // The append writes the tail and the count header.
-                            prefetch(c.chunk.tail_ptr());
-                            prefetch(c.chunk.bytes().as_ptr());
-                        }
-                    }
-                    let (i, t, v, r) = mine[k];
-                    let ws = &mut series[i as usize];
-                    if t <= ws.mmapped_maxt {
-                        res.in_mmapped += 1;
-                        continue;
-                    }
-                    if ws.data.append(r, t, v, opts, &head.mapper) {
-                        res.samples += 1;
-                    } else {
-                        res.out_of_order += 1;
-                    }
-                }
-            }
+            Msg::Series(list) => w.add_series(list, &mut mmapped),
+            Msg::Samples(samples) => w.apply(&samples),
         }
     }
+    let (series, mut res) = (w.series, w.res);
     res.mmapped_dropped = mmapped.values().map(|v| v.len() as u64).sum();
     for ws in series {
         let (mint, maxt) = (ws.data.min_time(), ws.data.max_time());
