@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use ferrite_wal::checkpoint::replay_sources;
 use ferrite_wal::record::{self, RecordType, RefSample};
 use ferrite_wal::{list_segments, repair, RecordReader, WalError};
-use parking_lot::Mutex;
+use std::ptr::NonNull;
+
+use parking_lot::{Mutex, MutexGuard};
 use tracing::{error, info, warn};
 
 use crate::error::HeadError;
@@ -69,9 +71,28 @@ enum Msg {
     Samples(Arc<Vec<RefSample>>),
 }
 
+/// A series of this worker's shard. The worker locks the series' mutex when
+/// the series is registered and keeps it locked until replay ends, so it can
+/// append through `data` without a lock per sample and without a second copy
+/// of the series (the per-worker table stays 16 bytes per series).
 struct WorkerSeries {
     entry: Arc<SeriesEntry>,
-    data: MemSeries,
+    /// Points into `entry.data`, whose lock this worker holds.
+    data: NonNull<MemSeries>,
+}
+
+impl WorkerSeries {
+    fn data(&self) -> &MemSeries {
+        // SAFETY: `entry` keeps the pointee alive, and this worker holds its
+        // lock (leaked guard, see `Worker::add_series`), so no other
+        // reference to it exists.
+        unsafe { self.data.as_ref() }
+    }
+
+    fn data_mut(&mut self) -> &mut MemSeries {
+        // SAFETY: as in `data`; `&mut self` makes this the only reference.
+        unsafe { self.data.as_mut() }
+    }
 }
 
 #[derive(Default)]
@@ -110,14 +131,17 @@ impl Worker<'_> {
             if self.index.get(r).is_some() {
                 continue;
             }
-            let mut data = MemSeries::new();
+            // Held until `release_all`: nobody else touches series data
+            // during replay, and the lock makes that exclusivity sound.
+            let data = NonNull::from(MutexGuard::leak(entry.data.lock()));
+            let mut ws = WorkerSeries { entry, data };
             let mut mmapped_maxt = i64::MIN;
             if let Some(chunks) = mmapped.remove(&r) {
                 mmapped_maxt = chunks.last().map_or(i64::MIN, |c| c.maxt);
-                data.mmapped = chunks;
+                ws.data_mut().mmapped = chunks;
             }
             self.index.insert(r, self.series.len() as u32);
-            self.series.push(WorkerSeries { entry, data });
+            self.series.push(ws);
             self.skip_until.push(mmapped_maxt);
         }
     }
@@ -142,20 +166,20 @@ impl Worker<'_> {
         let (mine, series) = (&self.mine, &mut self.series);
         for k in 0..mine.len() {
             if let Some(&(i, ..)) = mine.get(k + 16) {
-                let p = &series[i as usize] as *const WorkerSeries as *const u8;
+                let p = series[i as usize].data.as_ptr() as *const u8;
                 prefetch(p);
                 prefetch(p.wrapping_add(64));
                 prefetch(p.wrapping_add(128));
             }
             if let Some(&(i, ..)) = mine.get(k + 8) {
-                if let Some(c) = &series[i as usize].data.open {
+                if let Some(c) = &series[i as usize].data().open {
                     // The append writes the tail and the count header.
                     prefetch(c.chunk.tail_ptr());
                     prefetch(c.chunk.bytes().as_ptr());
                 }
             }
             let (i, t, v, r) = mine[k];
-            if series[i as usize].data.append(r, t, v, opts, mapper) {
+            if series[i as usize].data_mut().append(r, t, v, opts, mapper) {
                 self.res.samples += 1;
             } else {
                 self.res.out_of_order += 1;
@@ -194,12 +218,15 @@ fn run_worker(
     let (series, mut res) = (w.series, w.res);
     res.mmapped_dropped = mmapped.values().map(|v| v.len() as u64).sum();
     for ws in series {
-        let (mint, maxt) = (ws.data.min_time(), ws.data.max_time());
+        let d = ws.data();
+        let (mint, maxt) = (d.min_time(), d.max_time());
         if mint <= maxt {
             res.mint = res.mint.min(mint);
             res.maxt = res.maxt.max(maxt);
         }
-        *ws.entry.data.lock() = ws.data;
+        // SAFETY: this thread took the lock in `add_series` and leaked the
+        // guard; no reference from `data()` outlives this iteration.
+        unsafe { ws.entry.data.force_unlock() };
     }
     res
 }
@@ -506,7 +533,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     let (checkpoint, segments) = replay_sources(wal_dir)?;
     stats.checkpoint = checkpoint.as_ref().map(|(_, i)| *i);
 
-    let results: Vec<WorkerResult>;
+    let results: Vec<Option<WorkerResult>>;
     let read_result: Result<Option<ferrite_wal::Corruption>, HeadError>;
     let mut st_stats = ReplayStats::default();
     let mut max_ref = 0;
@@ -551,15 +578,17 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
             st_stats = std::mem::take(&mut st.stats);
             max_ref = st.max_ref;
             drop(st); // closes the channels: workers finish
-            let res: Vec<WorkerResult> = handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect();
+            let res: Vec<Option<WorkerResult>> =
+                handles.into_iter().map(|h| h.join().ok()).collect();
             (res, rr)
         });
         results = res;
         read_result = rr;
     }
+    // A panicked worker leaves its series locked: the head is unusable.
+    let Some(results) = results.into_iter().collect::<Option<Vec<_>>>() else {
+        return Err(HeadError::Replay("a replay worker panicked".into()));
+    };
     let corruption = read_result?;
     head.bump_series_ref(max_ref);
 
