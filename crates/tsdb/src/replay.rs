@@ -459,7 +459,19 @@ fn read_all(
             Err(WalError::Corruption(c)) => return Ok(Some(c)),
             Err(e) => return Err(e.into()),
         };
-        st.handle(rec)?;
+        match st.handle(rec) {
+            Ok(()) => {}
+            // A record with a valid checksum that does not decode is damage
+            // all the same: repair at its start, as Prometheus does.
+            Err(HeadError::Record(e)) => {
+                return Ok(Some(ferrite_wal::Corruption {
+                    segment: reader.segment(),
+                    offset: reader.offset(),
+                    reason: format!("undecodable record: {e}"),
+                }))
+            }
+            Err(e) => return Err(e),
+        }
         if !from_checkpoint && last_seg != Some(reader.segment()) {
             last_seg = Some(reader.segment());
             st.stats.segments += 1;

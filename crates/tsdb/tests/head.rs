@@ -288,3 +288,36 @@ fn concurrent_appenders() {
     let db = open(dir.path());
     assert_eq!(db.head().num_series(), 125);
 }
+
+#[test]
+fn undecodable_record_with_valid_checksum_is_repaired_like_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let before;
+    {
+        let db = open(dir.path());
+        fill(&db, 5, 100);
+        before = all_samples(&db);
+        db.close().unwrap();
+    }
+    std::fs::remove_dir_all(dir.path().join("chunks_head")).unwrap();
+    {
+        // A samples record cut short, written with a correct CRC.
+        let mut w =
+            ferrite_wal::WalWriter::open(&dir.path().join("wal"), Default::default()).unwrap();
+        w.log(&[&[2u8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0]]).unwrap();
+        w.close().unwrap();
+    }
+    let db = open(dir.path());
+    let c = db
+        .replay_stats()
+        .corruption
+        .clone()
+        .expect("reported as corruption");
+    assert!(c.reason.contains("undecodable"), "{c:?}");
+    assert_eq!(all_samples(&db), before);
+    db.close().unwrap();
+    // Repaired: the next open is clean.
+    let db = open(dir.path());
+    assert!(db.replay_stats().corruption.is_none());
+    assert_eq!(all_samples(&db), before);
+}
