@@ -434,6 +434,11 @@ impl Reader<'_> {
             }
         })?;
         self.ids = ids;
+        if pending.iter().any(|l| !l.is_empty()) {
+            // Samples read before this record must not see its series, as in
+            // a sequential replay (Prometheus drops samples of unknown series).
+            self.flush_samples()?;
+        }
         for (w, list) in pending.iter_mut().enumerate() {
             if !list.is_empty() {
                 self.send(w, Msg::Series(std::mem::take(list)))?;

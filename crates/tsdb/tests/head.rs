@@ -321,3 +321,39 @@ fn undecodable_record_with_valid_checksum_is_repaired_like_corruption() {
     assert!(db.replay_stats().corruption.is_none());
     assert_eq!(all_samples(&db), before);
 }
+
+#[test]
+fn samples_before_their_series_record_are_dropped_like_prometheus() {
+    use ferrite_wal::record::{encode_samples, RefSample, SeriesRecordBuilder};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut w =
+            ferrite_wal::WalWriter::open(&dir.path().join("wal"), Default::default()).unwrap();
+        let mut samples = Vec::new();
+        // Series 7's sample comes before its series record: unknown then.
+        encode_samples(
+            &mut samples,
+            &[RefSample {
+                series_ref: 7,
+                t: 1000,
+                v: 1.0,
+            }],
+        );
+        let mut series = Vec::new();
+        SeriesRecordBuilder::new(&mut series).add(7, &[("a", "b")]);
+        let mut later = Vec::new();
+        encode_samples(
+            &mut later,
+            &[RefSample {
+                series_ref: 7,
+                t: 2000,
+                v: 2.0,
+            }],
+        );
+        w.log(&[&samples, &series, &later]).unwrap();
+        w.close().unwrap();
+    }
+    let db = open(dir.path());
+    assert_eq!(db.replay_stats().samples_unknown_series, 1);
+    assert_eq!(all_samples(&db)[0].1, vec![(2000, 2.0)]);
+}
