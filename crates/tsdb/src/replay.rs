@@ -131,8 +131,9 @@ impl Worker<'_> {
             if self.index.get(r).is_some() {
                 continue;
             }
-            // Held until `release_all`: nobody else touches series data
-            // during replay, and the lock makes that exclusivity sound.
+            // Held until the worker finishes (end of `run_worker`): nobody
+            // else touches series data during replay, and holding the lock
+            // makes that exclusivity sound.
             let data = NonNull::from(MutexGuard::leak(entry.data.lock()));
             let mut ws = WorkerSeries { entry, data };
             let mut mmapped_maxt = i64::MIN;
@@ -292,8 +293,21 @@ struct Reader<'h> {
     max_ref: u64,
     scratch_stones: Vec<record::Stone>,
     scratch_samples: Vec<RefSample>,
+    /// Reused decode buffers for the record kinds that are only validated
+    /// and counted.
+    skipped: SkippedScratch,
     /// Samples of several records, sent to the workers together.
     batch: Vec<RefSample>,
+}
+
+/// Decode buffers for records Ferrite does not store yet.
+#[derive(Default)]
+struct SkippedScratch {
+    exemplars: Vec<record::RefExemplar>,
+    metadata: Vec<record::RefMetadata>,
+    markers: Vec<record::RefMmapMarker>,
+    histograms: Vec<record::RefHistogramSample>,
+    float_histograms: Vec<record::RefFloatHistogramSample>,
 }
 
 /// Samples per message to the workers: fewer, larger messages keep the
@@ -357,32 +371,32 @@ impl Reader<'_> {
                 Ok(())
             }
             RecordType::Exemplars => {
-                let mut v = Vec::new();
-                record::decode_exemplars(rec, &mut v)?;
+                let v = &mut self.skipped.exemplars;
+                record::decode_exemplars(rec, v)?;
                 self.stats.skip("exemplars", v.len() as u64);
                 Ok(())
             }
             RecordType::Metadata => {
-                let mut v = Vec::new();
-                record::decode_metadata(rec, &mut v)?;
+                let v = &mut self.skipped.metadata;
+                record::decode_metadata(rec, v)?;
                 self.stats.skip("metadata", v.len() as u64);
                 Ok(())
             }
             RecordType::MmapMarkers => {
-                let mut v = Vec::new();
-                record::decode_mmap_markers(rec, &mut v)?;
+                let v = &mut self.skipped.markers;
+                record::decode_mmap_markers(rec, v)?;
                 self.stats.skip("mmap markers", v.len() as u64);
                 Ok(())
             }
             RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples => {
-                let mut v = Vec::new();
-                record::decode_histogram_samples(rec, &mut v)?;
+                let v = &mut self.skipped.histograms;
+                record::decode_histogram_samples(rec, v)?;
                 self.stats.skip("native histogram samples", v.len() as u64);
                 Ok(())
             }
             RecordType::FloatHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples => {
-                let mut v = Vec::new();
-                record::decode_float_histogram_samples(rec, &mut v)?;
+                let v = &mut self.skipped.float_histograms;
+                record::decode_float_histogram_samples(rec, v)?;
                 self.stats
                     .skip("native float histogram samples", v.len() as u64);
                 Ok(())
@@ -573,6 +587,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 max_ref: 0,
                 scratch_stones: Vec::new(),
                 scratch_samples: Vec::new(),
+                skipped: SkippedScratch::default(),
                 batch: Vec::new(),
             };
             let rr = (|| {

@@ -21,6 +21,13 @@ fn all_samples(db: &Db) -> Vec<(Labels, Vec<(i64, f64)>)> {
         .collect()
 }
 
+/// Opens `dir` again: no corruption reported and exactly `want` read back.
+fn assert_reopens_clean(dir: &Path, want: &[(Labels, Vec<(i64, f64)>)]) {
+    let db = open(dir);
+    assert!(db.replay_stats().corruption.is_none());
+    assert_eq!(all_samples(&db), want);
+}
+
 /// 20 series x 1000 samples, 15s apart: several chunks per series.
 fn fill(db: &Db, series: usize, samples: i64) {
     for j in 0..samples {
@@ -162,9 +169,7 @@ fn corrupt_wal_tail_is_repaired_and_prefix_kept() {
         db.close().unwrap();
     }
     // After repair the WAL reads cleanly and holds the same data.
-    let db = open(dir.path());
-    assert!(db.replay_stats().corruption.is_none());
-    assert_eq!(all_samples(&db), kept);
+    assert_reopens_clean(dir.path(), &kept);
 }
 
 #[test]
@@ -317,9 +322,7 @@ fn undecodable_record_with_valid_checksum_is_repaired_like_corruption() {
     assert_eq!(all_samples(&db), before);
     db.close().unwrap();
     // Repaired: the next open is clean.
-    let db = open(dir.path());
-    assert!(db.replay_stats().corruption.is_none());
-    assert_eq!(all_samples(&db), before);
+    assert_reopens_clean(dir.path(), &before);
 }
 
 #[test]
