@@ -13,11 +13,19 @@ pub enum DebugCommand {
     /// FILE: one `<t> <float64 bits as 16 hex digits>` per line, chunks
     /// separated by an empty line.
     XorEncode { file: PathBuf },
+    /// Block index tools.
+    #[command(subcommand)]
+    Index(super::debug_index::IndexCommand),
+    /// Block chunk segment, meta.json and tombstones tools.
+    #[command(subcommand)]
+    BlockFiles(super::debug_block::BlockFilesCommand),
 }
 
 pub fn run(c: DebugCommand) -> Result<()> {
     match c {
         DebugCommand::XorEncode { file } => xor_encode(&file),
+        DebugCommand::Index(c) => super::debug_index::run(c),
+        DebugCommand::BlockFiles(c) => super::debug_block::run(c),
     }
 }
 

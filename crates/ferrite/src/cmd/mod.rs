@@ -1,5 +1,7 @@
 //! Subcommands.
 
 pub mod debug;
+pub mod debug_block;
+pub mod debug_index;
 pub mod synth;
 pub mod tsdb;

@@ -1,0 +1,1 @@
+//! The files of a Prometheus TSDB block other than the index.

@@ -1,0 +1,1 @@
+//! The index file of a Prometheus TSDB block (format v2).
