@@ -88,6 +88,20 @@ impl XorChunk {
         }
     }
 
+    /// Empties the chunk for reuse, keeping its allocation: the head cuts
+    /// chunk after chunk of similar size, so the buffer already fits.
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.buf.extend_from_slice(&[0; HEADER_LEN]);
+        self.last_t = 0;
+        self.last_value = 0;
+        self.last_t_delta = 0;
+        self.free_bits = 0;
+        self.leading = NO_WINDOW;
+        self.trailing = 0;
+        self.count = 0;
+    }
+
     /// Reopens chunk bytes for appending. Decodes every sample to restore
     /// the encoder state, so appending afterwards writes exactly the bytes
     /// that appending all samples to one chunk would have.

@@ -2,29 +2,38 @@
 //! the WAL segments.
 //!
 //! Why it is shaped this way: replay is what makes a Prometheus restart slow,
-//! so the work is split into a pipeline. The calling thread reads, checks and
-//! decompresses records, decodes them and creates series (series must exist
-//! before their samples, and label interning is shared state). Samples go to
-//! worker threads, each owning a disjoint shard of the series (by ref), which
-//! append into worker-local series without locks; at the end each worker hands
-//! its series data to the registry. Samples already inside m-mapped chunks are
-//! skipped, so a normal restart only re-appends the open chunks.
+//! so it is a pipeline that keeps every core busy.
+//!
+//! 1. *Decoders* (one per core but one, plus the applier whenever it waits)
+//!    read the WAL in page-aligned ranges of a segment in parallel
+//!    (`ferrite_wal::ranges`): checksums, decompression, record decoding. Samples already inside m-mapped head chunks are
+//!    dropped right there, and the rest are split by series shard, so on a
+//!    normal restart most samples never leave the decoder.
+//! 2. The *applier* (the calling thread) takes the decoded ranges in WAL
+//!    order. It creates series (series must exist before their samples, and
+//!    label interning is shared state) and hands each shard its samples.
+//! 3. *Append workers* (one per core) each own a disjoint shard of the series
+//!    (by ref) and append without a lock per sample.
+//!
+//! Ranges are decoded at most a few ahead of the applier, so memory stays
+//! bounded whatever the WAL's size; sample buffers are recycled.
 //!
 //! A corrupt WAL is repaired: everything before the first bad record is kept,
 //! the rest of that segment and all later segments are dropped, and the open
 //! continues (as Prometheus does).
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
 use ferrite_wal::checkpoint::replay_sources;
 use ferrite_wal::record::{self, RecordType, RefSample};
-use ferrite_wal::{list_segments, repair, RecordReader, WalError};
-use std::ptr::NonNull;
-
+use ferrite_wal::{
+    list_segments, repair, split_segments, stitch, RangeEnd, SegmentRange, WalError,
+};
 use parking_lot::{Mutex, MutexGuard};
 use tracing::{error, info, warn};
 
@@ -59,6 +68,9 @@ pub struct ReplayStats {
 
 impl ReplayStats {
     fn skip(&mut self, kind: &'static str, n: u64) {
+        if n == 0 {
+            return;
+        }
         match self.skipped.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, c)) => *c += n,
             None => self.skipped.push((kind, n)),
@@ -66,9 +78,324 @@ impl ReplayStats {
     }
 }
 
+/// WAL bytes per decoding range: small enough that the ranges in flight
+/// stay a few MB, large enough that handing them over costs nothing.
+const DEFAULT_RANGE_BYTES: u64 = 512 * 1024;
+/// Ranges decoded ahead of the applier, per decoding thread (the applier
+/// decodes too while it waits). Each is ~1 MB of samples in flight.
+const AHEAD_PER_THREAD: usize = 1;
+
+// ---------------------------------------------------------------------------
+// Samples inside m-mapped chunks
+
+/// A value per series ref, `missing` for refs never set. Prometheus hands
+/// out refs densely from 1, so a plain array indexed by ref is the common
+/// case; sparse refs fall back to a map.
+struct RefTable<T: Copy> {
+    dense: Vec<T>,
+    sparse: FastMap<u64, T>,
+    missing: T,
+}
+
+impl<T: Copy> RefTable<T> {
+    const DENSE_LIMIT: u64 = 1 << 26;
+
+    fn new(missing: T) -> Self {
+        RefTable {
+            dense: Vec::new(),
+            sparse: FastMap::default(),
+            missing,
+        }
+    }
+
+    #[inline]
+    fn get(&self, r: u64) -> T {
+        let v = if r < Self::DENSE_LIMIT {
+            self.dense.get(r as usize)
+        } else {
+            self.sparse.get(&r)
+        };
+        v.copied().unwrap_or(self.missing)
+    }
+
+    fn insert(&mut self, r: u64, v: T) {
+        if r < Self::DENSE_LIMIT {
+            let r = r as usize;
+            if r >= self.dense.len() {
+                self.dense.resize((r + 1).next_power_of_two(), self.missing);
+            }
+            self.dense[r] = v;
+        } else {
+            self.sparse.insert(r, v);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Decoding (parallel)
+
+/// Decoded content of one WAL range, in record order.
+#[derive(Default)]
+struct DecodedRange {
+    events: Vec<Event>,
+    end: RangeEnd,
+    records: u64,
+    in_mmapped: u64,
+    skipped: ReplayStats,
+}
+
+enum Event {
+    /// A series record, checked to decode.
+    Series(Vec<u8>),
+    Tombstones(Vec<record::Stone>),
+    /// Samples per shard.
+    Samples(Vec<Vec<RefSample>>),
+}
+
+/// Sample buffers passed from decoders to workers and back.
+struct BufferPool {
+    free: Mutex<Vec<Vec<RefSample>>>,
+}
+
+impl BufferPool {
+    fn take(&self) -> Vec<RefSample> {
+        self.free.lock().pop().unwrap_or_default()
+    }
+
+    fn give(&self, mut v: Vec<RefSample>) {
+        v.clear();
+        let mut free = self.free.lock();
+        if free.len() < 64 {
+            free.push(v);
+        }
+    }
+}
+
+/// Reused decode buffers of one decoder.
+#[derive(Default)]
+struct DecodeScratch {
+    exemplars: Vec<record::RefExemplar>,
+    metadata: Vec<record::RefMetadata>,
+    markers: Vec<record::RefMmapMarker>,
+    histograms: Vec<record::RefHistogramSample>,
+    float_histograms: Vec<record::RefFloatHistogramSample>,
+}
+
+struct Decoder<'a> {
+    shards: usize,
+    skip_until: &'a RefTable<i64>,
+    pool: &'a BufferPool,
+    scratch: DecodeScratch,
+    /// Shard lengths before the record being decoded.
+    lens: Vec<usize>,
+}
+
+impl Decoder<'_> {
+    fn decode(&mut self, range: &SegmentRange) -> Result<DecodedRange, HeadError> {
+        let mut out = DecodedRange::default();
+        let mut reader = range.reader();
+        let mut samples: Vec<Vec<RefSample>> = Vec::new();
+        let result = loop {
+            let rec = match reader.next_record() {
+                Ok(Some(rec)) => rec,
+                Ok(None) => break Ok(()),
+                Err(WalError::Corruption(c)) => break Err(c),
+                Err(e) => return Err(e.into()),
+            };
+            // A record with a valid checksum that does not decode is damage
+            // all the same: repair at its start, as Prometheus does.
+            if let Err(e) = self.record(rec, &mut out, &mut samples) {
+                break Err(ferrite_wal::Corruption {
+                    segment: reader.segment(),
+                    offset: reader.offset(),
+                    reason: format!("undecodable record: {e}"),
+                });
+            }
+            out.records += 1;
+        };
+        self.flush(&mut out, &mut samples);
+        out.end = RangeEnd::of(&reader, out.records, result);
+        Ok(out)
+    }
+
+    /// [`Self::decode`], with a panic turned into an error: the applier
+    /// waits for every range in turn, so one must always be delivered.
+    fn decode_guarded(&mut self, range: &SegmentRange) -> Result<DecodedRange, HeadError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.decode(range)))
+            .unwrap_or_else(|_| Err(HeadError::Replay("a WAL decoder panicked".into())))
+    }
+
+    fn flush(&self, out: &mut DecodedRange, samples: &mut Vec<Vec<RefSample>>) {
+        if samples.iter().any(|s| !s.is_empty()) {
+            out.events.push(Event::Samples(std::mem::take(samples)));
+        }
+    }
+
+    fn record(
+        &mut self,
+        rec: &[u8],
+        out: &mut DecodedRange,
+        samples: &mut Vec<Vec<RefSample>>,
+    ) -> Result<(), record::RecordError> {
+        let s = &mut self.scratch;
+        match RecordType::of(rec) {
+            RecordType::Series => {
+                record::decode_series(rec, |_, _| {})?;
+                self.flush(out, samples);
+                out.events.push(Event::Series(rec.to_vec()));
+            }
+            RecordType::Samples => {
+                if samples.is_empty() {
+                    samples.extend((0..self.shards).map(|_| self.pool.take()));
+                }
+                let lens = &mut self.lens;
+                lens.clear();
+                lens.extend(samples.iter().map(Vec::len));
+                let (shards, skip) = (self.shards as u64, self.skip_until);
+                let mut in_mmapped = 0;
+                let res = record::for_each_sample(rec, |series_ref, t, v| {
+                    // Per ref: samples at or before this time are in m-mapped chunks.
+                    if t <= skip.get(series_ref) {
+                        in_mmapped += 1;
+                        return;
+                    }
+                    if let Some(shard) = samples.get_mut((series_ref % shards) as usize) {
+                        shard.push(RefSample { series_ref, t, v });
+                    }
+                });
+                if let Err(e) = res {
+                    for (shard, &len) in samples.iter_mut().zip(lens.iter()) {
+                        shard.truncate(len);
+                    }
+                    return Err(e);
+                }
+                out.in_mmapped += in_mmapped;
+            }
+            RecordType::Tombstones => {
+                let mut stones = Vec::new();
+                record::decode_tombstones(rec, &mut stones)?;
+                self.flush(out, samples);
+                out.events.push(Event::Tombstones(stones));
+            }
+            RecordType::Exemplars => {
+                record::decode_exemplars(rec, &mut s.exemplars)?;
+                out.skipped.skip("exemplars", s.exemplars.len() as u64);
+            }
+            RecordType::Metadata => {
+                record::decode_metadata(rec, &mut s.metadata)?;
+                out.skipped.skip("metadata", s.metadata.len() as u64);
+            }
+            RecordType::MmapMarkers => {
+                record::decode_mmap_markers(rec, &mut s.markers)?;
+                out.skipped.skip("mmap markers", s.markers.len() as u64);
+            }
+            RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples => {
+                record::decode_histogram_samples(rec, &mut s.histograms)?;
+                out.skipped
+                    .skip("native histogram samples", s.histograms.len() as u64);
+            }
+            RecordType::FloatHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples => {
+                record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
+                out.skipped.skip(
+                    "native float histogram samples",
+                    s.float_histograms.len() as u64,
+                );
+            }
+            RecordType::Unknown(_) => out.skipped.skip("unknown record types", 1),
+        }
+        Ok(())
+    }
+}
+
+/// Hands decoded ranges to the applier in order, with decoders at most a
+/// few ranges ahead.
+struct RangeQueue {
+    state: std::sync::Mutex<QueueState>,
+    changed: Condvar,
+    ahead: usize,
+    total: usize,
+    stop: AtomicBool,
+}
+
+struct QueueState {
+    next_to_decode: usize,
+    next_to_apply: usize,
+    done: FastMap<usize, Result<DecodedRange, HeadError>>,
+}
+
+impl RangeQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next range index for a decoder; `None` when there is no more work.
+    fn claim(&self) -> Option<usize> {
+        let mut st = self.lock();
+        loop {
+            if self.stop.load(Ordering::Relaxed) || st.next_to_decode >= self.total {
+                return None;
+            }
+            if st.next_to_decode < st.next_to_apply + self.ahead {
+                st.next_to_decode += 1;
+                return Some(st.next_to_decode - 1);
+            }
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn done(&self, i: usize, r: Result<DecodedRange, HeadError>) {
+        self.lock().done.insert(i, r);
+        self.changed.notify_all();
+    }
+
+    /// Waits for range `i` (ranges are taken in order), decoding ranges
+    /// with `decode` meanwhile instead of idling.
+    fn take(
+        &self,
+        i: usize,
+        mut decode: impl FnMut(usize) -> Result<DecodedRange, HeadError>,
+    ) -> Result<DecodedRange, HeadError> {
+        let mut st = self.lock();
+        loop {
+            if let Some(r) = st.done.remove(&i) {
+                st.next_to_apply = i + 1;
+                drop(st);
+                self.changed.notify_all();
+                return r;
+            }
+            let j = st.next_to_decode;
+            if j < self.total && j < st.next_to_apply + self.ahead {
+                st.next_to_decode += 1;
+                drop(st);
+                let r = decode(j);
+                st = self.lock();
+                st.done.insert(j, r);
+                self.changed.notify_all();
+                continue;
+            }
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.changed.notify_all();
+    }
+}
+
+fn run_decoder(queue: &RangeQueue, ranges: &[Source], mut decoder: Decoder<'_>) {
+    while let Some(i) = queue.claim() {
+        let r = decoder.decode_guarded(&ranges[i].range);
+        queue.done(i, r);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Appending (parallel, one shard of the series each)
+
 enum Msg {
     Series(Vec<(u64, Arc<SeriesEntry>)>),
-    Samples(Arc<Vec<RefSample>>),
+    Samples(Vec<RefSample>),
 }
 
 /// A series of this worker's shard. The worker locks the series' mutex when
@@ -98,7 +425,6 @@ impl WorkerSeries {
 #[derive(Default)]
 struct WorkerResult {
     samples: u64,
-    in_mmapped: u64,
     unknown: u64,
     out_of_order: u64,
     mmapped_dropped: u64,
@@ -106,18 +432,21 @@ struct WorkerResult {
     maxt: i64,
 }
 
-/// One replay worker's state: the series of its shard and reused buffers.
+/// `Worker::index` value of refs not in the shard.
+const NO_SLOT: u32 = u32::MAX;
+
+/// One append worker's state: the series of its shard and reused buffers.
 struct Worker<'h> {
     head: &'h Head,
-    id: usize,
-    workers: usize,
-    index: RefIndex,
+    index: RefTable<u32>,
     series: Vec<WorkerSeries>,
-    /// Per slot: samples at or before this time are in m-mapped chunks.
-    /// Kept apart from `series` so skipping them touches only this array.
-    skip_until: Vec<i64>,
-    /// This batch's samples of the shard: (slot, t, v, ref).
+    /// This batch's samples resolved to series slots: (slot, t, v, ref).
     mine: Vec<(u32, i64, f64, u64)>,
+    /// `mine` grouped by slot, and the counting sort's counters.
+    grouped: Vec<(u32, i64, f64, u64)>,
+    counts: Vec<u32>,
+    /// Runs of one series in `grouped`: (slot, start, end).
+    runs: Vec<(u32, u32, u32)>,
     res: WorkerResult,
 }
 
@@ -128,7 +457,7 @@ impl Worker<'_> {
         mmapped: &mut FastMap<u64, Vec<MmappedChunk>>,
     ) {
         for (r, entry) in list {
-            if self.index.get(r).is_some() {
+            if self.index.get(r) != NO_SLOT {
                 continue;
             }
             // Held until the worker finishes (end of `run_worker`): nobody
@@ -136,33 +465,93 @@ impl Worker<'_> {
             // makes that exclusivity sound.
             let data = NonNull::from(MutexGuard::leak(entry.data.lock()));
             let mut ws = WorkerSeries { entry, data };
-            let mut mmapped_maxt = i64::MIN;
             if let Some(chunks) = mmapped.remove(&r) {
-                mmapped_maxt = chunks.last().map_or(i64::MIN, |c| c.maxt);
                 ws.data_mut().mmapped = chunks;
             }
             self.index.insert(r, self.series.len() as u32);
             self.series.push(ws);
-            self.skip_until.push(mmapped_maxt);
         }
     }
 
     fn apply(&mut self, samples: &[RefSample]) {
-        // This worker's samples, resolved to series slots first, so the
-        // append loop below can prefetch ahead: each sample touches a
-        // different series, and waiting on those cache misses one at a time
-        // dominates replay otherwise.
         self.mine.clear();
         for s in samples {
-            if (s.series_ref as usize) % self.workers != self.id {
-                continue;
-            }
             match self.index.get(s.series_ref) {
-                Some(i) if s.t <= self.skip_until[i as usize] => self.res.in_mmapped += 1,
-                Some(i) => self.mine.push((i, s.t, s.v, s.series_ref)),
-                None => self.res.unknown += 1,
+                NO_SLOT => self.res.unknown += 1,
+                i => self.mine.push((i, s.t, s.v, s.series_ref)),
             }
         }
+        // Each sample touches a different series (the WAL is in scrape
+        // order), and waiting on those cache misses one at a time dominates
+        // replay. When the batch holds several samples per series, group
+        // them by series (stably: a series' samples keep their order) so
+        // each series is loaded once per batch; otherwise prefetch ahead.
+        if self.mine.len() >= self.series.len() {
+            self.group_by_series();
+            self.append_grouped();
+        } else {
+            self.append_prefetching();
+        }
+    }
+
+    /// Counting sort of `mine` by slot into `grouped`.
+    fn group_by_series(&mut self) {
+        let counts = &mut self.counts;
+        counts.clear();
+        counts.resize(self.series.len() + 1, 0);
+        for &(i, ..) in &self.mine {
+            counts[i as usize + 1] += 1;
+        }
+        for k in 1..counts.len() {
+            counts[k] += counts[k - 1];
+        }
+        self.grouped.clear();
+        self.grouped.resize(self.mine.len(), (0, 0, 0.0, 0));
+        for &m in &self.mine {
+            let at = &mut counts[m.0 as usize];
+            self.grouped[*at as usize] = m;
+            *at += 1;
+        }
+    }
+
+    fn append_grouped(&mut self) {
+        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
+        let (grouped, series, res) = (&self.grouped, &mut self.series, &mut self.res);
+        let runs = &mut self.runs;
+        runs.clear();
+        let mut k = 0;
+        while k < grouped.len() {
+            let i = grouped[k].0;
+            let end = k + grouped[k..].iter().take_while(|m| m.0 == i).count();
+            runs.push((i, k as u32, end as u32));
+            k = end;
+        }
+        for (n, &(i, start, end)) in runs.iter().enumerate() {
+            // Two stages ahead: the series two runs on, then the open chunk
+            // of the next one (whose series was fetched a run ago).
+            if let Some(&(j, ..)) = runs.get(n + 2) {
+                let p = series[j as usize].data.as_ptr() as *const u8;
+                prefetch(p);
+                prefetch(p.wrapping_add(64));
+            }
+            if let Some(&(j, ..)) = runs.get(n + 1) {
+                if let Some(c) = &series[j as usize].data().open {
+                    prefetch(c.chunk.tail_ptr());
+                    prefetch(c.chunk.bytes().as_ptr());
+                }
+            }
+            let s = series[i as usize].data_mut();
+            for &(_, t, v, r) in &grouped[start as usize..end as usize] {
+                if s.append(r, t, v, opts, mapper) {
+                    res.samples += 1;
+                } else {
+                    res.out_of_order += 1;
+                }
+            }
+        }
+    }
+
+    fn append_prefetching(&mut self) {
         let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
         let (mine, series) = (&self.mine, &mut self.series);
         for k in 0..mine.len() {
@@ -191,19 +580,18 @@ impl Worker<'_> {
 
 fn run_worker(
     head: &Head,
-    id: usize,
-    workers: usize,
     rx: Receiver<Msg>,
+    pool: &BufferPool,
     mut mmapped: FastMap<u64, Vec<MmappedChunk>>,
 ) -> WorkerResult {
     let mut w = Worker {
         head,
-        id,
-        workers,
-        index: RefIndex::default(),
+        index: RefTable::new(NO_SLOT),
         series: Vec::new(),
-        skip_until: Vec::new(),
         mine: Vec::new(),
+        grouped: Vec::new(),
+        counts: Vec::new(),
+        runs: Vec::new(),
         res: WorkerResult {
             mint: i64::MAX,
             maxt: i64::MIN,
@@ -213,7 +601,10 @@ fn run_worker(
     for msg in rx {
         match msg {
             Msg::Series(list) => w.add_series(list, &mut mmapped),
-            Msg::Samples(samples) => w.apply(&samples),
+            Msg::Samples(samples) => {
+                w.apply(&samples);
+                pool.give(samples);
+            }
         }
     }
     let (series, mut res) = (w.series, w.res);
@@ -232,42 +623,6 @@ fn run_worker(
     res
 }
 
-/// Series ref -> worker slot. Prometheus hands out refs densely from 1, so a
-/// plain array indexed by ref is the common case; sparse refs fall back to a map.
-#[derive(Default)]
-struct RefIndex {
-    dense: Vec<u32>,
-    sparse: FastMap<u64, u32>,
-}
-
-impl RefIndex {
-    const DENSE_LIMIT: u64 = 1 << 26;
-
-    #[inline]
-    fn get(&self, r: u64) -> Option<u32> {
-        if r < Self::DENSE_LIMIT {
-            match self.dense.get(r as usize) {
-                Some(&i) if i != u32::MAX => Some(i),
-                _ => None,
-            }
-        } else {
-            self.sparse.get(&r).copied()
-        }
-    }
-
-    fn insert(&mut self, r: u64, slot: u32) {
-        if r < Self::DENSE_LIMIT {
-            let r = r as usize;
-            if r >= self.dense.len() {
-                self.dense.resize((r + 1).next_power_of_two(), u32::MAX);
-            }
-            self.dense[r] = slot;
-        } else {
-            self.sparse.insert(r, slot);
-        }
-    }
-}
-
 /// Hints the CPU to load `p`'s cache line; never faults.
 #[inline(always)]
 fn prefetch(p: *const u8) {
@@ -281,129 +636,93 @@ fn prefetch(p: *const u8) {
     let _ = p;
 }
 
-/// Per-record decode state of the reading thread.
-struct Reader<'h> {
+// ---------------------------------------------------------------------------
+// Applying decoded ranges in WAL order (the calling thread)
+
+/// A range to replay and where it comes from.
+struct Source {
+    range: SegmentRange,
+    checkpoint: Option<u32>,
+}
+
+struct Applier<'h> {
     head: &'h Head,
     workers: Vec<SyncSender<Msg>>,
+    skip_until: &'h RefTable<i64>,
+    pool: &'h BufferPool,
     stats: ReplayStats,
     /// Refs whose series record repeated an existing label set -> the existing ref.
     aliases: FastMap<u64, u64>,
     pending_series: Vec<Vec<(u64, Arc<SeriesEntry>)>>,
     ids: Vec<u32>,
     max_ref: u64,
-    scratch_stones: Vec<record::Stone>,
-    scratch_samples: Vec<RefSample>,
-    /// Reused decode buffers for the record kinds that are only validated
-    /// and counted.
-    skipped: SkippedScratch,
-    /// Samples of several records, sent to the workers together.
-    batch: Vec<RefSample>,
 }
 
-/// Decode buffers for records Ferrite does not store yet.
-#[derive(Default)]
-struct SkippedScratch {
-    exemplars: Vec<record::RefExemplar>,
-    metadata: Vec<record::RefMetadata>,
-    markers: Vec<record::RefMmapMarker>,
-    histograms: Vec<record::RefHistogramSample>,
-    float_histograms: Vec<record::RefFloatHistogramSample>,
-}
-
-/// Samples per message to the workers: fewer, larger messages keep the
-/// threads busy instead of waking each other per record.
-const SAMPLE_BATCH: usize = 32 * 1024;
-
-impl Reader<'_> {
+impl Applier<'_> {
     fn send(&self, w: usize, msg: Msg) -> Result<(), HeadError> {
         self.workers[w]
             .send(msg)
             .map_err(|_| HeadError::Replay("replay worker stopped".into()))
     }
 
-    /// Sends the batched samples to every worker (each takes its shard).
-    fn flush_samples(&mut self) -> Result<(), HeadError> {
-        if self.batch.is_empty() {
-            return Ok(());
+    fn apply(&mut self, decoded: DecodedRange) -> Result<(), HeadError> {
+        self.stats.records += decoded.records;
+        self.stats.samples_in_mmapped_chunks += decoded.in_mmapped;
+        for (kind, n) in decoded.skipped.skipped {
+            self.stats.skip(kind, n);
         }
-        let batch = Arc::new(std::mem::replace(
-            &mut self.batch,
-            Vec::with_capacity(SAMPLE_BATCH + 4096),
-        ));
-        for w in 0..self.workers.len() {
-            self.send(w, Msg::Samples(batch.clone()))?;
+        for event in decoded.events {
+            match event {
+                Event::Series(rec) => self.series(&rec)?,
+                Event::Tombstones(stones) => {
+                    for st in &stones {
+                        let r = self
+                            .aliases
+                            .get(&st.series_ref)
+                            .copied()
+                            .unwrap_or(st.series_ref);
+                        self.head.add_tombstones(r, &st.intervals);
+                        self.stats.tombstones += st.intervals.len() as u64;
+                    }
+                }
+                Event::Samples(mut shards) => {
+                    if !self.aliases.is_empty() {
+                        self.resolve_aliases(&mut shards);
+                    }
+                    for (w, samples) in shards.into_iter().enumerate() {
+                        if samples.is_empty() {
+                            self.pool.give(samples);
+                        } else {
+                            self.send(w, Msg::Samples(samples))?;
+                        }
+                    }
+                }
+            }
         }
         Ok(())
     }
 
-    fn handle(&mut self, rec: &[u8]) -> Result<(), HeadError> {
-        self.stats.records += 1;
-        match RecordType::of(rec) {
-            RecordType::Series => self.series(rec),
-            RecordType::Samples => {
-                record::decode_samples(rec, &mut self.scratch_samples)?;
-                if !self.aliases.is_empty() {
-                    for s in self.scratch_samples.iter_mut() {
-                        if let Some(&to) = self.aliases.get(&s.series_ref) {
-                            s.series_ref = to;
-                        }
-                    }
+    /// Moves samples of aliased refs to the shard of the ref they stand for.
+    fn resolve_aliases(&mut self, shards: &mut [Vec<RefSample>]) {
+        let n = shards.len() as u64;
+        let mut moved = Vec::new();
+        for shard in shards.iter_mut() {
+            shard.retain(|s| match self.aliases.get(&s.series_ref) {
+                Some(&to) => {
+                    moved.push(RefSample {
+                        series_ref: to,
+                        ..*s
+                    });
+                    false
                 }
-                self.batch.extend_from_slice(&self.scratch_samples);
-                if self.batch.len() >= SAMPLE_BATCH {
-                    self.flush_samples()?;
-                }
-                Ok(())
-            }
-            RecordType::Tombstones => {
-                let mut stones = std::mem::take(&mut self.scratch_stones);
-                record::decode_tombstones(rec, &mut stones)?;
-                for st in &stones {
-                    let r = self
-                        .aliases
-                        .get(&st.series_ref)
-                        .copied()
-                        .unwrap_or(st.series_ref);
-                    self.head.add_tombstones(r, &st.intervals);
-                    self.stats.tombstones += st.intervals.len() as u64;
-                }
-                self.scratch_stones = stones;
-                Ok(())
-            }
-            RecordType::Exemplars => {
-                let v = &mut self.skipped.exemplars;
-                record::decode_exemplars(rec, v)?;
-                self.stats.skip("exemplars", v.len() as u64);
-                Ok(())
-            }
-            RecordType::Metadata => {
-                let v = &mut self.skipped.metadata;
-                record::decode_metadata(rec, v)?;
-                self.stats.skip("metadata", v.len() as u64);
-                Ok(())
-            }
-            RecordType::MmapMarkers => {
-                let v = &mut self.skipped.markers;
-                record::decode_mmap_markers(rec, v)?;
-                self.stats.skip("mmap markers", v.len() as u64);
-                Ok(())
-            }
-            RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples => {
-                let v = &mut self.skipped.histograms;
-                record::decode_histogram_samples(rec, v)?;
-                self.stats.skip("native histogram samples", v.len() as u64);
-                Ok(())
-            }
-            RecordType::FloatHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples => {
-                let v = &mut self.skipped.float_histograms;
-                record::decode_float_histogram_samples(rec, v)?;
-                self.stats
-                    .skip("native float histogram samples", v.len() as u64);
-                Ok(())
-            }
-            RecordType::Unknown(_) => {
-                self.stats.skip("unknown record types", 1);
-                Ok(())
+                None => true,
+            });
+        }
+        for s in moved {
+            if s.t <= self.skip_until.get(s.series_ref) {
+                self.stats.samples_in_mmapped_chunks += 1;
+            } else if let Some(shard) = shards.get_mut((s.series_ref % n) as usize) {
+                shard.push(s);
             }
         }
     }
@@ -448,11 +767,6 @@ impl Reader<'_> {
             }
         })?;
         self.ids = ids;
-        if pending.iter().any(|l| !l.is_empty()) {
-            // Samples read before this record must not see its series, as in
-            // a sequential replay (Prometheus drops samples of unknown series).
-            self.flush_samples()?;
-        }
         for (w, list) in pending.iter_mut().enumerate() {
             if !list.is_empty() {
                 self.send(w, Msg::Series(std::mem::take(list)))?;
@@ -463,57 +777,73 @@ impl Reader<'_> {
     }
 }
 
-fn read_all(
-    reader: &mut RecordReader,
-    st: &mut Reader<'_>,
+/// Applies the decoded ranges in order; returns the WAL's first corruption.
+fn apply_all(
+    queue: &RangeQueue,
+    sources: &[Source],
+    st: &mut Applier<'_>,
+    decoder: &mut Decoder<'_>,
     total_segments: usize,
-    from_checkpoint: bool,
 ) -> Result<Option<ferrite_wal::Corruption>, HeadError> {
     let start = Instant::now();
-    let mut last_seg = None;
-    loop {
-        let rec = match reader.next_record() {
-            Ok(Some(rec)) => rec,
-            Ok(None) => return Ok(None),
-            Err(WalError::Corruption(c)) => return Ok(Some(c)),
-            Err(e) => return Err(e.into()),
-        };
-        match st.handle(rec) {
-            Ok(()) => {}
-            // A record with a valid checksum that does not decode is damage
-            // all the same: repair at its start, as Prometheus does.
-            Err(HeadError::Record(e)) => {
-                return Ok(Some(ferrite_wal::Corruption {
-                    segment: reader.segment(),
-                    offset: reader.offset(),
-                    reason: format!("undecodable record: {e}"),
-                }))
+    let mut prev: Option<(usize, RangeEnd)> = None;
+    for (i, src) in sources.iter().enumerate() {
+        let mut decoded = queue.take(i, |j| decoder.decode_guarded(&sources[j].range))?;
+        if let Some((p, prev_end)) = &prev {
+            let p = &sources[*p];
+            if p.checkpoint == src.checkpoint {
+                if let Some(c) = stitch(&p.range, prev_end, &src.range, &mut decoded.end) {
+                    return corrupt(src, c);
+                }
             }
-            Err(e) => return Err(e),
         }
-        if !from_checkpoint && last_seg != Some(reader.segment()) {
-            last_seg = Some(reader.segment());
+        let end = std::mem::take(&mut decoded.end);
+        st.apply(decoded)?;
+        if let Some(c) = end.corruption {
+            return corrupt(src, c);
+        }
+        if src.checkpoint.is_none() && src.range.is_segment_start() {
             st.stats.segments += 1;
             if start.elapsed() > Duration::from_secs(2) || total_segments > 16 {
                 info!(
-                    segment = reader.segment(),
+                    segment = src.range.segment.index,
                     done = st.stats.segments,
                     of = total_segments,
                     "replaying WAL segment"
                 );
             }
         }
+        prev = Some((i, end));
+    }
+    Ok(None)
+}
+
+fn corrupt(
+    src: &Source,
+    c: ferrite_wal::Corruption,
+) -> Result<Option<ferrite_wal::Corruption>, HeadError> {
+    match src.checkpoint {
+        Some(index) => Err(HeadError::CorruptCheckpoint {
+            index,
+            detail: c.to_string(),
+        }),
+        None => Ok(Some(c)),
     }
 }
+
+// ---------------------------------------------------------------------------
 
 /// Loads `chunks_head/` and replays the WAL in `wal_dir` into `head`.
 pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadError> {
     let start = Instant::now();
-    let workers = match head.options().replay_workers {
+    let cores = match head.options().replay_workers {
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
     }
     .max(1);
+    let workers = cores;
+    // The applier decodes while it waits, so one thread fewer.
+    let decoders = cores - 1;
 
     // 1. Chunks already on disk, sharded like the series.
     let mut mmapped: Vec<FastMap<u64, Vec<MmappedChunk>>> =
@@ -537,8 +867,9 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 num_samples: m.num_samples,
             });
     })?;
+    let mut skip_until = RefTable::new(i64::MIN);
     for shard in mmapped.iter_mut() {
-        for chunks in shard.values_mut() {
+        for (&r, chunks) in shard.iter_mut() {
             chunks.sort_by_key(|c| c.mint);
             // Overlapping chunks cannot come from one writer; keep the first of each overlap.
             let mut last = i64::MIN;
@@ -549,6 +880,9 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 }
                 keep
             });
+            if let Some(c) = chunks.last() {
+                skip_until.insert(r, c.maxt);
+            }
         }
     }
     stats.mmapped_chunks = loaded;
@@ -560,58 +894,104 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
         );
     }
 
-    // 2. Checkpoint and segments.
+    // 2. Checkpoint and segments, split into ranges.
+    let range_bytes = match head.options().replay_range_bytes {
+        0 => DEFAULT_RANGE_BYTES,
+        n => n,
+    };
     let (checkpoint, segments) = replay_sources(wal_dir)?;
     stats.checkpoint = checkpoint.as_ref().map(|(_, i)| *i);
+    let mut sources = Vec::new();
+    if let Some((dir, idx)) = &checkpoint {
+        for range in split_segments(&list_segments(dir)?, range_bytes)? {
+            sources.push(Source {
+                range,
+                checkpoint: Some(*idx),
+            });
+        }
+    }
+    for range in split_segments(&segments, range_bytes)? {
+        sources.push(Source {
+            range,
+            checkpoint: None,
+        });
+    }
+
+    let pool = BufferPool {
+        free: Mutex::new(Vec::new()),
+    };
+    let queue = RangeQueue {
+        state: std::sync::Mutex::new(QueueState {
+            next_to_decode: 0,
+            next_to_apply: 0,
+            done: FastMap::default(),
+        }),
+        changed: Condvar::new(),
+        ahead: AHEAD_PER_THREAD * cores,
+        total: sources.len(),
+        stop: AtomicBool::new(false),
+    };
 
     let results: Vec<Option<WorkerResult>>;
     let read_result: Result<Option<ferrite_wal::Corruption>, HeadError>;
     let mut st_stats = ReplayStats::default();
     let mut max_ref = 0;
     {
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| sync_channel::<Msg>(4)).unzip();
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| sync_channel::<Msg>(1)).unzip();
         let (res, rr) = std::thread::scope(|scope| {
             let handles: Vec<_> = rxs
                 .into_iter()
                 .zip(mmapped)
-                .enumerate()
-                .map(|(id, (rx, mm))| scope.spawn(move || run_worker(head, id, workers, rx, mm)))
+                .map(|(rx, mm)| {
+                    let pool = &pool;
+                    std::thread::Builder::new()
+                        .name("replay-append".into())
+                        .spawn_scoped(scope, move || run_worker(head, rx, pool, mm))
+                })
                 .collect();
-            let mut st = Reader {
+            let new_decoder = || Decoder {
+                shards: workers,
+                skip_until: &skip_until,
+                pool: &pool,
+                scratch: DecodeScratch::default(),
+                lens: Vec::new(),
+            };
+            let decoder_handles: Vec<_> = (0..decoders)
+                .map(|_| {
+                    let decoder = new_decoder();
+                    let (queue, sources) = (&queue, &sources);
+                    std::thread::Builder::new()
+                        .name("replay-decode".into())
+                        .spawn_scoped(scope, move || run_decoder(queue, sources, decoder))
+                })
+                .collect();
+            let mut st = Applier {
                 head,
                 workers: txs,
+                skip_until: &skip_until,
+                pool: &pool,
                 stats: ReplayStats::default(),
                 aliases: FastMap::default(),
                 pending_series: Vec::new(),
                 ids: Vec::new(),
                 max_ref: 0,
-                scratch_stones: Vec::new(),
-                scratch_samples: Vec::new(),
-                skipped: SkippedScratch::default(),
-                batch: Vec::new(),
             };
-            let rr = (|| {
-                if let Some((dir, idx)) = &checkpoint {
-                    let segs = list_segments(dir)?;
-                    let mut reader = RecordReader::new(segs);
-                    if let Some(c) = read_all(&mut reader, &mut st, 0, true)? {
-                        return Err(HeadError::CorruptCheckpoint {
-                            index: *idx,
-                            detail: c.to_string(),
-                        });
-                    }
-                }
-                let total = segments.len();
-                let mut reader = RecordReader::new(segments.clone());
-                let corruption = read_all(&mut reader, &mut st, total, false)?;
-                st.flush_samples()?;
-                Ok(corruption)
-            })();
+            let total = segments.len();
+            // The applier decodes too while it waits, so it makes progress
+            // even if no decoder thread could start.
+            let rr = apply_all(&queue, &sources, &mut st, &mut new_decoder(), total);
+            queue.stop();
+            for h in decoder_handles.into_iter().flatten() {
+                // A decoder's panic is delivered as its range's error.
+                let _ = h.join();
+            }
             st_stats = std::mem::take(&mut st.stats);
             max_ref = st.max_ref;
             drop(st); // closes the channels: workers finish
-            let res: Vec<Option<WorkerResult>> =
-                handles.into_iter().map(|h| h.join().ok()).collect();
+            let res: Vec<Option<WorkerResult>> = handles
+                .into_iter()
+                .map(|h| h.ok().and_then(|h| h.join().ok()))
+                .collect();
             (res, rr)
         });
         results = res;
@@ -619,7 +999,9 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     }
     // A panicked worker leaves its series locked: the head is unusable.
     let Some(results) = results.into_iter().collect::<Option<Vec<_>>>() else {
-        return Err(HeadError::Replay("a replay worker panicked".into()));
+        return Err(HeadError::Replay(
+            "a replay worker panicked or could not start".into(),
+        ));
     };
     let corruption = read_result?;
     head.bump_series_ref(max_ref);
@@ -630,9 +1012,9 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     stats.duplicate_series_refs = st_stats.duplicate_series_refs;
     stats.tombstones = st_stats.tombstones;
     stats.skipped = st_stats.skipped;
+    stats.samples_in_mmapped_chunks = st_stats.samples_in_mmapped_chunks;
     for r in &results {
         stats.samples += r.samples;
-        stats.samples_in_mmapped_chunks += r.in_mmapped;
         stats.samples_unknown_series += r.unknown;
         stats.samples_out_of_order += r.out_of_order;
         stats.mmapped_chunks_dropped += r.mmapped_dropped;

@@ -15,6 +15,7 @@
 pub mod checkpoint;
 mod codec;
 pub mod error;
+pub mod ranges;
 pub mod reader;
 pub mod record;
 mod repair;
@@ -22,6 +23,7 @@ pub mod segment;
 pub mod writer;
 
 pub use error::{Corruption, ParseCompressionError, WalError};
+pub use ranges::{split_segments, stitch, RangeEnd, SegmentRange};
 pub use reader::{RecordReader, DEFAULT_MAX_RECORD_SIZE};
 pub use repair::repair;
 pub use segment::{

@@ -138,6 +138,14 @@ pub struct RecordReader {
     decompressor: RecordDecompressor,
     max_record_size: usize,
 
+    /// Range reading (see [`RecordReader::for_range`]): records starting at
+    /// or after this offset belong to the next range.
+    range_end: Option<u64>,
+    /// Skipping the continuation fragments that open a range mid-record.
+    skipping_continuation: bool,
+    /// Continuation fragments skipped at the start of the range.
+    skipped_fragments: u64,
+
     /// Position of the record last returned.
     last_segment: u32,
     last_offset: u64,
@@ -154,6 +162,39 @@ impl RecordReader {
     /// must be a record boundary, e.g. from [`crate::WalWriter::position`]).
     pub fn with_start_offset(segments: Vec<SegmentRef>, offset: u64) -> Self {
         Self::with_source(Source::Segments(segments.into_iter()), offset)
+    }
+
+    /// Reads the records of `segment` that start in `start..end`, so that a
+    /// segment split into consecutive ranges can be read by several threads
+    /// and the results concatenated in range order give exactly the records
+    /// (and the first corruption) of reading it whole.
+    ///
+    /// `start` must be page aligned (fragments never cross pages, so every
+    /// page starts with a fragment header or padding). A range that starts
+    /// inside a record skips its remaining fragments: they belong to the
+    /// range the record started in, which reads past its `end` to finish it
+    /// and also reports a continuation fragment with no record before it.
+    ///
+    /// One difference remains for the caller to resolve: if this range ends
+    /// inside end-of-segment padding ([`Self::trailing_padding`]), anything
+    /// but zeros in the next range is corruption at that padding's start,
+    /// which only the caller, seeing both ranges, can tell.
+    pub fn for_range(segment: SegmentRef, start: u64, end: u64) -> Self {
+        let aligned = start - start % PAGE;
+        let mut r = Self::with_source(Source::Segments(vec![segment].into_iter()), aligned);
+        r.range_end = Some(end);
+        r.skipping_continuation = aligned > 0;
+        r
+    }
+
+    /// Where end-of-segment padding began, if the reader is inside it.
+    pub fn trailing_padding(&self) -> Option<u64> {
+        self.padded_from
+    }
+
+    /// Fragments of a record begun before the range that the range skipped.
+    pub fn skipped_fragments(&self) -> u64 {
+        self.skipped_fragments
     }
 
     /// Reads all segments of a WAL directory.
@@ -191,6 +232,9 @@ impl RecordReader {
             assembled: Vec::new(),
             decompressor: RecordDecompressor::new(),
             max_record_size: DEFAULT_MAX_RECORD_SIZE,
+            range_end: None,
+            skipping_continuation: false,
+            skipped_fragments: 0,
             last_segment: 0,
             last_offset: 0,
             stopped: None,
@@ -271,6 +315,42 @@ impl RecordReader {
                 .get(self.chunk_pos..self.chunk_pos + avail)
                 .unwrap_or_default();
 
+            let type_byte = page.first().copied().unwrap_or(0);
+            let kind = FragmentKind::from_bits(type_byte);
+            let continuation = matches!(kind, Some(FragmentKind::Middle | FragmentKind::Last))
+                && type_byte & RESERVED_MASK == 0;
+            if self.skipping_continuation {
+                let len = page.get(1..3).map_or(usize::MAX, |b| {
+                    usize::from(u16::from_be_bytes([b[0], b[1]]))
+                });
+                if continuation && page_left >= HEADER && HEADER + len <= avail {
+                    // Checked by the range that owns the record.
+                    self.chunk_pos += HEADER + len;
+                    self.skipped_fragments += 1;
+                    if self.range_end.is_some_and(|end| {
+                        let next = self.chunk_base + self.chunk_pos as u64;
+                        next >= end && next.is_multiple_of(PAGE)
+                    }) {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                self.skipping_continuation = false;
+            }
+            if let Some(end) = self.range_end {
+                // The next range owns records starting from here on, and
+                // its padding; a stray continuation is still ours to report.
+                let stop = !self.in_record
+                    && offset >= end
+                    && (self.padded_from.is_some()
+                        || (offset.is_multiple_of(PAGE) && type_byte == 0)
+                        || matches!(kind, Some(FragmentKind::Full | FragmentKind::First))
+                        || (type_byte == 0 && page.iter().all(|&b| b == 0)));
+                if stop {
+                    return Ok(None);
+                }
+            }
+
             if let Some(padded_from) = self.padded_from {
                 if page.iter().any(|&b| b != 0) {
                     return Err(self.corrupt(padded_from, "data after end-of-segment padding"));
@@ -279,7 +359,6 @@ impl RecordReader {
                 continue;
             }
 
-            let type_byte = page.first().copied().unwrap_or(0);
             if type_byte == 0 {
                 if self.in_record {
                     return Err(self.corrupt(self.record_start, "padding inside a record"));

@@ -372,8 +372,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// Go's `binary.Uvarint`: at most 10 bytes, the 10th at most 1.
+    #[inline]
     fn uvarint(&mut self) -> Result<u64, RecordError> {
         let offset = self.pos;
+        // One-byte values dominate sample records.
+        if let Some(&b) = self.rec.get(offset) {
+            if b < 0x80 {
+                self.pos = offset + 1;
+                return Ok(u64::from(b));
+            }
+        }
         let mut value = 0u64;
         for i in 0..MAX_VARINT_LEN {
             let &b = self
@@ -642,6 +650,69 @@ pub fn decode_samples(rec: &[u8], out: &mut Vec<RefSample>) -> Result<(), Record
         }
         Ok(out.len())
     })
+}
+
+/// Decodes a float samples record, handing each sample to `f` in record
+/// order without collecting them; returns the count. On an error `f` has
+/// seen the samples before the bad one, which the caller must discard.
+pub fn for_each_sample(rec: &[u8], mut f: impl FnMut(u64, i64, f64)) -> Result<usize, RecordError> {
+    let mut c = Cursor::open(rec, &[RecordType::Samples], "samples")?;
+    let Some(base) = c.sample_base()? else {
+        return Ok(0);
+    };
+    let (base_ref, base_t) = base;
+    let rec = c.rec;
+    let mut n = 0;
+    // Fast path while a whole entry (two varints of at most 10 bytes and a
+    // value) surely fits; anything odd falls back to the checked cursor,
+    // which reports it.
+    while rec.len().saturating_sub(c.pos) >= 28 {
+        let Some((dref, a)) = uvarint_at(rec, c.pos) else {
+            break;
+        };
+        let Some((dt, b)) = uvarint_at(rec, c.pos + a) else {
+            break;
+        };
+        let at = c.pos + a + b;
+        let Some(v) = rec.get(at..at + 8).and_then(|v| v.try_into().ok()) else {
+            break;
+        };
+        c.pos = at + 8;
+        f(
+            base_ref.wrapping_add(zigzag(dref) as u64),
+            base_t.wrapping_add(zigzag(dt)),
+            f64::from_bits(u64::from_be_bytes(v)),
+        );
+        n += 1;
+    }
+    while !c.at_end() {
+        let (series_ref, t) = c.sample_ref_t(base)?;
+        f(series_ref, t, c.be_f64()?);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// A uvarint at `pos` and its length; `None` if truncated or overlong.
+#[inline(always)]
+fn uvarint_at(b: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for i in 0..MAX_VARINT_LEN {
+        let byte = *b.get(pos + i)?;
+        if i == MAX_VARINT_LEN - 1 && byte > 1 {
+            return None;
+        }
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+#[inline(always)]
+fn zigzag(u: u64) -> i64 {
+    (u >> 1) as i64 ^ -((u & 1) as i64)
 }
 
 /// Encodes a float samples record into `buf` (cleared first). No samples

@@ -920,6 +920,25 @@ proptest! {
         decode_samples(&buf, &mut out).unwrap();
         let bits = |s: &[RefSample]| s.iter().map(|s| (s.series_ref, s.t, s.v.to_bits())).collect::<Vec<_>>();
         prop_assert_eq!(bits(&out), bits(&samples));
+        let mut each = Vec::new();
+        let n = for_each_sample(&buf, |series_ref, t, v| each.push(RefSample { series_ref, t, v })).unwrap();
+        prop_assert_eq!(n, samples.len());
+        prop_assert_eq!(bits(&each), bits(&samples));
+    }
+
+    #[test]
+    fn for_each_sample_agrees_with_decode_samples(body in prop::collection::vec(any::<u8>(), 0..200)) {
+        let mut rec = vec![2u8];
+        rec.extend_from_slice(&body);
+        let mut out = Vec::new();
+        let whole = decode_samples(&rec, &mut out);
+        let mut each = Vec::new();
+        let streamed = for_each_sample(&rec, |series_ref, t, v| each.push((series_ref, t, v.to_bits())));
+        prop_assert_eq!(whole.is_ok(), streamed.is_ok());
+        if whole.is_ok() {
+            let bits: Vec<_> = out.iter().map(|s| (s.series_ref, s.t, s.v.to_bits())).collect();
+            prop_assert_eq!(each, bits);
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@ use std::fs::{self, OpenOptions};
 use std::path::Path;
 
 use ferrite_wal::{
-    list_segments, repair, segment_path, Compression, Corruption, RecordReader, SegmentRef,
-    WalError, WalOptions, WalWriter, PAGE_SIZE,
+    list_segments, repair, segment_path, split_segments, stitch, Compression, Corruption, RangeEnd,
+    RecordReader, SegmentRange, SegmentRef, WalError, WalOptions, WalWriter, PAGE_SIZE,
 };
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -49,6 +49,46 @@ fn read_dir(dir: &Path) -> (Vec<Vec<u8>>, Result<(), WalError>) {
             Ok(None) => return (out, Ok(())),
             Err(e) => return (out, Err(e)),
         }
+    }
+}
+
+/// Reads everything as parallel replay does: in ranges of `range_size`
+/// bytes, one reader each, stitched in order.
+fn read_split(dir: &Path, range_size: u64) -> (Vec<Vec<u8>>, Result<(), WalError>) {
+    let segs = list_segments(dir).unwrap();
+    let mut out = Vec::new();
+    let mut prev: Option<(SegmentRange, RangeEnd)> = None;
+    for range in split_segments(&segs, range_size).unwrap() {
+        let mut reader = range.reader();
+        let mut records = Vec::new();
+        let result = loop {
+            match reader.next_record() {
+                Ok(Some(rec)) => records.push(rec.to_vec()),
+                Ok(None) => break Ok(()),
+                Err(WalError::Corruption(c)) => break Err(c),
+                Err(e) => return (out, Err(e)),
+            }
+        };
+        let mut end = RangeEnd::of(&reader, records.len() as u64, result);
+        if let Some((p, pe)) = &prev {
+            if let Some(c) = stitch(p, pe, &range, &mut end) {
+                return (out, Err(WalError::Corruption(c)));
+            }
+        }
+        out.extend(records);
+        if let Some(c) = end.corruption.clone() {
+            return (out, Err(WalError::Corruption(c)));
+        }
+        prev = Some((range, end));
+    }
+    (out, Ok(()))
+}
+
+fn same_end(a: &Result<(), WalError>, b: &Result<(), WalError>) -> bool {
+    match (a, b) {
+        (Ok(()), Ok(())) => true,
+        (Err(WalError::Corruption(x)), Err(WalError::Corruption(y))) => x == y,
+        _ => false,
     }
 }
 
@@ -834,7 +874,12 @@ proptest! {
             w.log(&refs).unwrap();
         }
         if close { w.close().unwrap(); } else { drop(w); }
-        prop_assert_eq!(read_clean(tmp.path()), records);
+        prop_assert_eq!(&read_clean(tmp.path()), &records);
+        for pages in 1..4 {
+            let (split, end) = read_split(tmp.path(), pages * PAGE_SIZE as u64);
+            prop_assert!(end.is_ok(), "{:?}", end);
+            prop_assert_eq!(&split, &records);
+        }
     }
 
     #[test]
@@ -853,6 +898,11 @@ proptest! {
         }
 
         let (got, end) = read_dir(tmp.path());
+        for pages in 1..4 {
+            let (split, split_end) = read_split(tmp.path(), pages * PAGE_SIZE as u64);
+            prop_assert_eq!(&split, &got, "range of {} pages", pages);
+            prop_assert!(same_end(&split_end, &end), "range of {} pages: {:?} vs {:?}", pages, split_end, end);
+        }
         if checked {
             prop_assert!(got.len() <= records.len());
             prop_assert_eq!(&got[..], &records[..got.len()]);

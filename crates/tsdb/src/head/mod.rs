@@ -45,6 +45,9 @@ pub struct HeadOptions {
     pub head_chunks: HeadChunksOptions,
     /// Threads used for WAL replay; 0 means one per core.
     pub replay_workers: usize,
+    /// WAL bytes each replay decoder takes at a time; 0 means the default.
+    /// Smaller values only matter to tests (many ranges from a small WAL).
+    pub replay_range_bytes: u64,
 }
 
 impl Default for HeadOptions {
@@ -55,6 +58,7 @@ impl Default for HeadOptions {
             wal: Some(WalOptions::default()),
             head_chunks: HeadChunksOptions::default(),
             replay_workers: 0,
+            replay_range_bytes: 0,
         }
     }
 }

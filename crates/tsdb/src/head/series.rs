@@ -196,21 +196,37 @@ impl MemSeries {
 
     /// Closes the open chunk (writing it to `chunks_head/`) and opens a new one at `mint`.
     fn cut(&mut self, series_ref: u64, mint: i64, opts: ChunkOpts, mapper: &ChunkDiskMapper) {
-        let fresh = OpenChunk {
-            chunk: XorChunk::new(),
+        let chunk = match self.open.take() {
+            Some(old) => self.close_chunk(series_ref, old, mapper),
+            None => None,
+        };
+        // The closed chunk's buffer, once on disk, is the new chunk's.
+        let chunk = match chunk {
+            Some(mut c) => {
+                c.reset();
+                c
+            }
+            None => XorChunk::new(),
+        };
+        self.open = Some(OpenChunk {
+            chunk,
             mint,
             maxt: i64::MIN,
-        };
-        if let Some(old) = self.open.replace(fresh) {
-            self.close_chunk(series_ref, old, mapper);
-        }
+        });
         self.next_at = range_for_timestamp(mint, opts.chunk_range);
     }
 
-    fn close_chunk(&mut self, series_ref: u64, old: OpenChunk, mapper: &ChunkDiskMapper) {
+    /// Writes `old` to `chunks_head/` (or keeps it in memory if that fails);
+    /// returns the chunk for reuse when its bytes are no longer needed.
+    fn close_chunk(
+        &mut self,
+        series_ref: u64,
+        old: OpenChunk,
+        mapper: &ChunkDiskMapper,
+    ) -> Option<XorChunk> {
         let n = old.chunk.num_samples();
         if n == 0 {
-            return;
+            return Some(old.chunk);
         }
         match mapper.write_chunk(
             series_ref,
@@ -219,12 +235,15 @@ impl MemSeries {
             Encoding::Xor as u8,
             old.chunk.bytes(),
         ) {
-            Ok(chunk_ref) => self.mmapped.push(MmappedChunk {
-                chunk_ref,
-                mint: old.mint,
-                maxt: old.maxt,
-                num_samples: n,
-            }),
+            Ok(chunk_ref) => {
+                self.mmapped.push(MmappedChunk {
+                    chunk_ref,
+                    mint: old.mint,
+                    maxt: old.maxt,
+                    num_samples: n,
+                });
+                Some(old.chunk)
+            }
             Err(e) => {
                 error!(series_ref, error = %e, "writing head chunk failed; keeping it in memory");
                 self.unmapped
@@ -234,6 +253,7 @@ impl MemSeries {
                         mint: old.mint,
                         maxt: old.maxt,
                     });
+                None
             }
         }
     }
