@@ -11,6 +11,7 @@
 //! The WAL itself is the `ferrite-wal` crate, the chunk encodings
 //! `ferrite-chunkenc`. Nothing here knows about HTTP or PromQL.
 
+pub mod compact;
 pub mod db;
 pub mod error;
 pub mod head;
@@ -19,6 +20,7 @@ pub mod labels;
 pub mod postings;
 pub mod querier;
 pub mod replay;
+pub mod retention;
 pub mod symbols;
 
 pub use db::{Db, DbOptions};

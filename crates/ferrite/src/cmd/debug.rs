@@ -19,6 +19,9 @@ pub enum DebugCommand {
     /// Block chunk segment, meta.json and tombstones tools.
     #[command(subcommand)]
     BlockFiles(super::debug_block::BlockFilesCommand),
+    /// Compaction planning and retention (cross-checks with Prometheus).
+    #[command(subcommand)]
+    Plan(super::debug_plan::PlanCommand),
 }
 
 pub fn run(c: DebugCommand) -> Result<()> {
@@ -26,6 +29,7 @@ pub fn run(c: DebugCommand) -> Result<()> {
         DebugCommand::XorEncode { file } => xor_encode(&file),
         DebugCommand::Index(c) => super::debug_index::run(c),
         DebugCommand::BlockFiles(c) => super::debug_block::run(c),
+        DebugCommand::Plan(c) => super::debug_plan::run(c),
     }
 }
 

@@ -3,5 +3,6 @@
 pub mod debug;
 pub mod debug_block;
 pub mod debug_index;
+pub mod debug_plan;
 pub mod synth;
 pub mod tsdb;

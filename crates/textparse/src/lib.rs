@@ -1,0 +1,1 @@
+//! Parsers for text exposition formats (OpenMetrics, Prometheus text).

@@ -1,0 +1,1 @@
+//! Which blocks retention deletes.
