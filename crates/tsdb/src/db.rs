@@ -1,19 +1,32 @@
-//! Opening a data directory.
+//! Opening a data directory, and the work that keeps it in shape.
 //!
 //! A data directory has Prometheus' layout: `wal/` (segments and
-//! checkpoints), `chunks_head/` (closed head chunks) and, later, block
-//! directories. [`Db::open`] takes the directory lock, loads the head chunks,
-//! replays the WAL (repairing a corrupt tail) and then opens a fresh WAL
-//! segment for new writes, exactly as the server starts.
+//! checkpoints), `chunks_head/` (closed head chunks) and block directories
+//! named by ULID. [`Db::open`] takes the directory lock, removes what an
+//! interrupted block write or deletion left, opens the blocks, loads the head
+//! chunks, replays the WAL (repairing a corrupt tail; samples older than the
+//! newest block are in blocks already and skipped) and then opens a fresh
+//! WAL segment for new writes, exactly as the server starts.
+//!
+//! [`Db::compact`] persists the head's oldest range as a block once the head
+//! spans 1.5 block ranges, then truncates the head and the WAL, in
+//! Prometheus' order (block renamed into place first), so a crash at any
+//! point loses nothing and doubles nothing.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ferrite_block::meta::BlockUlid;
+use parking_lot::{Mutex, RwLock};
 
 use tracing::{info, warn};
 
+use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
+use crate::compact::{persist_head_range, CompactError};
 use crate::error::DbError;
 use crate::head::{Head, HeadAppender, HeadOptions};
-use crate::querier::HeadQuerier;
+use crate::querier::Querier;
 use crate::replay::{replay, ReplayStats};
 
 /// Settings of a database.
@@ -26,6 +39,10 @@ pub struct DbOptions {
 pub struct Db {
     dir: PathBuf,
     head: Head,
+    /// Open blocks, sorted by min time.
+    blocks: RwLock<Vec<Arc<Block>>>,
+    /// Serialises compactions and block-list changes.
+    compaction: Mutex<()>,
     replay: ReplayStats,
     _lock: File,
 }
@@ -57,8 +74,12 @@ impl Db {
         if fs::read_dir(&wbl).is_ok_and(|mut d| d.next().is_some()) {
             warn!(dir = %wbl.display(), "out-of-order WAL (wbl/) is not replayed yet; its samples are not loaded");
         }
+        let blocks = open_blocks(dir)?;
         let wal_dir = dir.join("wal");
         let head = Head::new(opts.head, &dir.join("chunks_head"))?;
+        if let Some(maxt) = blocks.iter().map(|b| b.meta().max_time).max() {
+            head.set_min_valid_time(maxt);
+        }
         let replay = replay(&head, &wal_dir)?;
         head.attach_wal(&wal_dir)?;
         info!(
@@ -70,6 +91,8 @@ impl Db {
         Ok(Db {
             dir: dir.to_owned(),
             head,
+            blocks: RwLock::new(blocks),
+            compaction: Mutex::new(()),
             replay,
             _lock: lock,
         })
@@ -92,8 +115,77 @@ impl Db {
         self.head.appender()
     }
 
-    pub fn querier(&self, mint: i64, maxt: i64) -> HeadQuerier<'_> {
-        self.head.querier(mint, maxt)
+    /// A querier over the blocks and the head for [mint, maxt] (inclusive).
+    pub fn querier(&self, mint: i64, maxt: i64) -> Querier<'_> {
+        Querier::new(&self.head, self.blocks(), mint, maxt)
+    }
+
+    /// The open blocks, sorted by min time.
+    pub fn blocks(&self) -> Vec<Arc<Block>> {
+        self.blocks.read().clone()
+    }
+
+    /// Whether the head spans more than 1.5 block ranges, so its oldest
+    /// range can be persisted (Prometheus' `Head.compactable`).
+    pub fn head_compactable(&self) -> bool {
+        let (min, max) = (self.head.min_time(), self.head.max_time());
+        let range = self.head.options().chunk_range;
+        min <= max && max.saturating_sub(min) > range / 2 * 3
+    }
+
+    /// Persists the head's oldest ranges as blocks while the head is
+    /// compactable, truncating head and WAL after each. Returns the new blocks.
+    pub fn compact(&self) -> Result<Vec<BlockUlid>, DbError> {
+        let _guard = self.compaction.lock();
+        let mut written = Vec::new();
+        while self.head_compactable() {
+            let mint = self.head.min_time();
+            let range = self.head.options().chunk_range;
+            let maxt = mint.div_euclid(range) * range + range;
+            written.extend(self.persist_head(mint, maxt)?);
+        }
+        Ok(written)
+    }
+
+    /// Persists the whole head into blocks, one per block range (the newest
+    /// ends right after the newest sample), and truncates head and WAL: what
+    /// `ferrite tsdb compact` does before exiting.
+    pub fn compact_head_fully(&self) -> Result<Vec<BlockUlid>, DbError> {
+        let _guard = self.compaction.lock();
+        let mut written = Vec::new();
+        loop {
+            let (min, max) = (self.head.min_time(), self.head.max_time());
+            if min > max {
+                break;
+            }
+            let range = self.head.options().chunk_range;
+            let end = min.div_euclid(range) * range + range;
+            let maxt = end.min(max.saturating_add(1));
+            written.extend(self.persist_head(min, maxt)?);
+            if maxt > max {
+                break;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes [mint, maxt) of the head as a block, then truncates.
+    fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
+        let meta = persist_head_range(&self.head, &self.dir, mint, maxt).map_err(compact_err)?;
+        let ulid = match &meta {
+            Some(m) => {
+                let block = Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?;
+                let mut blocks = self.blocks.write();
+                blocks.push(Arc::new(block));
+                blocks.sort_by_key(|b| b.meta().min_time);
+                info!(ulid = %m.ulid, mint, maxt, series = m.stats.num_series, samples = m.stats.num_samples, "head range persisted as a block");
+                Some(m.ulid)
+            }
+            None => None,
+        };
+        self.head.truncate_memory(maxt)?;
+        self.head.truncate_wal(maxt)?;
+        Ok(ulid)
     }
 
     /// Flushes and closes the WAL and head chunks.
@@ -101,4 +193,66 @@ impl Db {
         self.head.close()?;
         Ok(())
     }
+}
+
+fn block_err(e: BlockError) -> DbError {
+    DbError::Block(Box::new(e))
+}
+
+fn compact_err(e: CompactError) -> DbError {
+    DbError::Compact(Box::new(e))
+}
+
+/// Removes leftovers of interrupted block writes and deletions, deletes
+/// blocks that a compaction replaced (named as parents by another block, or
+/// marked deletable), and opens the rest, sorted by min time.
+fn open_blocks(dir: &Path) -> Result<Vec<Arc<Block>>, DbError> {
+    let mut dirs = Vec::new();
+    for e in fs::read_dir(dir).map_err(io_err(dir))? {
+        let e = e.map_err(io_err(dir))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if name.ends_with(TMP_FOR_CREATION) || name.ends_with(TMP_FOR_DELETION) {
+            warn!(dir = %path.display(), "removing a block directory left by an interrupted write or deletion");
+            fs::remove_dir_all(&path).map_err(io_err(&path))?;
+            continue;
+        }
+        if name.parse::<BlockUlid>().is_ok() && path.join("meta.json").exists() {
+            dirs.push(path);
+        }
+    }
+    let mut blocks = Vec::new();
+    for d in dirs {
+        blocks.push(Block::open(&d).map_err(block_err)?);
+    }
+    let replaced: std::collections::HashSet<BlockUlid> = blocks
+        .iter()
+        .flat_map(|b| b.meta().compaction.parents.iter().map(|p| p.ulid))
+        .collect();
+    let mut kept = Vec::new();
+    for b in blocks {
+        if replaced.contains(&b.ulid()) || b.meta().compaction.deletable {
+            let path = b.dir().to_owned();
+            drop(b);
+            delete_block_dir(&path)?;
+            continue;
+        }
+        kept.push(Arc::new(b));
+    }
+    kept.sort_by_key(|b| b.meta().min_time);
+    Ok(kept)
+}
+
+/// Deletes a block directory atomically: renamed out of the way first, so a
+/// crash never leaves a half-deleted block under its ULID.
+pub(crate) fn delete_block_dir(path: &Path) -> Result<(), DbError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(TMP_FOR_DELETION);
+    let tmp = PathBuf::from(tmp);
+    fs::rename(path, &tmp).map_err(io_err(path))?;
+    fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
+    Ok(())
 }

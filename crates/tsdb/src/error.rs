@@ -18,6 +18,8 @@ pub enum HeadError {
     CorruptCheckpoint { index: u32, detail: String },
     #[error("replay: {0}")]
     Replay(String),
+    #[error("WAL checkpoint: {0}")]
+    Checkpoint(#[from] ferrite_wal::checkpoint::CheckpointError),
 }
 
 /// Failure while reading data for a query.
@@ -27,6 +29,8 @@ pub enum QueryError {
     HeadChunks(#[from] HeadChunksError),
     #[error("corrupt chunk of series {series}: {detail}")]
     CorruptChunk { series: String, detail: String },
+    #[error("reading block: {0}")]
+    Block(String),
 }
 
 /// Failure to open or close a data directory.
@@ -42,4 +46,8 @@ pub enum DbError {
     Locked(std::path::PathBuf),
     #[error(transparent)]
     Head(#[from] HeadError),
+    #[error(transparent)]
+    Block(Box<crate::block::BlockError>),
+    #[error("compaction: {0}")]
+    Compact(Box<crate::compact::CompactError>),
 }

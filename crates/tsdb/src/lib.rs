@@ -11,6 +11,7 @@
 //! The WAL itself is the `ferrite-wal` crate, the chunk encodings
 //! `ferrite-chunkenc`. Nothing here knows about HTTP or PromQL.
 
+pub mod block;
 pub mod compact;
 pub mod db;
 pub mod error;
@@ -27,5 +28,5 @@ pub use db::{Db, DbOptions};
 pub use error::{DbError, HeadError, QueryError};
 pub use head::{AppendError, Head, HeadAppender, HeadOptions};
 pub use labels::{Label, Labels, MatchType, Matcher};
-pub use querier::{HeadQuerier, QuerySeries};
+pub use querier::{HeadQuerier, Querier, QuerySeries};
 pub use replay::ReplayStats;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use ferrite_chunkenc::XorIterator;
 
+use crate::block::Block;
 use crate::error::QueryError;
 use crate::head::Head;
 use crate::head_chunks::{ChunkDiskMapper, ChunkDiskMapperRef};
@@ -27,75 +28,107 @@ pub struct HeadQuerier<'h> {
 }
 
 /// Where a chunk of a selected series lives.
-enum ChunkHandle {
-    Mapped {
-        chunk_ref: ChunkDiskMapperRef,
-        mint: i64,
-        maxt: i64,
-    },
-    Memory {
-        bytes: Vec<u8>,
-        mint: i64,
-        maxt: i64,
-    },
+enum ChunkSource {
+    /// In `chunks_head/`.
+    Mapped(ChunkDiskMapperRef),
+    /// In memory: the open head chunk (copied at selection) or one that
+    /// could not be written to disk.
+    Memory(Vec<u8>),
+    /// In a block's chunk files.
+    Block(Arc<Block>, u64),
 }
 
-impl ChunkHandle {
-    fn range(&self) -> (i64, i64) {
-        match self {
-            ChunkHandle::Mapped { mint, maxt, .. } | ChunkHandle::Memory { mint, maxt, .. } => {
-                (*mint, *maxt)
-            }
-        }
-    }
+struct ChunkHandle {
+    source: ChunkSource,
+    mint: i64,
+    maxt: i64,
+    /// Index into the series' tombstone lists (one per source).
+    tombstones: usize,
 }
 
-/// A selected series: its labels and a snapshot of its chunks.
+/// A selected series: its labels and a snapshot of its chunks, from the head
+/// and/or blocks.
 pub struct QuerySeries {
+    /// The head's ref of the series, 0 when it is not in the head.
     pub series_ref: u64,
     pub labels: Labels,
     chunks: Vec<ChunkHandle>,
-    tombstones: Vec<(i64, i64)>,
+    /// Deleted intervals (inclusive), one list per source.
+    tombstones: Vec<Vec<(i64, i64)>>,
     mint: i64,
     maxt: i64,
-    mapper: Arc<ChunkDiskMapper>,
+    mapper: Option<Arc<ChunkDiskMapper>>,
 }
 
 impl QuerySeries {
-    /// Calls `f` for every sample in the querier's range, oldest first.
+    /// Calls `f` for every sample in the querier's range, oldest first; where
+    /// sources overlap, a timestamp is reported once (the first source's).
     pub fn for_each_sample(&self, mut f: impl FnMut(i64, f64)) -> Result<(), QueryError> {
-        for c in &self.chunks {
-            let (cmin, cmax) = c.range();
-            if cmax < self.mint || cmin > self.maxt {
-                continue;
+        let overlapping = self.chunks.windows(2).any(|w| w[1].mint <= w[0].maxt);
+        if !overlapping {
+            for c in &self.chunks {
+                self.chunk_samples(c, &mut f)?;
             }
-            let mapped;
-            let bytes: &[u8] = match c {
-                ChunkHandle::Mapped { chunk_ref, .. } => {
-                    mapped = self.mapper.chunk(*chunk_ref)?;
-                    &mapped
-                }
-                ChunkHandle::Memory { bytes, .. } => bytes,
-            };
-            let mut it = XorIterator::new(bytes);
-            for (t, v) in it.by_ref() {
-                if t < self.mint {
-                    continue;
-                }
-                if t > self.maxt {
-                    break;
-                }
-                if self.tombstones.iter().any(|&(a, b)| t >= a && t <= b) {
-                    continue;
-                }
-                f(t, v);
+            return Ok(());
+        }
+        // Overlapping chunks (blocks not compacted yet, or a block and the
+        // head): decode them all and merge by time.
+        let mut all: Vec<(i64, usize, f64)> = Vec::new();
+        for (k, c) in self.chunks.iter().enumerate() {
+            self.chunk_samples(c, &mut |t, v| all.push((t, k, v)))?;
+        }
+        all.sort_by_key(|&(t, k, _)| (t, k));
+        all.dedup_by_key(|s| s.0);
+        for (t, _, v) in all {
+            f(t, v);
+        }
+        Ok(())
+    }
+
+    fn chunk_samples(
+        &self,
+        c: &ChunkHandle,
+        f: &mut impl FnMut(i64, f64),
+    ) -> Result<(), QueryError> {
+        if c.maxt < self.mint || c.mint > self.maxt {
+            return Ok(());
+        }
+        let mapped;
+        let bytes: &[u8] = match &c.source {
+            ChunkSource::Mapped(chunk_ref) => {
+                let Some(mapper) = &self.mapper else {
+                    return Ok(());
+                };
+                mapped = mapper.chunk(*chunk_ref)?;
+                &mapped
             }
-            if let Some(e) = it.error() {
-                return Err(QueryError::CorruptChunk {
+            ChunkSource::Memory(bytes) => bytes,
+            ChunkSource::Block(block, r) => {
+                block.chunk(*r).map_err(|e| QueryError::CorruptChunk {
                     series: self.labels.to_string(),
                     detail: e.to_string(),
-                });
+                })?
             }
+        };
+        let deleted = self.tombstones.get(c.tombstones).map_or(&[][..], |v| v);
+        let mut it = XorIterator::new(bytes);
+        for (t, v) in it.by_ref() {
+            if t < self.mint {
+                continue;
+            }
+            if t > self.maxt {
+                break;
+            }
+            if deleted.iter().any(|&(a, b)| t >= a && t <= b) {
+                continue;
+            }
+            f(t, v);
+        }
+        if let Some(e) = it.error() {
+            return Err(QueryError::CorruptChunk {
+                series: self.labels.to_string(),
+                detail: e.to_string(),
+            });
         }
         Ok(())
     }
@@ -105,6 +138,23 @@ impl QuerySeries {
         let mut out = Vec::new();
         self.for_each_sample(|t, v| out.push((t, v)))?;
         Ok(out)
+    }
+
+    /// Adds `other`'s chunks (the same series from another source).
+    fn absorb(&mut self, other: QuerySeries) {
+        let base = self.tombstones.len();
+        self.tombstones.extend(other.tombstones);
+        for mut c in other.chunks {
+            c.tombstones += base;
+            self.chunks.push(c);
+        }
+        self.chunks.sort_by_key(|c| c.mint);
+        if self.mapper.is_none() {
+            self.mapper = other.mapper;
+        }
+        if self.series_ref == 0 {
+            self.series_ref = other.series_ref;
+        }
     }
 }
 
@@ -173,46 +223,41 @@ impl<'h> HeadQuerier<'h> {
             let mut chunks = Vec::new();
             {
                 let d = entry.data.lock();
+                let handle = |source, mint, maxt| ChunkHandle {
+                    source,
+                    mint,
+                    maxt,
+                    tombstones: 0,
+                };
                 for c in &d.mmapped {
                     if c.maxt >= self.mint && c.mint <= self.maxt {
-                        chunks.push(ChunkHandle::Mapped {
-                            chunk_ref: c.chunk_ref,
-                            mint: c.mint,
-                            maxt: c.maxt,
-                        });
+                        chunks.push(handle(ChunkSource::Mapped(c.chunk_ref), c.mint, c.maxt));
                     }
                 }
                 for c in d.unmapped.iter().flat_map(|u| u.iter()) {
                     if c.maxt >= self.mint && c.mint <= self.maxt {
-                        chunks.push(ChunkHandle::Memory {
-                            bytes: c.bytes.clone(),
-                            mint: c.mint,
-                            maxt: c.maxt,
-                        });
+                        chunks.push(handle(ChunkSource::Memory(c.bytes.clone()), c.mint, c.maxt));
                     }
                 }
                 if let Some(c) = &d.open {
                     if c.chunk.num_samples() > 0 && c.maxt >= self.mint && c.mint <= self.maxt {
-                        chunks.push(ChunkHandle::Memory {
-                            bytes: c.chunk.bytes().to_vec(),
-                            mint: c.mint,
-                            maxt: c.maxt,
-                        });
+                        let bytes = c.chunk.bytes().to_vec();
+                        chunks.push(handle(ChunkSource::Memory(bytes), c.mint, c.maxt));
                     }
                 }
             }
             if chunks.is_empty() {
                 continue;
             }
-            chunks.sort_by_key(|c| c.range().0);
+            chunks.sort_by_key(|c| c.mint);
             out.push(QuerySeries {
                 series_ref: r,
                 labels: head.resolve_labels(&entry.labels),
                 chunks,
-                tombstones: head.tombstones_of(r),
+                tombstones: vec![head.tombstones_of(r)],
                 mint: self.mint,
                 maxt: self.maxt,
-                mapper: head.mapper.clone(),
+                mapper: Some(head.mapper.clone()),
             });
         }
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
@@ -285,4 +330,137 @@ impl Head {
     pub fn querier(&self, mint: i64, maxt: i64) -> HeadQuerier<'_> {
         HeadQuerier::new(self, mint, maxt)
     }
+}
+
+/// Series of a block matching `matchers` with chunks in [mint, maxt], sorted
+/// by labels.
+pub(crate) fn select_block(
+    block: &Arc<Block>,
+    matchers: &[Matcher],
+    mint: i64,
+    maxt: i64,
+) -> Result<Vec<QuerySeries>, QueryError> {
+    let err = |e: crate::block::BlockError| QueryError::Block(e.to_string());
+    let mut out = Vec::new();
+    let mut metas = Vec::new();
+    for r in block.postings(matchers).map_err(err)? {
+        let labels = block.series(r, &mut metas).map_err(err)?;
+        let chunks: Vec<ChunkHandle> = metas
+            .iter()
+            .filter(|c| c.max_time >= mint && c.min_time <= maxt)
+            .map(|c| ChunkHandle {
+                source: ChunkSource::Block(block.clone(), c.chunk_ref),
+                mint: c.min_time,
+                maxt: c.max_time,
+                tombstones: 0,
+            })
+            .collect();
+        if chunks.is_empty() {
+            continue;
+        }
+        let deleted = block
+            .tombstones()
+            .get(r)
+            .map(|ivs| ivs.iter().map(|iv| (iv.mint, iv.maxt)).collect())
+            .unwrap_or_default();
+        out.push(QuerySeries {
+            series_ref: 0,
+            labels,
+            chunks,
+            tombstones: vec![deleted],
+            mint,
+            maxt,
+            mapper: None,
+        });
+    }
+    // The index stores series sorted by label set already.
+    Ok(out)
+}
+
+/// A querier over the blocks and the head of a database, for [mint, maxt]
+/// (inclusive): only blocks overlapping the range are read, and a series
+/// found in several of them (and the head) comes back once, its chunks
+/// merged.
+pub struct Querier<'a> {
+    head: HeadQuerier<'a>,
+    blocks: Vec<Arc<Block>>,
+    mint: i64,
+    maxt: i64,
+}
+
+impl<'a> Querier<'a> {
+    pub(crate) fn new(head: &'a Head, blocks: Vec<Arc<Block>>, mint: i64, maxt: i64) -> Self {
+        let blocks = blocks
+            .into_iter()
+            .filter(|b| b.overlaps(mint, maxt))
+            .collect();
+        Querier {
+            head: HeadQuerier::new(head, mint, maxt),
+            blocks,
+            mint,
+            maxt,
+        }
+    }
+
+    /// Series matching all matchers with samples in range, sorted by labels.
+    pub fn select(&self, matchers: &[Matcher]) -> Result<Vec<QuerySeries>, QueryError> {
+        let mut sets = Vec::with_capacity(self.blocks.len() + 1);
+        for b in &self.blocks {
+            sets.push(select_block(b, matchers, self.mint, self.maxt)?);
+        }
+        sets.push(self.head.select(matchers));
+        Ok(merge_sorted_series(sets))
+    }
+
+    /// Sorted label names of the matching series (all series if no matchers).
+    pub fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, QueryError> {
+        let mut all = self.head.label_names(matchers);
+        for b in &self.blocks {
+            all.extend(
+                b.label_names(matchers)
+                    .map_err(|e| QueryError::Block(e.to_string()))?,
+            );
+        }
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+
+    /// Sorted values of label `name` among the matching series.
+    pub fn label_values(
+        &self,
+        name: &str,
+        matchers: &[Matcher],
+    ) -> Result<Vec<String>, QueryError> {
+        let mut all = self.head.label_values(name, matchers);
+        for b in &self.blocks {
+            all.extend(
+                b.label_values(name, matchers)
+                    .map_err(|e| QueryError::Block(e.to_string()))?,
+            );
+        }
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+}
+
+/// Merges lists of series, each sorted by labels, into one sorted list with
+/// each label set once.
+fn merge_sorted_series(sets: Vec<Vec<QuerySeries>>) -> Vec<QuerySeries> {
+    let mut sets: Vec<Vec<QuerySeries>> = sets.into_iter().filter(|s| !s.is_empty()).collect();
+    if sets.len() <= 1 {
+        return sets.pop().unwrap_or_default();
+    }
+    let mut all: Vec<QuerySeries> = sets.into_iter().flatten().collect();
+    // Stable: the same label set keeps source order (blocks by time, then head).
+    all.sort_by(|a, b| a.labels.cmp(&b.labels));
+    let mut out: Vec<QuerySeries> = Vec::with_capacity(all.len());
+    for s in all {
+        match out.last_mut() {
+            Some(last) if last.labels == s.labels => last.absorb(s),
+            _ => out.push(s),
+        }
+    }
+    out
 }

@@ -50,6 +50,8 @@ pub struct ReplayStats {
     pub duration: Duration,
     pub mmapped_chunks: u64,
     pub mmapped_chunks_dropped: u64,
+    /// Head chunks older than the newest block (already persisted), skipped.
+    pub mmapped_chunks_in_blocks: u64,
     pub ooo_mmapped_chunks_skipped: u64,
     pub checkpoint: Option<u32>,
     pub segments: u32,
@@ -851,9 +853,16 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     let mut stats = ReplayStats::default();
     let mut ooo = 0u64;
     let mut loaded = 0u64;
+    // Samples before this are in blocks already (the newest block's end).
+    let min_valid = head.min_valid_time();
+    let mut below_blocks = 0u64;
     head.mapper.iterate_all_chunks(&mut |m| {
         if m.is_ooo {
             ooo += 1;
+            return;
+        }
+        if m.maxt < min_valid {
+            below_blocks += 1;
             return;
         }
         loaded += 1;
@@ -867,7 +876,8 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 num_samples: m.num_samples,
             });
     })?;
-    let mut skip_until = RefTable::new(i64::MIN);
+    let floor = min_valid.saturating_sub(1);
+    let mut skip_until = RefTable::new(floor);
     for shard in mmapped.iter_mut() {
         for (&r, chunks) in shard.iter_mut() {
             chunks.sort_by_key(|c| c.mint);
@@ -881,11 +891,12 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 keep
             });
             if let Some(c) = chunks.last() {
-                skip_until.insert(r, c.maxt);
+                skip_until.insert(r, c.maxt.max(floor));
             }
         }
     }
     stats.mmapped_chunks = loaded;
+    stats.mmapped_chunks_in_blocks = below_blocks;
     stats.ooo_mmapped_chunks_skipped = ooo;
     if ooo > 0 {
         warn!(

@@ -16,6 +16,7 @@ fn open(dir: &Path) -> Db {
 fn all_samples(db: &Db) -> Vec<(Labels, Vec<(i64, f64)>)> {
     db.querier(i64::MIN, i64::MAX)
         .select(&[])
+        .unwrap()
         .into_iter()
         .map(|s| (s.labels.clone(), s.samples().expect("samples")))
         .collect()
@@ -221,7 +222,11 @@ fn matchers_select_like_prometheus() {
     app.commit().unwrap();
     let q = db.querier(i64::MIN, i64::MAX);
     let sel = |ms: &[Matcher]| -> Vec<String> {
-        q.select(ms).iter().map(|s| s.labels.to_string()).collect()
+        q.select(ms)
+            .unwrap()
+            .iter()
+            .map(|s| s.labels.to_string())
+            .collect()
     };
     let m = |k, n: &str, v: &str| Matcher::new(k, n, v).unwrap();
     use MatchType::*;
@@ -255,11 +260,17 @@ fn matchers_select_like_prometheus() {
     let mut sorted = all.clone();
     sorted.sort();
     assert_eq!(all.len(), 4);
-    assert_eq!(q.label_names(&[]), vec!["__name__", "env", "job"]);
-    assert_eq!(q.label_values("job", &[]), vec!["api", "api-canary", "db"]);
-    assert_eq!(q.label_values("env", &[m(Equal, "job", "db")]), vec!["dev"]);
+    assert_eq!(q.label_names(&[]).unwrap(), vec!["__name__", "env", "job"]);
     assert_eq!(
-        q.label_names(&[m(Equal, "__name__", "down")]),
+        q.label_values("job", &[]).unwrap(),
+        vec!["api", "api-canary", "db"]
+    );
+    assert_eq!(
+        q.label_values("env", &[m(Equal, "job", "db")]).unwrap(),
+        vec!["dev"]
+    );
+    assert_eq!(
+        q.label_names(&[m(Equal, "__name__", "down")]).unwrap(),
         vec!["__name__", "job"]
     );
 }

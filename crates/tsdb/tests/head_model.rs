@@ -118,6 +118,7 @@ fn run(ops: &[Op]) {
     let read = |db: &Db| -> Vec<(String, Vec<(i64, f64)>)> {
         db.querier(i64::MIN, i64::MAX)
             .select(&[])
+            .unwrap()
             .into_iter()
             .map(|s| (s.labels.to_string(), s.samples().unwrap()))
             .collect()

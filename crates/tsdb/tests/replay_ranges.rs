@@ -54,6 +54,7 @@ fn write_dir(dir: &Path, compression: Compression) {
 fn contents(db: &Db) -> Contents {
     db.querier(i64::MIN, i64::MAX)
         .select(&[])
+        .unwrap()
         .into_iter()
         .map(|s| (s.labels.clone(), s.samples().unwrap()))
         .collect()

@@ -26,6 +26,7 @@ func main() {
 	flag.StringVar(&o.Compression, "wal-compression", "snappy", "WAL compression: none, snappy or zstd")
 	flag.IntVar(&o.SegmentSize, "wal-segment-size", 0, "WAL segment size in bytes, a multiple of 32768 (0: Prometheus' default, 128 MiB)")
 	flag.BoolVar(&o.NoChunksHead, "no-chunks-head", false, "remove chunks_head/ after the clean close (forces a full WAL replay)")
+	flag.BoolVar(&o.Compact, "compact", false, "before closing, compact the head as the server would (blocks, WAL checkpoint)")
 	flag.BoolVar(&o.Checkpoint, "checkpoint", false, "after the close, checkpoint and truncate the first half of the WAL segments (mint in the middle of the time range)")
 	flag.Parse()
 	if o.Dir == "" || flag.NArg() > 0 {

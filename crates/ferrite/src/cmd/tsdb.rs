@@ -20,6 +20,10 @@ pub enum TsdbCommand {
         #[arg(long)]
         open_only: bool,
     },
+    /// Persists the head of DIR into blocks (one per block range) and runs
+    /// the compactions the server would, then exits, leaving a data
+    /// directory Prometheus opens with the same data.
+    Compact { dir: PathBuf },
     /// Writes synthetic series through the head (the interop suite's data model).
     Synth {
         dir: PathBuf,
@@ -41,6 +45,7 @@ pub enum TsdbCommand {
 pub fn run(c: TsdbCommand) -> Result<()> {
     match c {
         TsdbCommand::Digest { dir, open_only } => digest(&dir, open_only),
+        TsdbCommand::Compact { dir } => compact(&dir),
         TsdbCommand::Synth {
             dir,
             series,
@@ -80,6 +85,19 @@ pub fn go_exp(v: f64) -> String {
     format!("{mant}e{sign}{:02}", exp.abs())
 }
 
+fn compact(dir: &Path) -> Result<()> {
+    let db = Db::open(dir, DbOptions::default())
+        .with_context(|| format!("opening {}", dir.display()))?;
+    let written = db
+        .compact_head_fully()
+        .with_context(|| format!("compacting the head of {}", dir.display()))?;
+    for ulid in &written {
+        println!("{ulid}");
+    }
+    db.close()?;
+    Ok(())
+}
+
 fn digest(dir: &Path, open_only: bool) -> Result<()> {
     let start = Instant::now();
     let db = Db::open(dir, DbOptions::default())
@@ -95,7 +113,7 @@ fn digest(dir: &Path, open_only: bool) -> Result<()> {
     let mut series = 0u64;
     let mut samples = 0u64;
     let mut sum = 0.0f64;
-    for s in q.select(&[]) {
+    for s in q.select(&[]).context("selecting series")? {
         series += 1;
         s.for_each_sample(|_, v| {
             samples += 1;

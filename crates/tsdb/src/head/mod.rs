@@ -12,6 +12,7 @@
 mod appender;
 pub(crate) mod registry;
 pub mod series;
+mod truncate;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -23,6 +24,7 @@ use parking_lot::{Mutex, RwLock};
 pub use appender::{AppendError, HeadAppender};
 pub(crate) use registry::SeriesRegistry;
 pub use series::ChunkOpts;
+pub use truncate::TruncateStats;
 
 use crate::error::HeadError;
 use crate::head_chunks::{ChunkDiskMapper, HeadChunksOptions};
@@ -88,6 +90,10 @@ pub struct Head {
     min_valid_time: AtomicI64,
     pub stats: HeadStats,
     tombstones: RwLock<FastMap<u64, Vec<(i64, i64)>>>,
+    /// Series removed by truncation -> the WAL segment current at the time:
+    /// their series records stay in checkpoints until that segment is gone,
+    /// since older segments may still hold their samples.
+    deleted: Mutex<FastMap<u64, u32>>,
 }
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -114,6 +120,7 @@ impl Head {
             min_valid_time: AtomicI64::new(i64::MIN),
             stats: HeadStats::default(),
             tombstones: RwLock::default(),
+            deleted: Mutex::default(),
         })
     }
 
@@ -158,6 +165,15 @@ impl Head {
             return min_valid;
         }
         (max - self.opts.chunk_range / 2).max(min_valid)
+    }
+
+    /// Refuses samples before `t` from now on (the newest block's end).
+    pub(crate) fn set_min_valid_time(&self, t: i64) {
+        self.min_valid_time.fetch_max(t, Ordering::AcqRel);
+    }
+
+    pub(crate) fn min_valid_time(&self) -> i64 {
+        self.min_valid_time.load(Ordering::Acquire)
     }
 
     pub(crate) fn next_series_ref(&self) -> u64 {

@@ -147,6 +147,37 @@ impl SeriesRegistry {
         true
     }
 
+    /// Removes series `r` if `idle` says so while both of its stripes are
+    /// locked, so no appender can find the series in between (head GC).
+    /// Returns whether it was removed.
+    pub fn remove_if(
+        &self,
+        hash: u64,
+        r: u64,
+        idle: impl FnOnce(&Arc<SeriesEntry>) -> bool,
+    ) -> bool {
+        let mut hs = self.hash_stripe(hash).write();
+        let mut rs = self.ref_stripe(r).write();
+        match rs.get(&r) {
+            Some(e) if idle(e) => {}
+            _ => return false,
+        }
+        rs.remove(&r);
+        drop(rs);
+        let now_empty = match hs.get_mut(&hash) {
+            Some(RefList::One(o)) => *o == r,
+            Some(RefList::Many(v)) => {
+                v.retain(|&x| x != r);
+                v.is_empty()
+            }
+            None => false,
+        };
+        if now_empty {
+            hs.remove(&hash);
+        }
+        true
+    }
+
     pub fn len(&self) -> usize {
         self.by_ref.iter().map(|s| s.read().len()).sum()
     }

@@ -258,6 +258,31 @@ impl MemSeries {
         }
     }
 
+    /// Drops the chunks whose samples all lie before `mint` (head
+    /// truncation after compaction); returns whether anything is left.
+    pub fn truncate_chunks_before(&mut self, mint: i64) -> bool {
+        self.mmapped.retain(|c| c.maxt >= mint);
+        if let Some(u) = self.unmapped.as_mut() {
+            u.retain(|c| c.maxt >= mint);
+            if u.is_empty() {
+                self.unmapped = None;
+            }
+        }
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|c| c.chunk.num_samples() > 0 && c.maxt < mint)
+        {
+            self.open = None;
+        }
+        !self.mmapped.is_empty()
+            || self.unmapped.is_some()
+            || self
+                .open
+                .as_ref()
+                .is_some_and(|c| c.chunk.num_samples() > 0)
+    }
+
     /// Approximate heap bytes held by this series' sample data.
     pub fn heap_bytes(&self) -> usize {
         self.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()

@@ -1,0 +1,455 @@
+//! Persistent blocks: opening a block directory for queries, and writing one.
+//!
+//! A block is Prometheus' `<ULID>/` directory (`meta.json`, `index`,
+//! `chunks/`, `tombstones`); the file formats live in `ferrite-index` and
+//! `ferrite-block`. An opened [`Block`] keeps the index and chunk files
+//! memory-mapped and holds little else (the index reader's sampled tables,
+//! the tombstones), so hundreds of open blocks cost little resident memory.
+//!
+//! [`write_block`] streams series in label order into a temporary directory
+//! (`<ULID>.tmp-for-creation`, as Prometheus names it), syncs it and renames
+//! it into place: a crash leaves either no block or a whole one, and leftover
+//! temporary directories are removed on the next open.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use ferrite_block::chunks::{ChunkReader, ChunkRef, ChunkWriter, RawChunk};
+use ferrite_block::meta::{read_meta, write_meta, BlockMeta, BlockStats, BlockUlid, Compaction};
+use ferrite_block::tombstones::{read_tombstones, write_tombstones, Tombstones};
+use ferrite_chunkenc::Encoding;
+use ferrite_index::postings::{expand, intersect, merge, without, BoxPostings};
+use ferrite_index::{ChunkMeta, IndexReader, IndexWriter};
+
+use crate::labels::{Label, Labels, MatchType, Matcher};
+
+/// Suffix of a block directory being written.
+pub const TMP_FOR_CREATION: &str = ".tmp-for-creation";
+/// Suffix of a block directory being deleted.
+pub const TMP_FOR_DELETION: &str = ".tmp-for-deletion";
+
+/// Failure to read or write a block.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockError {
+    #[error("block {dir}: meta.json: {source}")]
+    Meta {
+        dir: PathBuf,
+        #[source]
+        source: ferrite_block::MetaError,
+    },
+    #[error("block {dir}: index: {source}")]
+    Index {
+        dir: PathBuf,
+        #[source]
+        source: ferrite_index::IndexError,
+    },
+    #[error("block {dir}: chunks: {source}")]
+    Chunks {
+        dir: PathBuf,
+        #[source]
+        source: ferrite_block::ChunksError,
+    },
+    #[error("block {dir}: tombstones: {source}")]
+    Tombstones {
+        dir: PathBuf,
+        #[source]
+        source: ferrite_block::TombstonesError,
+    },
+    #[error("block {dir}: chunk {chunk} has encoding {encoding}, which Ferrite does not read yet")]
+    UnsupportedEncoding {
+        dir: PathBuf,
+        chunk: ChunkRef,
+        encoding: u8,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BlockError + '_ {
+    move |source| BlockError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// An open, immutable block.
+pub struct Block {
+    dir: PathBuf,
+    meta: BlockMeta,
+    index: IndexReader,
+    chunks: ChunkReader,
+    tombstones: Tombstones,
+    size_bytes: u64,
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("dir", &self.dir)
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl Block {
+    /// Opens the block in `dir`.
+    pub fn open(dir: &Path) -> Result<Block, BlockError> {
+        let meta = read_meta(dir).map_err(|source| BlockError::Meta {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        let index = IndexReader::open(dir.join("index")).map_err(|source| BlockError::Index {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        let chunks =
+            ChunkReader::open(&dir.join("chunks")).map_err(|source| BlockError::Chunks {
+                dir: dir.to_owned(),
+                source,
+            })?;
+        let tombstones = read_tombstones(dir).map_err(|source| BlockError::Tombstones {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        let size_bytes = dir_size(dir)?;
+        Ok(Block {
+            dir: dir.to_owned(),
+            meta,
+            index,
+            chunks,
+            tombstones,
+            size_bytes,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn meta(&self) -> &BlockMeta {
+        &self.meta
+    }
+
+    pub fn ulid(&self) -> BlockUlid {
+        self.meta.ulid
+    }
+
+    pub fn index(&self) -> &IndexReader {
+        &self.index
+    }
+
+    pub fn tombstones(&self) -> &Tombstones {
+        &self.tombstones
+    }
+
+    /// Bytes of all the block's files, as retention counts them.
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    /// Whether the block holds samples in [mint, maxt] (inclusive).
+    pub fn overlaps(&self, mint: i64, maxt: i64) -> bool {
+        self.meta.min_time <= maxt && mint < self.meta.max_time
+    }
+
+    /// Sorted series refs matching all `matchers`, with Prometheus' matcher
+    /// semantics (a missing label reads as the empty string).
+    pub fn postings(&self, matchers: &[Matcher]) -> Result<Vec<u64>, BlockError> {
+        let ix = &self.index;
+        let err = |source| BlockError::Index {
+            dir: self.dir.clone(),
+            source,
+        };
+        let mut its: Vec<BoxPostings<'_>> = Vec::new();
+        let mut nots: Vec<BoxPostings<'_>> = Vec::new();
+        if matchers.iter().all(|m| m.matches("")) {
+            its.push(ix.all_postings().map_err(err)?);
+        }
+        for m in matchers {
+            let name = m.name.as_bytes();
+            if m.kind == MatchType::Equal && !m.value.is_empty() {
+                its.push(ix.postings(name, &[m.value.as_bytes()]).map_err(err)?);
+                continue;
+            }
+            let matches_empty = m.matches("");
+            // Values the matcher accepts, or for empty-matching matchers the
+            // values it rejects (those series are subtracted).
+            let p = ix
+                .postings_for_label_matching(name, |v| {
+                    m.matches(&String::from_utf8_lossy(v)) != matches_empty
+                })
+                .map_err(err)?;
+            if matches_empty {
+                nots.push(p);
+            } else {
+                its.push(p);
+            }
+        }
+        let mut p = intersect(its);
+        if !nots.is_empty() {
+            p = without(p, merge(nots));
+        }
+        Ok(expand(p.as_mut()))
+    }
+
+    /// The labels and chunk metas of series `r`.
+    pub fn series(&self, r: u64, chunks: &mut Vec<ChunkMeta>) -> Result<Labels, BlockError> {
+        let mut ls = Vec::new();
+        self.index
+            .series(r, &mut ls, Some(chunks))
+            .map_err(|source| BlockError::Index {
+                dir: self.dir.clone(),
+                source,
+            })?;
+        Ok(Labels::from_sorted(
+            ls.iter()
+                .map(|l| Label {
+                    name: String::from_utf8_lossy(l.name).into_owned(),
+                    value: String::from_utf8_lossy(l.value).into_owned(),
+                })
+                .collect(),
+        ))
+    }
+
+    /// The bytes of an XOR chunk, checksum verified.
+    pub fn chunk(&self, r: u64) -> Result<&[u8], BlockError> {
+        let chunk = ChunkRef(r);
+        let (encoding, data) = self
+            .chunks
+            .chunk(chunk)
+            .map_err(|source| BlockError::Chunks {
+                dir: self.dir.clone(),
+                source,
+            })?;
+        if encoding != Encoding::Xor as u8 {
+            return Err(BlockError::UnsupportedEncoding {
+                dir: self.dir.clone(),
+                chunk,
+                encoding,
+            });
+        }
+        Ok(data)
+    }
+
+    /// Sorted label names of the series matching `matchers` (all if none).
+    pub fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, BlockError> {
+        if matchers.is_empty() {
+            return Ok(self
+                .index
+                .label_names()
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .collect());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        let mut chunks = Vec::new();
+        for r in self.postings(matchers)? {
+            for l in self.series(r, &mut chunks)?.iter() {
+                if !names.contains(&l.name) {
+                    names.insert(l.name.clone());
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// Sorted values of label `name` among the series matching `matchers`.
+    pub fn label_values(
+        &self,
+        name: &str,
+        matchers: &[Matcher],
+    ) -> Result<Vec<String>, BlockError> {
+        if matchers.is_empty() {
+            return self
+                .index
+                .sorted_label_values(name.as_bytes())
+                .map(|vs| {
+                    vs.into_iter()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .collect()
+                })
+                .map_err(|source| BlockError::Index {
+                    dir: self.dir.clone(),
+                    source,
+                });
+        }
+        let mut values = std::collections::BTreeSet::new();
+        let mut chunks = Vec::new();
+        for r in self.postings(matchers)? {
+            if let Some(v) = self.series(r, &mut chunks)?.get(name) {
+                values.insert(v.to_owned());
+            }
+        }
+        Ok(values.into_iter().collect())
+    }
+}
+
+/// Total size of the files under `dir`.
+fn dir_size(dir: &Path) -> Result<u64, BlockError> {
+    let mut total = 0;
+    for e in fs::read_dir(dir).map_err(io_err(dir))? {
+        let e = e.map_err(io_err(dir))?;
+        let md = e.metadata().map_err(io_err(&e.path()))?;
+        total += if md.is_dir() {
+            dir_size(&e.path())?
+        } else {
+            md.len()
+        };
+    }
+    Ok(total)
+}
+
+/// One chunk handed to [`write_block`].
+#[derive(Debug, Clone)]
+pub struct BlockChunk {
+    pub mint: i64,
+    pub maxt: i64,
+    /// XOR chunk bytes.
+    pub data: Vec<u8>,
+}
+
+/// Writes a block of the series `labels` (sorted, unique) over [mint, maxt)
+/// into `parent`; `chunks_of(i, out)` fills the chunks of series `i`, oldest
+/// first (a series left without chunks is not written). Returns `None` and
+/// leaves nothing behind when there is no sample to write, as Prometheus
+/// does not write empty blocks.
+pub fn write_block(
+    parent: &Path,
+    mint: i64,
+    maxt: i64,
+    compaction: Compaction,
+    labels: &[Labels],
+    mut chunks_of: impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
+) -> Result<Option<BlockMeta>, BlockError> {
+    let ulid = BlockUlid::generate();
+    let tmp = parent.join(format!("{ulid}{TMP_FOR_CREATION}"));
+    let result = write_into(&tmp, ulid, mint, maxt, compaction, labels, &mut chunks_of);
+    match result {
+        Ok(Some(meta)) => {
+            let dir = parent.join(ulid.to_string());
+            sync_dir(&tmp)?;
+            fs::rename(&tmp, &dir).map_err(io_err(&dir))?;
+            sync_dir(parent)?;
+            Ok(Some(meta))
+        }
+        other => {
+            let _ = fs::remove_dir_all(&tmp);
+            other
+        }
+    }
+}
+
+fn write_into(
+    tmp: &Path,
+    ulid: BlockUlid,
+    mint: i64,
+    maxt: i64,
+    mut compaction: Compaction,
+    labels: &[Labels],
+    chunks_of: &mut impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
+) -> Result<Option<BlockMeta>, BlockError> {
+    let _ = fs::remove_dir_all(tmp);
+    let chunks_dir = tmp.join("chunks");
+    fs::create_dir_all(&chunks_dir).map_err(io_err(&chunks_dir))?;
+    let chunks_err = |source| BlockError::Chunks {
+        dir: tmp.to_owned(),
+        source,
+    };
+    let index_err = |source| BlockError::Index {
+        dir: tmp.to_owned(),
+        source,
+    };
+
+    let mut symbols: Vec<&str> = labels
+        .iter()
+        .flat_map(|ls| ls.iter().flat_map(|l| [l.name.as_str(), l.value.as_str()]))
+        .collect();
+    symbols.sort_unstable();
+    symbols.dedup();
+
+    let mut cw = ChunkWriter::new(&chunks_dir).map_err(chunks_err)?;
+    let mut iw = IndexWriter::create(tmp.join("index")).map_err(index_err)?;
+    for s in &symbols {
+        iw.add_symbol(s).map_err(index_err)?;
+    }
+    let mut stats = BlockStats::default();
+    let mut chunks = Vec::new();
+    let mut refs = Vec::new();
+    let mut metas = Vec::new();
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for (i, ls) in labels.iter().enumerate() {
+        chunks.clear();
+        chunks_of(i, &mut chunks)?;
+        if chunks.is_empty() {
+            continue;
+        }
+        let raw: Vec<RawChunk<'_>> = chunks
+            .iter()
+            .map(|c| RawChunk {
+                encoding: Encoding::Xor as u8,
+                data: &c.data,
+            })
+            .collect();
+        refs.clear();
+        cw.write_chunks(&raw, &mut refs).map_err(chunks_err)?;
+        metas.clear();
+        for (c, r) in chunks.iter().zip(&refs) {
+            metas.push(ChunkMeta {
+                min_time: c.mint,
+                max_time: c.maxt,
+                chunk_ref: r.0,
+            });
+            let n = u64::from(u16::from_be_bytes([
+                c.data.first().copied().unwrap_or(0),
+                c.data.get(1).copied().unwrap_or(0),
+            ]));
+            stats.num_samples += n;
+            stats.num_float_samples += n;
+        }
+        pairs.clear();
+        pairs.extend(ls.iter().map(|l| (l.name.as_str(), l.value.as_str())));
+        iw.add_series(&pairs, &metas).map_err(index_err)?;
+        stats.num_series += 1;
+        stats.num_chunks += chunks.len() as u64;
+    }
+    cw.finish().map_err(chunks_err)?;
+    iw.close().map_err(index_err)?;
+    if stats.num_samples == 0 {
+        return Ok(None);
+    }
+    write_tombstones(tmp, &Tombstones::new()).map_err(|source| BlockError::Tombstones {
+        dir: tmp.to_owned(),
+        source,
+    })?;
+    if compaction.level == 0 {
+        compaction.level = 1;
+    }
+    if compaction.sources.is_empty() {
+        compaction.sources.push(ulid);
+    }
+    let meta = BlockMeta {
+        ulid,
+        min_time: mint,
+        max_time: maxt,
+        stats,
+        compaction,
+        version: 1,
+    };
+    write_meta(tmp, &meta).map_err(|source| BlockError::Meta {
+        dir: tmp.to_owned(),
+        source,
+    })?;
+    Ok(Some(meta))
+}
+
+/// fsyncs a directory so renames and new entries in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), BlockError> {
+    fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(io_err(dir))
+}
