@@ -61,6 +61,8 @@ pub enum BlockError {
         chunk: ChunkRef,
         encoding: u8,
     },
+    #[error("block {dir}: corrupt chunk: {detail}")]
+    CorruptChunk { dir: PathBuf, detail: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

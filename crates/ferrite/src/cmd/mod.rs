@@ -6,3 +6,4 @@ pub mod debug_index;
 pub mod debug_plan;
 pub mod synth;
 pub mod tsdb;
+pub mod tsdb_tools;

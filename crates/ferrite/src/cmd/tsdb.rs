@@ -24,6 +24,39 @@ pub enum TsdbCommand {
     /// the compactions the server would, then exits, leaving a data
     /// directory Prometheus opens with the same data.
     Compact { dir: PathBuf },
+    /// Lists the blocks of DIR (promtool's `tsdb list`).
+    List {
+        dir: PathBuf,
+        /// Human-readable times and sizes.
+        #[arg(short = 'r', long)]
+        human_readable: bool,
+    },
+    /// Cardinality analysis of a block (promtool's `tsdb analyze`): the
+    /// newest block unless BLOCK_ID is given.
+    Analyze {
+        dir: PathBuf,
+        block_id: Option<String>,
+        /// How many items to show in each list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Also run the per-metric-name postings analysis.
+        #[arg(long)]
+        extended: bool,
+        /// Analyze series selected by this matcher expression only.
+        #[arg(long = "match", default_value = "")]
+        matchers: String,
+    },
+    /// Dumps samples of DIR, blocks and head (promtool's `tsdb dump`).
+    Dump {
+        dir: PathBuf,
+        /// Series selector; repeatable. Default: all series.
+        #[arg(long = "match")]
+        matchers: Vec<String>,
+        #[arg(long, default_value_t = i64::MIN)]
+        min_time: i64,
+        #[arg(long, default_value_t = i64::MAX)]
+        max_time: i64,
+    },
     /// Writes synthetic series through the head (the interop suite's data model).
     Synth {
         dir: PathBuf,
@@ -46,6 +79,23 @@ pub fn run(c: TsdbCommand) -> Result<()> {
     match c {
         TsdbCommand::Digest { dir, open_only } => digest(&dir, open_only),
         TsdbCommand::Compact { dir } => compact(&dir),
+        TsdbCommand::List {
+            dir,
+            human_readable,
+        } => super::tsdb_tools::list(&dir, human_readable),
+        TsdbCommand::Analyze {
+            dir,
+            block_id,
+            limit,
+            extended,
+            matchers,
+        } => super::tsdb_tools::analyze(&dir, block_id.as_deref(), limit, extended, &matchers),
+        TsdbCommand::Dump {
+            dir,
+            matchers,
+            min_time,
+            max_time,
+        } => super::tsdb_tools::dump(&dir, &matchers, min_time, max_time),
         TsdbCommand::Synth {
             dir,
             series,

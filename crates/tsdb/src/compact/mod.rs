@@ -12,10 +12,11 @@ pub mod planner;
 use std::path::Path;
 use std::sync::Arc;
 
-use ferrite_block::meta::{BlockMeta, Compaction};
+use ferrite_block::meta::{BlockDesc, BlockMeta, Compaction};
 use ferrite_chunkenc::{XorChunk, XorIterator};
+use ferrite_index::ChunkMeta;
 
-use crate::block::{write_block, BlockChunk, BlockError};
+use crate::block::{write_block, Block, BlockChunk, BlockError};
 use crate::head::registry::SeriesEntry;
 use crate::head::Head;
 use crate::labels::Labels;
@@ -160,5 +161,153 @@ fn head_chunks_in_range(
         }
     }
     out.sort_by_key(|c| c.mint);
+    Ok(())
+}
+
+/// Samples per chunk when compaction has to re-encode (overlapping blocks,
+/// deleted samples): Prometheus' target.
+const SAMPLES_PER_CHUNK: usize = 120;
+
+/// Merges `blocks` into one new block in `dir` (leveled compaction, and
+/// vertical compaction where their times overlap): series merged by label
+/// set; a series' chunks copied as they are unless they overlap another
+/// block's or carry deleted samples, in which case its samples are merged
+/// (one per timestamp, the first block's) and re-encoded. Tombstones are
+/// applied. Returns `None` if nothing is left (every sample deleted).
+pub fn compact_blocks(
+    dir: &Path,
+    blocks: &[Arc<Block>],
+) -> Result<Option<BlockMeta>, CompactError> {
+    let mint = blocks.iter().map(|b| b.meta().min_time).min().unwrap_or(0);
+    let maxt = blocks.iter().map(|b| b.meta().max_time).max().unwrap_or(0);
+    let mut sources: Vec<_> = blocks
+        .iter()
+        .flat_map(|b| b.meta().compaction.sources.iter().copied())
+        .collect();
+    sources.sort();
+    sources.dedup();
+    let mut parents: Vec<BlockDesc> = blocks
+        .iter()
+        .map(|b| BlockDesc {
+            ulid: b.ulid(),
+            min_time: b.meta().min_time,
+            max_time: b.meta().max_time,
+        })
+        .collect();
+    parents.sort_by_key(|p| p.min_time);
+    let compaction = Compaction {
+        level: blocks
+            .iter()
+            .map(|b| b.meta().compaction.level)
+            .max()
+            .unwrap_or(0)
+            + 1,
+        sources,
+        parents,
+        ..Compaction::default()
+    };
+
+    // Every series of every block, grouped by label set (blocks in order).
+    let mut all: Vec<(Labels, usize, u64)> = Vec::new();
+    let mut metas = Vec::new();
+    for (k, b) in blocks.iter().enumerate() {
+        for r in b.postings(&[])? {
+            all.push((b.series(r, &mut metas)?, k, r));
+        }
+    }
+    all.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut labels: Vec<Labels> = Vec::new();
+    let mut members: Vec<Vec<(usize, u64)>> = Vec::new();
+    for (l, k, r) in all {
+        if labels.last() == Some(&l) {
+            if let Some(m) = members.last_mut() {
+                m.push((k, r));
+            }
+        } else {
+            labels.push(l);
+            members.push(vec![(k, r)]);
+        }
+    }
+    let meta = write_block(dir, mint, maxt, compaction, &labels, |i, out| {
+        merged_chunks(blocks, &members[i], out)
+    })?;
+    Ok(meta)
+}
+
+/// The chunks of one series merged from several blocks.
+fn merged_chunks(
+    blocks: &[Arc<Block>],
+    members: &[(usize, u64)],
+    out: &mut Vec<BlockChunk>,
+) -> Result<(), BlockError> {
+    let mut metas = Vec::new();
+    // (block, chunk meta, deleted intervals of the series in that block)
+    let mut chunks: Vec<(usize, ChunkMeta)> = Vec::new();
+    let mut needs_rewrite = false;
+    for &(k, r) in members {
+        blocks[k].series(r, &mut metas)?;
+        let deleted = blocks[k].tombstones().get(r);
+        for m in &metas {
+            if deleted.is_some_and(|ivs| {
+                ivs.iter()
+                    .any(|iv| iv.mint <= m.max_time && m.min_time <= iv.maxt)
+            }) {
+                needs_rewrite = true;
+            }
+            chunks.push((k, *m));
+        }
+    }
+    chunks.sort_by_key(|(_, m)| m.min_time);
+    if chunks
+        .windows(2)
+        .any(|w| w[1].1.min_time <= w[0].1.max_time)
+    {
+        needs_rewrite = true;
+    }
+    if !needs_rewrite {
+        for (k, m) in &chunks {
+            out.push(BlockChunk {
+                mint: m.min_time,
+                maxt: m.max_time,
+                data: blocks[*k].chunk(m.chunk_ref)?.to_vec(),
+            });
+        }
+        return Ok(());
+    }
+    // Decode everything, drop deleted samples, keep one sample per
+    // timestamp (the earliest block's), re-encode.
+    let mut samples: Vec<(i64, usize, f64)> = Vec::new();
+    for (k, m) in &chunks {
+        let r = members.iter().find(|(b, _)| b == k).map_or(0, |&(_, r)| r);
+        let deleted = blocks[*k].tombstones().get(r);
+        let bytes = blocks[*k].chunk(m.chunk_ref)?;
+        let mut it = XorIterator::new(bytes);
+        for (t, v) in it.by_ref() {
+            if !deleted.is_some_and(|ivs| ivs.is_deleted(t)) {
+                samples.push((t, *k, v));
+            }
+        }
+        if let Some(e) = it.error() {
+            return Err(BlockError::CorruptChunk {
+                dir: blocks[*k].dir().to_owned(),
+                detail: e.to_string(),
+            });
+        }
+    }
+    samples.sort_by_key(|&(t, k, _)| (t, k));
+    samples.dedup_by_key(|s| s.0);
+    for group in samples.chunks(SAMPLES_PER_CHUNK) {
+        let mut c = XorChunk::new();
+        for &(t, _, v) in group {
+            c.append(t, v);
+        }
+        if let (Some(first), Some(last)) = (group.first(), group.last()) {
+            out.push(BlockChunk {
+                mint: first.0,
+                maxt: last.0,
+                data: c.into_bytes(),
+            });
+        }
+    }
     Ok(())
 }
