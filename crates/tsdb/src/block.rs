@@ -148,6 +148,44 @@ impl Block {
         &self.tombstones
     }
 
+    /// Adds deleted intervals (inclusive) for the series matching
+    /// `matchers` and rewrites the `tombstones` file atomically; returns the
+    /// block re-opened with them (this one is left as it was) and how many
+    /// series were affected.
+    pub fn delete(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<(Block, usize), BlockError> {
+        let refs = self.postings(matchers)?;
+        let mut stones = self.tombstones.clone();
+        let mut chunks = Vec::new();
+        let mut n = 0;
+        for r in refs {
+            self.index
+                .series(r, &mut Vec::new(), Some(&mut chunks))
+                .map_err(|source| BlockError::Index {
+                    dir: self.dir.clone(),
+                    source,
+                })?;
+            if chunks
+                .iter()
+                .any(|c| c.min_time <= maxt && mint <= c.max_time)
+            {
+                stones.add_interval(r, ferrite_block::Interval::new(mint, maxt));
+                n += 1;
+            }
+        }
+        if n > 0 {
+            write_tombstones(&self.dir, &stones).map_err(|source| BlockError::Tombstones {
+                dir: self.dir.clone(),
+                source,
+            })?;
+        }
+        Ok((Block::open(&self.dir)?, n))
+    }
+
     /// Bytes of all the block's files, as retention counts them.
     pub fn size_bytes(&self) -> u64 {
         self.size_bytes

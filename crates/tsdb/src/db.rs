@@ -169,6 +169,59 @@ impl Db {
         Ok(written)
     }
 
+    /// Deletes the samples of the series matching `matchers` in [mint, maxt]
+    /// (inclusive) from blocks and head: tombstones, honoured by queries
+    /// at once and applied for good by [`Db::clean_tombstones`] or the next
+    /// compaction of the block. Returns the number of (block or head) series
+    /// affected.
+    pub fn delete(
+        &self,
+        matchers: &[crate::labels::Matcher],
+        mint: i64,
+        maxt: i64,
+    ) -> Result<usize, DbError> {
+        let _guard = self.compaction.lock();
+        let mut n = 0;
+        let blocks = self.blocks();
+        for (i, b) in blocks.iter().enumerate() {
+            if !b.overlaps(mint, maxt) {
+                continue;
+            }
+            let (reopened, k) = b.delete(matchers, mint, maxt).map_err(block_err)?;
+            if k > 0 {
+                self.blocks.write()[i] = Arc::new(reopened);
+                n += k;
+            }
+        }
+        let refs = self.head.querier(mint, maxt).postings(matchers);
+        n += self.head.delete(&refs, mint, maxt)?;
+        Ok(n)
+    }
+
+    /// Rewrites every block that has tombstones without the deleted samples
+    /// (the rewritten block replaces it; a block left empty is dropped).
+    pub fn clean_tombstones(&self) -> Result<usize, DbError> {
+        let _guard = self.compaction.lock();
+        let mut rewritten = 0;
+        for b in self.blocks() {
+            if b.tombstones().is_empty() {
+                continue;
+            }
+            let meta = crate::compact::rewrite_block(&self.dir, &b).map_err(compact_err)?;
+            let mut blocks = self.blocks.write();
+            blocks.retain(|x| x.ulid() != b.ulid());
+            if let Some(m) = meta {
+                let nb = Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?;
+                blocks.push(Arc::new(nb));
+                blocks.sort_by_key(|x| x.meta().min_time);
+            }
+            drop(blocks);
+            delete_block_dir(b.dir())?;
+            rewritten += 1;
+        }
+        Ok(rewritten)
+    }
+
     /// Writes [mint, maxt) of the head as a block, then truncates.
     fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
         let meta = persist_head_range(&self.head, &self.dir, mint, maxt).map_err(compact_err)?;

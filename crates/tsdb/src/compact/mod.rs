@@ -164,6 +164,23 @@ fn head_chunks_in_range(
     Ok(())
 }
 
+/// Rewrites one block without its deleted samples (clean tombstones): same
+/// time range and compaction level, the old block as its parent.
+pub fn rewrite_block(dir: &Path, block: &Arc<Block>) -> Result<Option<BlockMeta>, CompactError> {
+    let mut meta = compact_blocks(dir, std::slice::from_ref(block))?;
+    if let Some(m) = meta.as_mut() {
+        if m.compaction.level != block.meta().compaction.level {
+            m.compaction.level = block.meta().compaction.level;
+            let path = dir.join(m.ulid.to_string());
+            ferrite_block::meta::write_meta(&path, m).map_err(|source| BlockError::Meta {
+                dir: path.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(meta)
+}
+
 /// Samples per chunk when compaction has to re-encode (overlapping blocks,
 /// deleted samples): Prometheus' target.
 const SAMPLES_PER_CHUNK: usize = 120;

@@ -204,6 +204,31 @@ impl Head {
         list.sort_unstable();
     }
 
+    /// Deletes the samples of the series matching `matchers` in [mint, maxt]
+    /// (inclusive): tombstones, logged to the WAL first so they survive a
+    /// restart, as Prometheus does. Returns how many series were affected.
+    pub fn delete(&self, refs: &[u64], mint: i64, maxt: i64) -> Result<usize, HeadError> {
+        if refs.is_empty() {
+            return Ok(0);
+        }
+        let stones: Vec<ferrite_wal::record::Stone> = refs
+            .iter()
+            .map(|&r| ferrite_wal::record::Stone {
+                series_ref: r,
+                intervals: vec![(mint, maxt)],
+            })
+            .collect();
+        if let Some(w) = self.wal.lock().as_mut() {
+            let mut buf = Vec::new();
+            ferrite_wal::record::encode_tombstones(&mut buf, &stones);
+            w.log(&[&buf])?;
+        }
+        for &r in refs {
+            self.add_tombstones(r, &[(mint, maxt)]);
+        }
+        Ok(refs.len())
+    }
+
     /// Deleted time ranges of a series.
     pub(crate) fn tombstones_of(&self, series_ref: u64) -> Vec<(i64, i64)> {
         self.tombstones

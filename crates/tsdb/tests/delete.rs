@@ -1,0 +1,83 @@
+//! Deleting series data: tombstones in blocks and head are honoured by
+//! queries at once and after a restart; cleaning tombstones rewrites the
+//! blocks without the deleted samples.
+
+use ferrite_tsdb::{Db, DbOptions, Labels, MatchType, Matcher};
+
+type Contents = Vec<(Labels, Vec<(i64, f64)>)>;
+
+const HOUR: i64 = 3_600_000;
+const START: i64 = 1_700_000_000_000;
+
+fn contents(db: &Db) -> Contents {
+    db.querier(i64::MIN, i64::MAX)
+        .select(&[])
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.labels.clone(), s.samples().unwrap()))
+        .collect()
+}
+
+fn fill(db: &Db) {
+    for j in 0..(7 * 60) {
+        let mut app = db.appender();
+        for i in 0..10 {
+            let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
+            app.append(&l, START + j * 60_000, (i * 100 + j) as f64)
+                .unwrap();
+        }
+        app.commit().unwrap();
+    }
+}
+
+/// `c` without the samples of series i=3 and i=7 in [mint, maxt].
+fn expected(c: &Contents, mint: i64, maxt: i64) -> Contents {
+    c.iter()
+        .map(|(l, s)| {
+            let gone = matches!(l.get("i"), Some("3" | "7"));
+            let kept = s
+                .iter()
+                .copied()
+                .filter(|&(t, _)| !(gone && t >= mint && t <= maxt))
+                .collect();
+            (l.clone(), kept)
+        })
+        .collect()
+}
+
+#[test]
+fn deletion_spans_blocks_and_head_and_survives_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mint, maxt) = (START + HOUR, START + 6 * HOUR);
+    let want;
+    {
+        let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+        fill(&db);
+        db.compact().unwrap();
+        assert!(!db.blocks().is_empty());
+        let before = contents(&db);
+        want = expected(&before, mint, maxt);
+        let m = Matcher::new(MatchType::Regex, "i", "3|7").unwrap();
+        let n = db.delete(&[m], mint, maxt).unwrap();
+        assert!(n >= 2, "series affected: {n}");
+        assert_eq!(contents(&db), want, "right after the delete");
+        db.close().unwrap();
+    }
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    assert_eq!(contents(&db), want, "after a restart");
+    let blocks_before: Vec<_> = db.blocks().iter().map(|b| b.ulid()).collect();
+    let rewritten = db.clean_tombstones().unwrap();
+    assert!(rewritten >= 1);
+    for b in db.blocks() {
+        assert!(
+            b.tombstones().is_empty(),
+            "block {} still has tombstones",
+            b.ulid()
+        );
+        assert!(!blocks_before.contains(&b.ulid()) || rewritten < blocks_before.len());
+    }
+    assert_eq!(contents(&db), want, "after cleaning tombstones");
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    assert_eq!(contents(&db), want, "after cleaning and a restart");
+}
