@@ -1,0 +1,68 @@
+package interop_test
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCompactionSurvivesKill9: `ferrite tsdb compact` (head compaction:
+// block writes, head truncation, WAL checkpoint and truncation) killed with
+// SIGKILL at random moments; every time, the dir reopens in Ferrite and in
+// Prometheus with exactly the model's data, and a second compaction
+// finishes the job with the same data. INTEROP_CRASH_TRIALS sets the number
+// of trials (default 6; the bench suite runs 50).
+func TestCompactionSurvivesKill9(t *testing.T) {
+	bin := ferriteBin(t)
+	trials := 6
+	if v, err := strconv.Atoi(os.Getenv("INTEROP_CRASH_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	const series, samples = 2000, 1000
+	runFerrite(t, "tsdb", "synth", src, "--series", fmt.Sprint(series), "--samples", fmt.Sprint(samples),
+		"--wal-segment-size", fmt.Sprint(1<<20))
+	want := modelDigest(series, samples)
+
+	// How long an uninterrupted compaction takes, to aim the kills.
+	probe := filepath.Join(base, "probe")
+	copyDir(t, src, probe)
+	start := time.Now()
+	runFerrite(t, "tsdb", "compact", probe)
+	full := time.Since(start)
+
+	rng := rand.New(rand.NewSource(1))
+	killedMidway := 0
+	for i := 0; i < trials; i++ {
+		dir := filepath.Join(base, fmt.Sprintf("trial-%d", i))
+		copyDir(t, src, dir)
+		delay := time.Duration(rng.Int63n(int64(full) + 1))
+		cmd := exec.Command(bin, "tsdb", "compact", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if err != nil {
+			killedMidway++
+		}
+		t.Logf("trial %d: kill after %v (compaction takes %v): exited %v, blocks %d", i, delay, full, err, len(blockDirs(dir)))
+
+		sameDigest(t, fmt.Sprintf("trial %d: prometheus reads the killed dir", i), promDigest(t, dir), want)
+		sameDigest(t, fmt.Sprintf("trial %d: ferrite reopens the killed dir", i), ferriteDigest(t, dir), want)
+		runFerrite(t, "tsdb", "compact", dir)
+		sameDigest(t, fmt.Sprintf("trial %d: ferrite after a second compaction", i), ferriteDigest(t, dir), want)
+		sameDigest(t, fmt.Sprintf("trial %d: prometheus after a second compaction", i), promDigest(t, dir), want)
+	}
+	if killedMidway == 0 {
+		t.Errorf("no kill landed during a compaction in %d trials", trials)
+	}
+}
