@@ -364,11 +364,35 @@ pub fn write_block(
     maxt: i64,
     compaction: Compaction,
     labels: &[Labels],
+    chunks_of: impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
+) -> Result<Option<BlockMeta>, BlockError> {
+    write_block_limited(parent, mint, maxt, compaction, labels, None, chunks_of)
+}
+
+/// [`write_block`], writing chunk data at most `bytes_per_sec` on average
+/// (sleeping between series), so a compaction does not starve the disk.
+pub fn write_block_limited(
+    parent: &Path,
+    mint: i64,
+    maxt: i64,
+    compaction: Compaction,
+    labels: &[Labels],
+    bytes_per_sec: Option<u64>,
     mut chunks_of: impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
 ) -> Result<Option<BlockMeta>, BlockError> {
     let ulid = BlockUlid::generate();
     let tmp = parent.join(format!("{ulid}{TMP_FOR_CREATION}"));
-    let result = write_into(&tmp, ulid, mint, maxt, compaction, labels, &mut chunks_of);
+    let mut throttle = bytes_per_sec.filter(|&r| r > 0).map(Throttle::new);
+    let result = write_into(
+        &tmp,
+        ulid,
+        mint,
+        maxt,
+        compaction,
+        labels,
+        &mut chunks_of,
+        throttle.as_mut(),
+    );
     match result {
         Ok(Some(meta)) => {
             let dir = parent.join(ulid.to_string());
@@ -384,6 +408,7 @@ pub fn write_block(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_into(
     tmp: &Path,
     ulid: BlockUlid,
@@ -392,6 +417,7 @@ fn write_into(
     mut compaction: Compaction,
     labels: &[Labels],
     chunks_of: &mut impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
+    mut throttle: Option<&mut Throttle>,
 ) -> Result<Option<BlockMeta>, BlockError> {
     let _ = fs::remove_dir_all(tmp);
     let chunks_dir = tmp.join("chunks");
@@ -456,6 +482,9 @@ fn write_into(
         iw.add_series(&pairs, &metas).map_err(index_err)?;
         stats.num_series += 1;
         stats.num_chunks += chunks.len() as u64;
+        if let Some(t) = throttle.as_deref_mut() {
+            t.wrote(chunks.iter().map(|c| c.data.len() as u64 + 8).sum());
+        }
     }
     cw.finish().map_err(chunks_err)?;
     iw.close().map_err(index_err)?;
@@ -487,9 +516,55 @@ fn write_into(
     Ok(Some(meta))
 }
 
+/// Paces writes to an average rate: after each batch, sleeps until the
+/// bytes written so far are due.
+pub struct Throttle {
+    bytes_per_sec: u64,
+    start: std::time::Instant,
+    written: u64,
+}
+
+impl Throttle {
+    pub fn new(bytes_per_sec: u64) -> Throttle {
+        Throttle {
+            bytes_per_sec: bytes_per_sec.max(1),
+            start: std::time::Instant::now(),
+            written: 0,
+        }
+    }
+
+    /// Accounts `n` bytes, sleeping if ahead of the rate.
+    pub fn wrote(&mut self, n: u64) {
+        self.written += n;
+        let due =
+            std::time::Duration::from_secs_f64(self.written as f64 / self.bytes_per_sec as f64);
+        let elapsed = self.start.elapsed();
+        // Sleep in steps of at least 10 ms, so small series do not each sleep.
+        if due > elapsed + std::time::Duration::from_millis(10) {
+            std::thread::sleep(due - elapsed);
+        }
+    }
+}
+
 /// fsyncs a directory so renames and new entries in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), BlockError> {
     fs::File::open(dir)
         .and_then(|f| f.sync_all())
         .map_err(io_err(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_holds_writes_to_the_rate() {
+        let start = std::time::Instant::now();
+        let mut t = Throttle::new(1_000_000);
+        for _ in 0..10 {
+            t.wrote(30_000);
+        }
+        // 300 kB at 1 MB/s: at least 0.3 s minus the 10 ms slack.
+        assert!(start.elapsed() >= std::time::Duration::from_millis(290));
+    }
 }

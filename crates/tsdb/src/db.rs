@@ -33,6 +33,9 @@ use crate::replay::{replay, ReplayStats};
 #[derive(Clone, Debug, Default)]
 pub struct DbOptions {
     pub head: HeadOptions,
+    /// Cap on the rate compactions write chunk data, bytes per second
+    /// (`None`: unlimited), to keep compaction I/O from starving queries.
+    pub compaction_write_bytes_per_sec: Option<u64>,
 }
 
 /// An open data directory.
@@ -44,6 +47,7 @@ pub struct Db {
     /// Serialises compactions and block-list changes.
     compaction: Mutex<()>,
     replay: ReplayStats,
+    write_limit: Option<u64>,
     _lock: File,
 }
 
@@ -94,6 +98,7 @@ impl Db {
             blocks: RwLock::new(blocks),
             compaction: Mutex::new(()),
             replay,
+            write_limit: opts.compaction_write_bytes_per_sec,
             _lock: lock,
         })
     }
@@ -207,7 +212,8 @@ impl Db {
             if b.tombstones().is_empty() {
                 continue;
             }
-            let meta = crate::compact::rewrite_block(&self.dir, &b).map_err(compact_err)?;
+            let meta = crate::compact::rewrite_block(&self.dir, &b, self.write_limit)
+                .map_err(compact_err)?;
             let mut blocks = self.blocks.write();
             blocks.retain(|x| x.ulid() != b.ulid());
             if let Some(m) = meta {
@@ -224,7 +230,8 @@ impl Db {
 
     /// Writes [mint, maxt) of the head as a block, then truncates.
     fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
-        let meta = persist_head_range(&self.head, &self.dir, mint, maxt).map_err(compact_err)?;
+        let meta = persist_head_range(&self.head, &self.dir, mint, maxt, self.write_limit)
+            .map_err(compact_err)?;
         let ulid = match &meta {
             Some(m) => {
                 let block = Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?;

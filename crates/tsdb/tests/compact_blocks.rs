@@ -110,7 +110,7 @@ fn adjacent_blocks_merge_into_a_higher_level() {
         |_, t| t as f64 / 7.0,
         &mut model,
     );
-    let meta = compact_blocks(tmp.path(), &[a.clone(), b.clone(), c.clone()])
+    let meta = compact_blocks(tmp.path(), &[a.clone(), b.clone(), c.clone()], None)
         .unwrap()
         .unwrap();
     assert_eq!((meta.min_time, meta.max_time), (0, 3 * h));
@@ -150,7 +150,7 @@ fn overlapping_blocks_merge_samples_once() {
         |_, t| -(t as f64),
         &mut model,
     );
-    let meta = compact_blocks(tmp.path(), &[a, b]).unwrap().unwrap();
+    let meta = compact_blocks(tmp.path(), &[a, b], None).unwrap().unwrap();
     assert_eq!((meta.min_time, meta.max_time), (0, h + h / 2));
     let merged = Block::open(&tmp.path().join(meta.ulid.to_string())).unwrap();
     let got = read(&merged);

@@ -23,6 +23,7 @@ fn options() -> DbOptions {
             }),
             ..HeadOptions::default()
         },
+        ..DbOptions::default()
     }
 }
 

@@ -23,6 +23,7 @@ fn options(range_bytes: u64, compression: Compression) -> DbOptions {
             replay_range_bytes: range_bytes,
             ..HeadOptions::default()
         },
+        ..DbOptions::default()
     }
 }
 

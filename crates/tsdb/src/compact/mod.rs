@@ -16,7 +16,7 @@ use ferrite_block::meta::{BlockDesc, BlockMeta, Compaction};
 use ferrite_chunkenc::{XorChunk, XorIterator};
 use ferrite_index::ChunkMeta;
 
-use crate::block::{write_block, Block, BlockChunk, BlockError};
+use crate::block::{write_block_limited, Block, BlockChunk, BlockError};
 use crate::head::registry::SeriesEntry;
 use crate::head::Head;
 use crate::labels::Labels;
@@ -34,11 +34,13 @@ pub enum CompactError {
 
 /// Persists the head's samples in [mint, maxt) as a level-1 block in
 /// `dir`. Returns `None` when the range holds no sample.
+/// `bytes_per_sec` caps the chunk write rate (`None`: as fast as possible).
 pub fn persist_head_range(
     head: &Head,
     dir: &Path,
     mint: i64,
     maxt: i64,
+    bytes_per_sec: Option<u64>,
 ) -> Result<Option<BlockMeta>, CompactError> {
     let last = maxt - 1;
     let refs: Vec<u64> = head.postings.read().all().to_vec();
@@ -65,7 +67,7 @@ pub fn persist_head_range(
     series.sort_by(|a, b| a.0.cmp(&b.0));
     let labels: Vec<Labels> = series.iter().map(|(l, _)| l.clone()).collect();
     let mut failure: Option<CompactError> = None;
-    let meta = write_block(
+    let meta = write_block_limited(
         dir,
         mint,
         maxt,
@@ -74,6 +76,7 @@ pub fn persist_head_range(
             ..Compaction::default()
         },
         &labels,
+        bytes_per_sec,
         |i, out| {
             if let Err(e) = head_chunks_in_range(head, &series[i], mint, last, out) {
                 failure = Some(e);
@@ -166,8 +169,12 @@ fn head_chunks_in_range(
 
 /// Rewrites one block without its deleted samples (clean tombstones): same
 /// time range and compaction level, the old block as its parent.
-pub fn rewrite_block(dir: &Path, block: &Arc<Block>) -> Result<Option<BlockMeta>, CompactError> {
-    let mut meta = compact_blocks(dir, std::slice::from_ref(block))?;
+pub fn rewrite_block(
+    dir: &Path,
+    block: &Arc<Block>,
+    bytes_per_sec: Option<u64>,
+) -> Result<Option<BlockMeta>, CompactError> {
+    let mut meta = compact_blocks(dir, std::slice::from_ref(block), bytes_per_sec)?;
     if let Some(m) = meta.as_mut() {
         if m.compaction.level != block.meta().compaction.level {
             m.compaction.level = block.meta().compaction.level;
@@ -194,6 +201,7 @@ const SAMPLES_PER_CHUNK: usize = 120;
 pub fn compact_blocks(
     dir: &Path,
     blocks: &[Arc<Block>],
+    bytes_per_sec: Option<u64>,
 ) -> Result<Option<BlockMeta>, CompactError> {
     let mint = blocks.iter().map(|b| b.meta().min_time).min().unwrap_or(0);
     let maxt = blocks.iter().map(|b| b.meta().max_time).max().unwrap_or(0);
@@ -245,9 +253,15 @@ pub fn compact_blocks(
             members.push(vec![(k, r)]);
         }
     }
-    let meta = write_block(dir, mint, maxt, compaction, &labels, |i, out| {
-        merged_chunks(blocks, &members[i], out)
-    })?;
+    let meta = write_block_limited(
+        dir,
+        mint,
+        maxt,
+        compaction,
+        &labels,
+        bytes_per_sec,
+        |i, out| merged_chunks(blocks, &members[i], out),
+    )?;
     Ok(meta)
 }
 
