@@ -11,6 +11,7 @@
 //! The WAL itself is the `ferrite-wal` crate, the chunk encodings
 //! `ferrite-chunkenc`. Nothing here knows about HTTP or PromQL.
 
+pub mod backfill;
 pub mod block;
 pub mod compact;
 pub mod db;
