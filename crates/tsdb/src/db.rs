@@ -46,6 +46,9 @@ pub struct Db {
     blocks: RwLock<Vec<Arc<Block>>>,
     /// Serialises compactions and block-list changes.
     compaction: Mutex<()>,
+    /// Held (write) while a head range moves into a block: the block joins
+    /// the list and the head drops the range in one step for queriers.
+    consistency: RwLock<()>,
     replay: ReplayStats,
     write_limit: Option<u64>,
     _lock: File,
@@ -97,6 +100,7 @@ impl Db {
             head,
             blocks: RwLock::new(blocks),
             compaction: Mutex::new(()),
+            consistency: RwLock::new(()),
             replay,
             write_limit: opts.compaction_write_bytes_per_sec,
             _lock: lock,
@@ -122,7 +126,7 @@ impl Db {
 
     /// A querier over the blocks and the head for [mint, maxt] (inclusive).
     pub fn querier(&self, mint: i64, maxt: i64) -> Querier<'_> {
-        Querier::new(&self.head, self.blocks(), mint, maxt)
+        Querier::new(&self.head, &self.blocks, &self.consistency, mint, maxt)
     }
 
     /// The open blocks, sorted by min time.
@@ -232,18 +236,25 @@ impl Db {
     fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
         let meta = persist_head_range(&self.head, &self.dir, mint, maxt, self.write_limit)
             .map_err(compact_err)?;
-        let ulid = match &meta {
-            Some(m) => {
-                let block = Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?;
+        let block = match &meta {
+            Some(m) => Some(Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?),
+            None => None,
+        };
+        let ulid = {
+            let _g = self.consistency.write();
+            let ulid = block.map(|block| {
+                let ulid = block.ulid();
                 let mut blocks = self.blocks.write();
                 blocks.push(Arc::new(block));
                 blocks.sort_by_key(|b| b.meta().min_time);
-                info!(ulid = %m.ulid, mint, maxt, series = m.stats.num_series, samples = m.stats.num_samples, "head range persisted as a block");
-                Some(m.ulid)
-            }
-            None => None,
+                ulid
+            });
+            self.head.truncate_memory(maxt)?;
+            ulid
         };
-        self.head.truncate_memory(maxt)?;
+        if let Some(m) = &meta {
+            info!(ulid = %m.ulid, mint, maxt, series = m.stats.num_series, samples = m.stats.num_samples, "head range persisted as a block");
+        }
         self.head.truncate_wal(maxt)?;
         Ok(ulid)
     }

@@ -11,12 +11,14 @@
 
 use std::sync::Arc;
 
+use parking_lot::RwLock;
+
 use ferrite_chunkenc::XorIterator;
 
 use crate::block::Block;
 use crate::error::QueryError;
 use crate::head::Head;
-use crate::head_chunks::{ChunkDiskMapper, ChunkDiskMapperRef};
+use crate::head_chunks::{ChunkBytes, ChunkDiskMapper, ChunkDiskMapperRef};
 use crate::labels::{Labels, MatchType, Matcher};
 use crate::postings::{intersect, merge, subtract};
 
@@ -29,8 +31,11 @@ pub struct HeadQuerier<'h> {
 
 /// Where a chunk of a selected series lives.
 enum ChunkSource {
-    /// In `chunks_head/`.
+    /// In `chunks_head/`, not resolved (read when needed).
     Mapped(ChunkDiskMapperRef),
+    /// In `chunks_head/`, resolved at selection: holds the file mapping, so
+    /// it stays readable even if head truncation deletes the file.
+    MappedBytes(ChunkBytes),
     /// In memory: the open head chunk (copied at selection) or one that
     /// could not be written to disk.
     Memory(Vec<u8>),
@@ -102,6 +107,7 @@ impl QuerySeries {
                 mapped = mapper.chunk(*chunk_ref)?;
                 &mapped
             }
+            ChunkSource::MappedBytes(bytes) => bytes,
             ChunkSource::Memory(bytes) => bytes,
             ChunkSource::Block(block, r) => {
                 block.chunk(*r).map_err(|e| QueryError::CorruptChunk {
@@ -231,7 +237,12 @@ impl<'h> HeadQuerier<'h> {
                 };
                 for c in &d.mmapped {
                     if c.maxt >= self.mint && c.mint <= self.maxt {
-                        chunks.push(handle(ChunkSource::Mapped(c.chunk_ref), c.mint, c.maxt));
+                        let source = match head.mapper.chunk(c.chunk_ref) {
+                            Ok(bytes) => ChunkSource::MappedBytes(bytes),
+                            // Reported when the samples are read.
+                            Err(_) => ChunkSource::Mapped(c.chunk_ref),
+                        };
+                        chunks.push(handle(source, c.mint, c.maxt));
                     }
                 }
                 for c in d.unmapped.iter().flat_map(|u| u.iter()) {
@@ -381,41 +392,64 @@ pub(crate) fn select_block(
 /// (inclusive): only blocks overlapping the range are read, and a series
 /// found in several of them (and the head) comes back once, its chunks
 /// merged.
+///
+/// Each selection takes the block list and the head's chunks together while
+/// no head range is being moved into a block (`consistency`), so a
+/// compaction running meanwhile neither hides samples nor shows them twice;
+/// what was selected stays readable after the compaction (head chunk files
+/// and blocks stay mapped while referenced).
 pub struct Querier<'a> {
     head: HeadQuerier<'a>,
-    blocks: Vec<Arc<Block>>,
+    blocks: &'a RwLock<Vec<Arc<Block>>>,
+    consistency: &'a RwLock<()>,
     mint: i64,
     maxt: i64,
 }
 
 impl<'a> Querier<'a> {
-    pub(crate) fn new(head: &'a Head, blocks: Vec<Arc<Block>>, mint: i64, maxt: i64) -> Self {
-        let blocks = blocks
-            .into_iter()
-            .filter(|b| b.overlaps(mint, maxt))
-            .collect();
+    pub(crate) fn new(
+        head: &'a Head,
+        blocks: &'a RwLock<Vec<Arc<Block>>>,
+        consistency: &'a RwLock<()>,
+        mint: i64,
+        maxt: i64,
+    ) -> Self {
         Querier {
             head: HeadQuerier::new(head, mint, maxt),
             blocks,
+            consistency,
             mint,
             maxt,
         }
     }
 
+    fn blocks(&self) -> Vec<Arc<Block>> {
+        self.blocks
+            .read()
+            .iter()
+            .filter(|b| b.overlaps(self.mint, self.maxt))
+            .cloned()
+            .collect()
+    }
+
     /// Series matching all matchers with samples in range, sorted by labels.
     pub fn select(&self, matchers: &[Matcher]) -> Result<Vec<QuerySeries>, QueryError> {
-        let mut sets = Vec::with_capacity(self.blocks.len() + 1);
-        for b in &self.blocks {
+        let (blocks, head) = {
+            let _g = self.consistency.read();
+            (self.blocks(), self.head.select(matchers))
+        };
+        let mut sets = Vec::with_capacity(blocks.len() + 1);
+        for b in &blocks {
             sets.push(select_block(b, matchers, self.mint, self.maxt)?);
         }
-        sets.push(self.head.select(matchers));
+        sets.push(head);
         Ok(merge_sorted_series(sets))
     }
 
     /// Sorted label names of the matching series (all series if no matchers).
     pub fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, QueryError> {
         let mut all = self.head.label_names(matchers);
-        for b in &self.blocks {
+        for b in &self.blocks() {
             all.extend(
                 b.label_names(matchers)
                     .map_err(|e| QueryError::Block(e.to_string()))?,
@@ -433,7 +467,7 @@ impl<'a> Querier<'a> {
         matchers: &[Matcher],
     ) -> Result<Vec<String>, QueryError> {
         let mut all = self.head.label_values(name, matchers);
-        for b in &self.blocks {
+        for b in &self.blocks() {
             all.extend(
                 b.label_values(name, matchers)
                     .map_err(|e| QueryError::Block(e.to_string()))?,
