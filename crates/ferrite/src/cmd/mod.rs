@@ -1,5 +1,6 @@
 //! Subcommands.
 
+pub mod backfill;
 pub mod debug;
 pub mod debug_block;
 pub mod debug_index;

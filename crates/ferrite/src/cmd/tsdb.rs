@@ -57,6 +57,10 @@ pub enum TsdbCommand {
         #[arg(long, default_value_t = i64::MAX)]
         max_time: i64,
     },
+    /// Creates blocks from a file of samples (promtool's
+    /// `tsdb create-blocks-from`).
+    #[command(subcommand)]
+    CreateBlocksFrom(CreateBlocksFrom),
     /// Writes synthetic series through the head (the interop suite's data model).
     Synth {
         dir: PathBuf,
@@ -75,10 +79,44 @@ pub enum TsdbCommand {
     },
 }
 
+#[derive(Subcommand)]
+pub enum CreateBlocksFrom {
+    /// Backfills blocks from an OpenMetrics file: one block per block
+    /// range; a bad line stops everything with its line number before any
+    /// block is written.
+    Openmetrics {
+        input: PathBuf,
+        #[arg(default_value = "data/")]
+        output: PathBuf,
+        /// Length of the block ranges (Prometheus duration, e.g. 2h, 1d).
+        #[arg(long, default_value = "2h")]
+        max_block_duration: String,
+        /// No progress bar, no summary.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+}
+
 pub fn run(c: TsdbCommand) -> Result<()> {
     match c {
         TsdbCommand::Digest { dir, open_only } => digest(&dir, open_only),
         TsdbCommand::Compact { dir } => compact(&dir),
+        TsdbCommand::CreateBlocksFrom(CreateBlocksFrom::Openmetrics {
+            input,
+            output,
+            max_block_duration,
+            quiet,
+        }) => {
+            let d = super::backfill::parse_duration_ms(&max_block_duration)?;
+            let blocks =
+                super::backfill::create_blocks_from_openmetrics(&input, &output, d, quiet)?;
+            if !quiet {
+                for b in blocks {
+                    println!("{}", b.display());
+                }
+            }
+            Ok(())
+        }
         TsdbCommand::List {
             dir,
             human_readable,

@@ -1,0 +1,485 @@
+//! Go's float syntax and formatting, as far as the OpenMetrics parser needs.
+//!
+//! Prometheus reads every number in an exposition with Go's
+//! `strconv.ParseFloat`, and rewrites `le` / `quantile` label values with
+//! Go's shortest `'g'` formatting. To accept exactly the same inputs and
+//! produce the same label values, this module reproduces both from their
+//! documented behaviour (written here from the Go specification and observed
+//! results, not from Go's source):
+//!
+//! * accepted: decimal (`1`, `-1.5`, `.5`, `5.`, `1e3`, `1E-3`), `_` between
+//!   digits, hexadecimal with a mandatory binary exponent (`0x1.8p1`),
+//!   `inf` / `infinity` with optional sign and `nan` without sign, all
+//!   case-insensitive; the whole string must be the number;
+//! * a result that overflows to infinity is an error (Go's `ErrRange`),
+//!   underflow is not;
+//! * Go keeps only the first digits of an explicit exponent once it reaches
+//!   10000 (`1e123456` is read as `1e12345`), which is mirrored so even absurd
+//!   inputs give the same value;
+//! * NaN is always `0x7ff8000000000001`, Go's `math.NaN()` and Prometheus'
+//!   "normal NaN" (Rust's `f64::NAN` has different bits).
+
+/// The bit pattern of every NaN Prometheus parses (`value.NormalNaN`).
+pub const NORMAL_NAN_BITS: u64 = 0x7ff8_0000_0000_0001;
+
+/// Why a string is not a float for Go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatError {
+    /// Not the syntax of a Go float.
+    Syntax,
+    /// Well-formed, but its magnitude overflows `f64`.
+    Range,
+}
+
+/// `strconv.ParseFloat(s, 64)` as Prometheus' text parsers call it: also
+/// refuses `p`, `P` and `_` (Prometheus keeps to pre-Go 1.13 float formats).
+pub fn parse_prom_float(s: &[u8]) -> Result<f64, FloatError> {
+    if s.iter().any(|&c| matches!(c, b'p' | b'P' | b'_')) {
+        return Err(FloatError::Syntax);
+    }
+    parse_go_float(s)
+}
+
+/// `strconv.ParseFloat(s, 64)`: Ok only where Go returns no error.
+pub fn parse_go_float(s: &[u8]) -> Result<f64, FloatError> {
+    if let Some(f) = special(s) {
+        return Ok(f);
+    }
+    let mut i = 0;
+    let neg = match s.first() {
+        Some(b'+') => {
+            i = 1;
+            false
+        }
+        Some(b'-') => {
+            i = 1;
+            true
+        }
+        _ => false,
+    };
+    let hex = s.len() > i + 2 && s[i] == b'0' && s[i + 1] | 0x20 == b'x';
+    if hex {
+        i += 2;
+    }
+    let is_digit = |c: u8| c.is_ascii_digit() || (hex && c.is_ascii_hexdigit());
+
+    // Mantissa: digits with at most one '.', '_' anywhere (checked below).
+    let mant_start = i;
+    let mut saw_dot = false;
+    let mut saw_digits = false;
+    while i < s.len() {
+        let c = s[i];
+        if c == b'_' {
+        } else if c == b'.' {
+            if saw_dot {
+                break;
+            }
+            saw_dot = true;
+        } else if is_digit(c) {
+            saw_digits = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if !saw_digits {
+        return Err(FloatError::Syntax);
+    }
+    let mant = &s[mant_start..i];
+
+    // Exponent: 'e' for decimal, 'p' (mandatory) for hex.
+    let exp_char = if hex { b'p' } else { b'e' };
+    let mut exp: i64 = 0;
+    let mut has_exp = false;
+    if i < s.len() && s[i] | 0x20 == exp_char {
+        i += 1;
+        let mut esign = 1;
+        match s.get(i) {
+            Some(b'+') => i += 1,
+            Some(b'-') => {
+                esign = -1;
+                i += 1
+            }
+            _ => {}
+        }
+        if !s.get(i).is_some_and(u8::is_ascii_digit) {
+            return Err(FloatError::Syntax);
+        }
+        while i < s.len() && (s[i].is_ascii_digit() || s[i] == b'_') {
+            if s[i] != b'_' && exp < 10000 {
+                exp = exp * 10 + i64::from(s[i] - b'0');
+            }
+            i += 1;
+        }
+        exp *= esign;
+        has_exp = true;
+    } else if hex {
+        return Err(FloatError::Syntax);
+    }
+    if i != s.len() {
+        return Err(FloatError::Syntax);
+    }
+    if s.contains(&b'_') && !underscores_ok(s) {
+        return Err(FloatError::Syntax);
+    }
+
+    let f = if hex {
+        hex_value(mant, exp)?
+    } else {
+        // Rust's parser rounds correctly, as Go's does; hand it the digits
+        // and Go's (possibly shortened) exponent.
+        let mut t = String::with_capacity(mant.len() + 24);
+        t.extend(mant.iter().filter(|&&c| c != b'_').map(|&c| c as char));
+        if has_exp {
+            t.push('e');
+            t.push_str(&exp.to_string());
+        }
+        let v: f64 = t.parse().map_err(|_| FloatError::Syntax)?;
+        if v.is_infinite() {
+            return Err(FloatError::Range);
+        }
+        v
+    };
+    Ok(if neg { -f } else { f })
+}
+
+/// `inf`, `infinity` (signed or not) and `nan` (unsigned), any case.
+fn special(s: &[u8]) -> Option<f64> {
+    let (neg, body) = match s.first() {
+        Some(b'+') => (false, &s[1..]),
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity") {
+        return Some(if neg {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+    }
+    if body.len() == s.len() && s.eq_ignore_ascii_case(b"nan") {
+        return Some(f64::from_bits(NORMAL_NAN_BITS));
+    }
+    None
+}
+
+/// Go's digit-separator rule: every `_` sits between two digits, or between
+/// a base prefix and a digit.
+fn underscores_ok(s: &[u8]) -> bool {
+    let s = match s.first() {
+        Some(b'+' | b'-') => &s[1..],
+        _ => s,
+    };
+    let mut hex = false;
+    let mut i = 0;
+    // What came last: b'^' start, b'0' digit or prefix, b'_', b'!' other.
+    let mut last = b'^';
+    if s.len() >= 2 && s[0] == b'0' && matches!(s[1] | 0x20, b'b' | b'o' | b'x') {
+        hex = s[1] | 0x20 == b'x';
+        i = 2;
+        last = b'0';
+    }
+    for &c in &s[i..] {
+        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
+            last = b'0';
+        } else if c == b'_' {
+            if last != b'0' {
+                return false;
+            }
+            last = b'_';
+        } else {
+            if last == b'_' {
+                return false;
+            }
+            last = b'!';
+        }
+    }
+    last != b'_'
+}
+
+/// The value of a hexadecimal mantissa (digits and at most one '.', `_`
+/// ignored) times 2^`pexp`, rounded to nearest-even. Only the first 16
+/// significant hex digits are kept in the mantissa; a non-zero digit after
+/// them counts as a remainder when rounding.
+fn hex_value(mant: &[u8], pexp: i64) -> Result<f64, FloatError> {
+    let mut m: u64 = 0;
+    let mut kept: i64 = 0; // significant digits kept in m
+    let mut point: i64 = 0; // hex digits before the '.', leading zeros excluded
+    let mut seen_nonzero = false;
+    let mut saw_dot = false;
+    let mut sticky = false;
+    for &c in mant {
+        match c {
+            b'_' => continue,
+            b'.' => {
+                saw_dot = true;
+                continue;
+            }
+            _ => {}
+        }
+        let d = (c as char).to_digit(16).unwrap_or(0) as u64;
+        if d == 0 && !seen_nonzero {
+            if saw_dot {
+                point -= 1;
+            }
+            continue;
+        }
+        seen_nonzero = true;
+        if !saw_dot {
+            point += 1;
+        }
+        if kept < 16 {
+            m = m * 16 + d;
+            kept += 1;
+        } else if d != 0 {
+            sticky = true;
+        }
+    }
+    if m == 0 {
+        return Ok(0.0);
+    }
+    // value = m * 2^e (+ a little if sticky)
+    let e = (point - kept) * 4 + pexp;
+    round_binary(m, e, sticky)
+}
+
+/// Rounds (m + ε) · 2^e to the nearest f64 (ties to even), where ε is a
+/// positive amount below one unit of m when `sticky` and zero otherwise.
+fn round_binary(m: u64, e: i64, sticky: bool) -> Result<f64, FloatError> {
+    let len = 64 - i64::from(m.leading_zeros());
+    // Bits to drop: keep 53 significant bits, but never go below 2^-1074.
+    let drop = (len - 53).max(-1074 - e);
+    let (mut sig, mut exp) = if drop <= 0 {
+        (m << (-drop) as u32, e + drop)
+    } else if drop > 64 {
+        (0, e + drop)
+    } else {
+        let sig = if drop == 64 { 0 } else { m >> drop };
+        let rem = if drop == 64 {
+            m as u128
+        } else {
+            (m & ((1u64 << drop) - 1)) as u128
+        };
+        let half = 1u128 << (drop - 1);
+        let up = rem > half || (rem == half && (sticky || sig & 1 == 1));
+        (sig + u64::from(up), e + drop)
+    };
+    if sig == 1 << 53 {
+        sig >>= 1;
+        exp += 1;
+    }
+    if sig == 0 {
+        return Ok(0.0);
+    }
+    if sig >= 1 << 52 {
+        let biased = exp + 52 + 1023;
+        if biased >= 2047 {
+            return Err(FloatError::Range);
+        }
+        Ok(f64::from_bits(
+            ((biased as u64) << 52) | (sig & ((1 << 52) - 1)),
+        ))
+    } else {
+        // Subnormal: exp is -1074 here.
+        Ok(f64::from_bits(sig))
+    }
+}
+
+/// OpenMetrics' canonical float text, as Prometheus writes `le` and
+/// `quantile` values (`labels.FormatOpenMetricsFloat`): `1.0`, `0.0`,
+/// `-1.0`, `NaN`, `+Inf`, `-Inf`, otherwise Go's shortest `%g` with `.0`
+/// appended when it has neither `.` nor an exponent.
+pub fn format_om_float(f: f64) -> String {
+    if f == 1.0 {
+        return "1.0".into();
+    }
+    if f == 0.0 {
+        return "0.0".into();
+    }
+    if f == -1.0 {
+        return "-1.0".into();
+    }
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let s = go_format_g(f);
+    if s.contains(['e', '.']) {
+        s
+    } else {
+        s + ".0"
+    }
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` for finite f: the shortest
+/// digits that read back as f; exponent form when the decimal exponent is
+/// below -4 or at least 6 (`1e+06`, `1.5e-07`: sign and two digits at least).
+pub fn go_format_g(f: f64) -> String {
+    // Rust's `{:e}` gives the same shortest round-trip digits.
+    let sci = format!("{:e}", f.abs());
+    let (m, e) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = e.parse().unwrap_or(0);
+    let digits: String = m.chars().filter(|c| *c != '.').collect();
+    let mut out = String::new();
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    if !(-4..6).contains(&exp) {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let a = exp.unsigned_abs();
+        if a < 10 {
+            out.push('0');
+        }
+        out.push_str(&a.to_string());
+    } else {
+        let dp = exp + 1; // digits before the point
+        if dp <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-dp) as usize));
+            out.push_str(&digits);
+        } else {
+            let dp = dp as usize;
+            if digits.len() <= dp {
+                out.push_str(&digits);
+                out.extend(std::iter::repeat_n('0', dp - digits.len()));
+            } else {
+                out.push_str(&digits[..dp]);
+                out.push('.');
+                out.push_str(&digits[dp..]);
+            }
+        }
+    }
+    out
+}
+
+/// OpenMetrics timestamp (float seconds) to milliseconds as Prometheus
+/// computes it: `int64(ts * 1000)`, truncating toward zero. Go leaves an
+/// out-of-range conversion to the CPU; on amd64, where Prometheus' release
+/// binaries run, it yields `i64::MIN`, which is what this returns (Rust's
+/// `as` would saturate instead). Callers reject NaN and infinities first.
+pub fn seconds_to_millis(ts: f64) -> i64 {
+    let ms = ts * 1000.0;
+    // 2^63 is exactly representable; every float below it fits.
+    if ms.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&ms) {
+        i64::MIN
+    } else {
+        ms as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> f64 {
+        parse_go_float(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e:?}"))
+    }
+    fn bad(s: &str) -> FloatError {
+        parse_go_float(s.as_bytes()).expect_err(s)
+    }
+
+    #[test]
+    fn decimal_forms() {
+        assert_eq!(ok("1"), 1.0);
+        assert_eq!(ok("-1.5"), -1.5);
+        assert_eq!(ok(".5"), 0.5);
+        assert_eq!(ok("5."), 5.0);
+        assert_eq!(ok("1e3"), 1000.0);
+        assert_eq!(ok("1E-3"), 0.001);
+        assert_eq!(ok("+0"), 0.0);
+        assert_eq!(ok("-0").to_bits(), (-0.0f64).to_bits());
+        assert_eq!(ok("1_000"), 1000.0);
+        assert_eq!(ok("1e-400"), 0.0);
+        // Go stops reading exponent digits at 10000 and up.
+        assert_eq!(
+            ok("0.00000000000000000001e000000000000000000000000300"),
+            1e280
+        );
+        assert_eq!(bad("1e123456"), FloatError::Range);
+        for s in [
+            "", ".", "e1", "1e", "1e+", "--1", "1..2", "1.2.3", "0x", "0x1", "1_", "_1", "1__0",
+            "1 ", "+nan", "nan1", "infin", "1f",
+        ] {
+            assert_eq!(bad(s), FloatError::Syntax, "{s:?}");
+        }
+        assert_eq!(bad("1e309"), FloatError::Range);
+        assert_eq!(bad("-1e309"), FloatError::Range);
+    }
+
+    #[test]
+    fn specials() {
+        for s in ["inf", "+Inf", "INFINITY", "+infinity"] {
+            assert_eq!(ok(s), f64::INFINITY);
+        }
+        assert_eq!(ok("-Inf"), f64::NEG_INFINITY);
+        assert_eq!(ok("NaN").to_bits(), NORMAL_NAN_BITS);
+        assert_eq!(ok("nan").to_bits(), NORMAL_NAN_BITS);
+        assert_eq!(bad("-nan"), FloatError::Syntax);
+    }
+
+    #[test]
+    fn hex_forms() {
+        assert_eq!(ok("0x1p-2"), 0.25);
+        assert_eq!(ok("0x1.8p1"), 3.0);
+        assert_eq!(ok("0X.8P1"), 1.0);
+        assert_eq!(ok("-0x10p0"), -16.0);
+        assert_eq!(ok("0x_1p0"), 1.0);
+        assert_eq!(ok("0x1p-1074"), f64::from_bits(1));
+        assert_eq!(ok("0x1p-1075"), 0.0); // tie to even: 0
+        assert_eq!(ok("0x1.8p-1074"), f64::from_bits(2)); // tie to even: 2
+        assert_eq!(ok("0x1.fffffffffffffp1023"), f64::MAX);
+        assert_eq!(bad("0x1p1024"), FloatError::Range);
+        assert_eq!(bad("0x1"), FloatError::Syntax);
+        // 53 significant bits plus an exact half: ties to even...
+        assert_eq!(ok("0x1.00000000000008p0"), 1.0);
+        // ...unless a non-zero digit follows, even past 16 digits.
+        assert_eq!(ok("0x1.0000000000000800p0"), 1.0);
+        assert_eq!(ok("0x1.0000000000000801p0"), 1.0 + f64::EPSILON);
+        assert!(parse_prom_float(b"0x1p0").is_err());
+        assert!(parse_prom_float(b"1_0").is_err());
+    }
+
+    #[test]
+    fn om_float_text() {
+        let cases = [
+            (1.0, "1.0"),
+            (0.0, "0.0"),
+            (-0.0, "0.0"),
+            (-1.0, "-1.0"),
+            (0.25, "0.25"),
+            (100000.0, "100000.0"),
+            (1e6, "1e+06"),
+            (123456789.0, "1.23456789e+08"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (2.5e300, "2.5e+300"),
+            (-12.5, "-12.5"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ];
+        for (f, s) in cases {
+            assert_eq!(format_om_float(f), s, "{f}");
+        }
+        assert_eq!(format_om_float(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn millis_like_amd64_go() {
+        assert_eq!(seconds_to_millis(1.5), 1500);
+        assert_eq!(seconds_to_millis(-1.5), -1500);
+        assert_eq!(seconds_to_millis(1.001), 1000); // 1000.9999999999999
+        assert_eq!(seconds_to_millis(-0.0009), 0);
+        assert_eq!(seconds_to_millis(1e17), i64::MIN);
+        assert_eq!(seconds_to_millis(-1e17), i64::MIN);
+        assert_eq!(seconds_to_millis(-9_223_372_036_854_775.808), i64::MIN);
+    }
+}
