@@ -53,9 +53,10 @@ func TestPrometheusBlocksDigestEqual(t *testing.T) {
 }
 
 // TestFerriteCompactOpensInPrometheus: `ferrite tsdb compact` turns a
-// Ferrite data dir into blocks that Prometheus opens with exactly the same
-// content (read-only and server-style), whose metas Prometheus accepts, and
-// that Prometheus' own compactor can compact further.
+// Ferrite data dir into blocks (head blocks, merged by Ferrite's leveled
+// compaction where the planner says so) that Prometheus opens with exactly
+// the same content (read-only and server-style), whose metas Prometheus
+// accepts, and that Prometheus' own compactor can compact further.
 func TestFerriteCompactOpensInPrometheus(t *testing.T) {
 	ferriteBin(t)
 	cases := []struct {
@@ -85,8 +86,13 @@ func TestFerriteCompactOpensInPrometheus(t *testing.T) {
 			var samples uint64
 			for i, m := range metas {
 				samples += m.Stats.NumSamples
-				if m.Compaction.Level != 1 || len(m.Compaction.Sources) != 1 || m.Compaction.Sources[0] != m.ULID {
-					t.Errorf("block %s: compaction %+v, want level 1 with itself as source", m.ULID, m.Compaction)
+				switch {
+				case m.Compaction.Level == 1 && (len(m.Compaction.Sources) != 1 || m.Compaction.Sources[0] != m.ULID):
+					t.Errorf("block %s: compaction %+v, want itself as the source of a level-1 block", m.ULID, m.Compaction)
+				case m.Compaction.Level > 1 && (len(m.Compaction.Parents) < 2 || len(m.Compaction.Sources) < 2):
+					t.Errorf("block %s: compaction %+v, want parents and sources for a compacted block", m.ULID, m.Compaction)
+				case m.Compaction.Level < 1:
+					t.Errorf("block %s: level %d", m.ULID, m.Compaction.Level)
 				}
 				if i > 0 && m.MinTime < metas[i-1].MaxTime {
 					t.Errorf("blocks %s and %s overlap", metas[i-1].ULID, m.ULID)

@@ -23,16 +23,28 @@ use parking_lot::{Mutex, RwLock};
 use tracing::{info, warn};
 
 use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
-use crate::compact::{persist_head_range, CompactError};
+use crate::compact::planner::{server_block_ranges, server_retention_ms, PlanBlock, Planner};
+use crate::compact::{compact_blocks, persist_head_range, CompactError};
 use crate::error::DbError;
 use crate::head::{Head, HeadAppender, HeadOptions};
 use crate::querier::Querier;
 use crate::replay::{replay, ReplayStats};
+use crate::retention::{
+    block_size_on_disk, blocks_to_delete, head_size_on_disk, RetentionBlock, RetentionLimits,
+};
 
 /// Settings of a database.
 #[derive(Clone, Debug, Default)]
 pub struct DbOptions {
     pub head: HeadOptions,
+    /// `--storage.tsdb.retention.time` in ms; 0 with no size limit means
+    /// Prometheus' default of 15 days, 0 with a size limit means none.
+    pub retention_ms: i64,
+    /// `--storage.tsdb.retention.size` in bytes; 0 disables it.
+    pub retention_bytes: i64,
+    /// `--storage.tsdb.max-block-duration` in ms; 0 derives it from the
+    /// retention (a tenth of it, at most 31 days), as Prometheus does.
+    pub max_block_duration_ms: i64,
     /// Cap on the rate compactions write chunk data, bytes per second
     /// (`None`: unlimited), to keep compaction I/O from starving queries.
     pub compaction_write_bytes_per_sec: Option<u64>,
@@ -51,6 +63,9 @@ pub struct Db {
     consistency: RwLock<()>,
     replay: ReplayStats,
     write_limit: Option<u64>,
+    /// Block ranges of leveled compaction (2 h, 6 h, 18 h, ...).
+    ranges: Vec<i64>,
+    retention: RetentionLimits,
     _lock: File,
 }
 
@@ -81,6 +96,17 @@ impl Db {
         if fs::read_dir(&wbl).is_ok_and(|mut d| d.next().is_some()) {
             warn!(dir = %wbl.display(), "out-of-order WAL (wbl/) is not replayed yet; its samples are not loaded");
         }
+        let ranges = server_block_ranges(
+            opts.head.chunk_range,
+            opts.max_block_duration_ms,
+            opts.retention_ms,
+            opts.retention_bytes,
+        );
+        let retention = RetentionLimits {
+            duration_ms: server_retention_ms(opts.retention_ms, opts.retention_bytes),
+            max_bytes: opts.retention_bytes,
+            head_bytes: 0,
+        };
         let blocks = open_blocks(dir)?;
         let wal_dir = dir.join("wal");
         let head = Head::new(opts.head, &dir.join("chunks_head"))?;
@@ -95,7 +121,7 @@ impl Db {
             duration_ms = replay.duration.as_millis() as u64,
             "head loaded"
         );
-        Ok(Db {
+        let db = Db {
             dir: dir.to_owned(),
             head,
             blocks: RwLock::new(blocks),
@@ -103,8 +129,12 @@ impl Db {
             consistency: RwLock::new(()),
             replay,
             write_limit: opts.compaction_write_bytes_per_sec,
+            ranges,
+            retention,
             _lock: lock,
-        })
+        };
+        db.apply_retention()?;
+        Ok(db)
     }
 
     pub fn dir(&self) -> &Path {
@@ -142,8 +172,12 @@ impl Db {
         min <= max && max.saturating_sub(min) > range / 2 * 3
     }
 
-    /// Persists the head's oldest ranges as blocks while the head is
-    /// compactable, truncating head and WAL after each. Returns the new blocks.
+    /// What the server's compaction loop does: persists the head's oldest
+    /// ranges as blocks while the head is compactable (truncating head and
+    /// WAL after each), then merges blocks as the leveled planner says
+    /// (overlaps first, then 2 h -> 6 h -> 18 h ..., and rewrites of blocks
+    /// with many tombstones), then applies retention. Returns the blocks
+    /// written.
     pub fn compact(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
@@ -153,7 +187,106 @@ impl Db {
             let maxt = mint.div_euclid(range) * range + range;
             written.extend(self.persist_head(mint, maxt)?);
         }
+        written.extend(self.compact_blocks()?);
+        self.apply_retention()?;
         Ok(written)
+    }
+
+    /// Runs the leveled planner until it has nothing to do.
+    fn compact_blocks(&self) -> Result<Vec<BlockUlid>, DbError> {
+        let planner = Planner::new(self.ranges.clone())
+            .map_err(|e| DbError::Compact(Box::new(CompactError::Plan(e.to_string()))))?;
+        let mut written = Vec::new();
+        loop {
+            let blocks = self.blocks();
+            let plan_blocks: Vec<PlanBlock> = blocks
+                .iter()
+                .map(|b| PlanBlock {
+                    dir: b.dir().to_owned(),
+                    meta: b.meta().clone(),
+                })
+                .collect();
+            let plan = planner.plan(&plan_blocks);
+            if plan.is_empty() {
+                return Ok(written);
+            }
+            let chosen: Vec<Arc<Block>> = plan
+                .iter()
+                .filter_map(|d| blocks.iter().find(|b| b.dir() == d.as_path()).cloned())
+                .collect();
+            if chosen.len() != plan.len() {
+                return Err(DbError::Compact(Box::new(CompactError::Plan(
+                    "planned a block that is not open".into(),
+                ))));
+            }
+            let meta = compact_blocks(&self.dir, &chosen, self.write_limit).map_err(compact_err)?;
+            let new_block = match &meta {
+                Some(m) => {
+                    Some(Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?)
+                }
+                None => None,
+            };
+            {
+                let _g = self.consistency.write();
+                let mut list = self.blocks.write();
+                list.retain(|b| !chosen.iter().any(|c| c.ulid() == b.ulid()));
+                if let Some(b) = new_block {
+                    written.push(b.ulid());
+                    list.push(Arc::new(b));
+                }
+                list.sort_by_key(|b| b.meta().min_time);
+            }
+            if let Some(m) = &meta {
+                info!(ulid = %m.ulid, level = m.compaction.level, mint = m.min_time, maxt = m.max_time, parents = chosen.len(), "blocks compacted");
+            }
+            // The new block is in place: its parents can go (a crash before
+            // this point leaves them to the next open, which deletes them).
+            for b in chosen {
+                let dir = b.dir().to_owned();
+                drop(b);
+                delete_block_dir(&dir)?;
+            }
+        }
+    }
+
+    /// Deletes the blocks retention (time or size) no longer keeps, and
+    /// replaced or deletable ones, as Prometheus does on every reload.
+    pub fn apply_retention(&self) -> Result<Vec<BlockUlid>, DbError> {
+        let blocks = self.blocks();
+        if blocks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut limits = self.retention;
+        if limits.max_bytes > 0 {
+            limits.head_bytes = head_size_on_disk(&self.dir).map_err(io_err(&self.dir))?;
+        }
+        let mut rblocks = Vec::with_capacity(blocks.len());
+        for b in &blocks {
+            rblocks.push(RetentionBlock {
+                meta: b.meta().clone(),
+                size_bytes: block_size_on_disk(b.dir()).map_err(io_err(b.dir()))?,
+            });
+        }
+        let doomed: Vec<BlockUlid> = blocks_to_delete(&rblocks, &limits)
+            .into_iter()
+            .map(|d| {
+                info!(ulid = %d.ulid, reasons = ?d.reasons, "deleting block");
+                d.ulid
+            })
+            .collect();
+        if doomed.is_empty() {
+            return Ok(doomed);
+        }
+        {
+            let _g = self.consistency.write();
+            self.blocks.write().retain(|b| !doomed.contains(&b.ulid()));
+        }
+        for b in blocks.into_iter().filter(|b| doomed.contains(&b.ulid())) {
+            let dir = b.dir().to_owned();
+            drop(b);
+            delete_block_dir(&dir)?;
+        }
+        Ok(doomed)
     }
 
     /// Persists the whole head into blocks, one per block range (the newest
@@ -175,6 +308,8 @@ impl Db {
                 break;
             }
         }
+        written.extend(self.compact_blocks()?);
+        self.apply_retention()?;
         Ok(written)
     }
 

@@ -30,6 +30,8 @@ pub enum CompactError {
     Head(#[from] crate::error::HeadError),
     #[error("reading head chunk of {series}: {detail}")]
     HeadChunk { series: String, detail: String },
+    #[error("planning: {0}")]
+    Plan(String),
 }
 
 /// Persists the head's samples in [mint, maxt) as a level-1 block in

@@ -1,0 +1,109 @@
+//! The server's compaction loop end to end: head blocks merged level by
+//! level (2 h -> 6 h -> 18 h), retention deleting whole blocks.
+
+use ferrite_tsdb::{Db, DbOptions, Labels};
+
+type Contents = Vec<(Labels, Vec<(i64, f64)>)>;
+
+const HOUR: i64 = 3_600_000;
+const START: i64 = 1_700_006_400_000; // a multiple of 2 h... and of 6 h
+
+fn contents(db: &Db) -> Contents {
+    db.querier(i64::MIN, i64::MAX)
+        .select(&[])
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.labels.clone(), s.samples().unwrap()))
+        .collect()
+}
+
+/// `hours` hours of 5 series every 5 minutes, compacting as a server would
+/// every simulated hour.
+fn run(db: &Db, hours: i64) {
+    for h in 0..hours {
+        for m in 0..12 {
+            let t = START + h * HOUR + m * 300_000;
+            let mut app = db.appender();
+            for i in 0..5 {
+                let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
+                app.append(&l, t, (t / 1000 + i) as f64).unwrap();
+            }
+            app.commit().unwrap();
+        }
+        db.compact().unwrap();
+    }
+}
+
+#[test]
+fn blocks_are_merged_level_by_level() {
+    assert_eq!(START % (6 * HOUR), 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    run(&db, 40);
+    let before = contents(&db);
+    let levels: Vec<i64> = db
+        .blocks()
+        .iter()
+        .map(|b| b.meta().compaction.level)
+        .collect();
+    assert!(levels.iter().any(|&l| l >= 3), "levels: {levels:?}");
+    for w in db.blocks().windows(2) {
+        assert!(
+            w[0].meta().max_time <= w[1].meta().min_time,
+            "blocks overlap"
+        );
+    }
+    for b in db.blocks() {
+        let m = b.meta();
+        let span = m.max_time - m.min_time;
+        assert!(
+            span <= 18 * HOUR,
+            "block {} spans {} h",
+            m.ulid,
+            span / HOUR
+        );
+        assert!(m.compaction.parents.is_empty() == (m.compaction.level == 1));
+    }
+    // Only the open blocks remain on disk.
+    let dirs = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().len() == 26)
+        .count();
+    assert_eq!(dirs, db.blocks().len());
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    assert_eq!(contents(&db), before);
+    let total: usize = before.iter().map(|(_, s)| s.len()).sum();
+    assert_eq!(total, 40 * 12 * 5);
+}
+
+#[test]
+fn retention_deletes_whole_old_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = DbOptions {
+        retention_ms: 12 * HOUR,
+        ..DbOptions::default()
+    };
+    let db = Db::open(tmp.path(), opts.clone()).unwrap();
+    run(&db, 40);
+    let blocks = db.blocks();
+    let newest = blocks.iter().map(|b| b.meta().max_time).max().unwrap();
+    for b in &blocks {
+        assert!(
+            newest - b.meta().max_time < 12 * HOUR,
+            "block {} kept beyond retention",
+            b.ulid()
+        );
+    }
+    let oldest_kept = contents(&db)
+        .iter()
+        .filter_map(|(_, s)| s.first().map(|x| x.0))
+        .min()
+        .unwrap();
+    assert!(oldest_kept > START + 12 * HOUR, "old samples were kept");
+    // With retention 12 h the block ranges stop at a tenth of it (1.2 h < 2 h: only 2 h).
+    assert!(blocks.iter().all(|b| b.meta().compaction.level == 1));
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), opts).unwrap();
+    assert_eq!(db.blocks().len(), blocks.len());
+}
