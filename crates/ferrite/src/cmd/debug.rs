@@ -22,6 +22,9 @@ pub enum DebugCommand {
     /// Compaction planning and retention (cross-checks with Prometheus).
     #[command(subcommand)]
     Plan(super::debug_plan::PlanCommand),
+    /// Block benchmarks (`bench-compact`, `bench-open`), see scripts/bench-blocks.
+    #[command(flatten)]
+    Bench(super::debug_bench::BenchCommand),
 }
 
 pub fn run(c: DebugCommand) -> Result<()> {
@@ -30,6 +33,7 @@ pub fn run(c: DebugCommand) -> Result<()> {
         DebugCommand::Index(c) => super::debug_index::run(c),
         DebugCommand::BlockFiles(c) => super::debug_block::run(c),
         DebugCommand::Plan(c) => super::debug_plan::run(c),
+        DebugCommand::Bench(c) => super::debug_bench::run(c),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod backfill;
 pub mod debug;
+pub mod debug_bench;
 pub mod debug_block;
 pub mod debug_index;
 pub mod debug_plan;
