@@ -353,6 +353,58 @@ pub struct BlockChunk {
     pub data: Vec<u8>,
 }
 
+/// The series of a block being written, produced in label order one at a
+/// time, so writing a block holds one series' chunks at a time, not the
+/// block's.
+pub trait SeriesSource {
+    /// Every label name and value the series may use, sorted and unique.
+    fn symbols(&mut self) -> Result<Vec<String>, BlockError>;
+    /// Fills the next series' labels and chunks (oldest first); `false`
+    /// when there is none left. A series left without chunks is skipped.
+    fn next_series(
+        &mut self,
+        labels: &mut Labels,
+        chunks: &mut Vec<BlockChunk>,
+    ) -> Result<bool, BlockError>;
+}
+
+/// A [`SeriesSource`] over label sets in memory (tests, backfill).
+struct SliceSource<'a, F> {
+    labels: &'a [Labels],
+    chunks_of: F,
+    next: usize,
+}
+
+impl<F> SeriesSource for SliceSource<'_, F>
+where
+    F: FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
+{
+    fn symbols(&mut self) -> Result<Vec<String>, BlockError> {
+        let mut symbols: Vec<String> = self
+            .labels
+            .iter()
+            .flat_map(|ls| ls.iter().flat_map(|l| [l.name.clone(), l.value.clone()]))
+            .collect();
+        symbols.sort_unstable();
+        symbols.dedup();
+        Ok(symbols)
+    }
+
+    fn next_series(
+        &mut self,
+        labels: &mut Labels,
+        chunks: &mut Vec<BlockChunk>,
+    ) -> Result<bool, BlockError> {
+        let Some(ls) = self.labels.get(self.next) else {
+            return Ok(false);
+        };
+        *labels = ls.clone();
+        (self.chunks_of)(self.next, chunks)?;
+        self.next += 1;
+        Ok(true)
+    }
+}
+
 /// Writes a block of the series `labels` (sorted, unique) over [mint, maxt)
 /// into `parent`; `chunks_of(i, out)` fills the chunks of series `i`, oldest
 /// first (a series left without chunks is not written). Returns `None` and
@@ -366,19 +418,25 @@ pub fn write_block(
     labels: &[Labels],
     chunks_of: impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
 ) -> Result<Option<BlockMeta>, BlockError> {
-    write_block_limited(parent, mint, maxt, compaction, labels, None, chunks_of)
+    let mut source = SliceSource {
+        labels,
+        chunks_of,
+        next: 0,
+    };
+    write_block_from(parent, mint, maxt, compaction, &mut source, None)
 }
 
-/// [`write_block`], writing chunk data at most `bytes_per_sec` on average
-/// (sleeping between series), so a compaction does not starve the disk.
-pub fn write_block_limited(
+/// Writes a block of the series `source` produces over [mint, maxt) into
+/// `parent` (see [`write_block`]), writing chunk data at most
+/// `bytes_per_sec` on average (sleeping between series) so a compaction
+/// does not starve the disk.
+pub fn write_block_from(
     parent: &Path,
     mint: i64,
     maxt: i64,
     compaction: Compaction,
-    labels: &[Labels],
+    source: &mut dyn SeriesSource,
     bytes_per_sec: Option<u64>,
-    mut chunks_of: impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
 ) -> Result<Option<BlockMeta>, BlockError> {
     let ulid = BlockUlid::generate();
     let tmp = parent.join(format!("{ulid}{TMP_FOR_CREATION}"));
@@ -389,8 +447,7 @@ pub fn write_block_limited(
         mint,
         maxt,
         compaction,
-        labels,
-        &mut chunks_of,
+        source,
         throttle.as_mut(),
     );
     match result {
@@ -408,15 +465,13 @@ pub fn write_block_limited(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn write_into(
     tmp: &Path,
     ulid: BlockUlid,
     mint: i64,
     maxt: i64,
     mut compaction: Compaction,
-    labels: &[Labels],
-    chunks_of: &mut impl FnMut(usize, &mut Vec<BlockChunk>) -> Result<(), BlockError>,
+    source: &mut dyn SeriesSource,
     mut throttle: Option<&mut Throttle>,
 ) -> Result<Option<BlockMeta>, BlockError> {
     let _ = fs::remove_dir_all(tmp);
@@ -431,26 +486,21 @@ fn write_into(
         source,
     };
 
-    let mut symbols: Vec<&str> = labels
-        .iter()
-        .flat_map(|ls| ls.iter().flat_map(|l| [l.name.as_str(), l.value.as_str()]))
-        .collect();
-    symbols.sort_unstable();
-    symbols.dedup();
-
     let mut cw = ChunkWriter::new(&chunks_dir).map_err(chunks_err)?;
     let mut iw = IndexWriter::create(tmp.join("index")).map_err(index_err)?;
-    for s in &symbols {
-        iw.add_symbol(s).map_err(index_err)?;
+    for s in source.symbols()? {
+        iw.add_symbol(&s).map_err(index_err)?;
     }
     let mut stats = BlockStats::default();
+    let mut labels = Labels::default();
     let mut chunks = Vec::new();
     let mut refs = Vec::new();
     let mut metas = Vec::new();
-    let mut pairs: Vec<(&str, &str)> = Vec::new();
-    for (i, ls) in labels.iter().enumerate() {
+    loop {
         chunks.clear();
-        chunks_of(i, &mut chunks)?;
+        if !source.next_series(&mut labels, &mut chunks)? {
+            break;
+        }
         if chunks.is_empty() {
             continue;
         }
@@ -477,8 +527,10 @@ fn write_into(
             stats.num_samples += n;
             stats.num_float_samples += n;
         }
-        pairs.clear();
-        pairs.extend(ls.iter().map(|l| (l.name.as_str(), l.value.as_str())));
+        let pairs: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()))
+            .collect();
         iw.add_series(&pairs, &metas).map_err(index_err)?;
         stats.num_series += 1;
         stats.num_chunks += chunks.len() as u64;

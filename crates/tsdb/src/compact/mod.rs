@@ -16,7 +16,7 @@ use ferrite_block::meta::{BlockDesc, BlockMeta, Compaction};
 use ferrite_chunkenc::{XorChunk, XorIterator};
 use ferrite_index::ChunkMeta;
 
-use crate::block::{write_block_limited, Block, BlockChunk, BlockError};
+use crate::block::{write_block_from, Block, BlockChunk, BlockError, SeriesSource};
 use crate::head::registry::SeriesEntry;
 use crate::head::Head;
 use crate::labels::Labels;
@@ -36,7 +36,11 @@ pub enum CompactError {
 
 /// Persists the head's samples in [mint, maxt) as a level-1 block in
 /// `dir`. Returns `None` when the range holds no sample.
-/// `bytes_per_sec` caps the chunk write rate (`None`: as fast as possible).
+///
+/// Series are taken in label order one at a time (labels resolved from the
+/// head's interned symbols as they are written), so the compaction holds
+/// little beyond one series' chunks. `bytes_per_sec` caps the chunk write
+/// rate (`None`: as fast as possible).
 pub fn persist_head_range(
     head: &Head,
     dir: &Path,
@@ -46,7 +50,7 @@ pub fn persist_head_range(
 ) -> Result<Option<BlockMeta>, CompactError> {
     let last = maxt - 1;
     let refs: Vec<u64> = head.postings.read().all().to_vec();
-    let mut series: Vec<(Labels, Arc<SeriesEntry>)> = Vec::new();
+    let mut entries: Vec<Arc<SeriesEntry>> = Vec::new();
     for r in refs {
         let Some(entry) = head.series.get(r) else {
             continue;
@@ -63,13 +67,32 @@ pub fn persist_head_range(
                     .is_some_and(|c| c.chunk.num_samples() > 0 && c.maxt >= mint && c.mint <= last)
         };
         if in_range {
-            series.push((head.resolve_labels(&entry.labels), entry));
+            entries.push(entry);
         }
     }
-    series.sort_by(|a, b| a.0.cmp(&b.0));
-    let labels: Vec<Labels> = series.iter().map(|(l, _)| l.clone()).collect();
-    let mut failure: Option<CompactError> = None;
-    let meta = write_block_limited(
+    head.symbols.with_resolver(|res| {
+        entries.sort_by(|a, b| {
+            let (a, b) = (&a.labels, &b.labels);
+            for (x, y) in a.iter().zip(b.iter()) {
+                if x != y {
+                    let o = res.get(*x).cmp(res.get(*y));
+                    if o != std::cmp::Ordering::Equal {
+                        return o;
+                    }
+                }
+            }
+            a.len().cmp(&b.len())
+        })
+    });
+    let mut source = HeadSource {
+        head,
+        entries,
+        next: 0,
+        mint,
+        last,
+        failure: None,
+    };
+    let meta = write_block_from(
         dir,
         mint,
         maxt,
@@ -77,30 +100,72 @@ pub fn persist_head_range(
             level: 1,
             ..Compaction::default()
         },
-        &labels,
+        &mut source,
         bytes_per_sec,
-        |i, out| {
-            if let Err(e) = head_chunks_in_range(head, &series[i], mint, last, out) {
-                failure = Some(e);
-                // Stop the write; the error is reported below.
-                return Err(BlockError::Io {
-                    path: dir.to_owned(),
-                    source: std::io::Error::other("head chunk unreadable"),
-                });
-            }
-            Ok(())
-        },
     );
-    if let Some(e) = failure {
+    if let Some(e) = source.failure {
         return Err(e);
     }
     Ok(meta?)
 }
 
+/// The head's series of one range, in label order.
+struct HeadSource<'h> {
+    head: &'h Head,
+    entries: Vec<Arc<SeriesEntry>>,
+    next: usize,
+    mint: i64,
+    last: i64,
+    /// The real error when a head chunk could not be read.
+    failure: Option<CompactError>,
+}
+
+impl SeriesSource for HeadSource<'_> {
+    fn symbols(&mut self) -> Result<Vec<String>, BlockError> {
+        let mut ids: Vec<u32> = self
+            .entries
+            .iter()
+            .flat_map(|e| e.labels.iter().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out: Vec<String> = self
+            .head
+            .symbols
+            .with_resolver(|res| ids.iter().map(|&i| res.get(i).to_owned()).collect());
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn next_series(
+        &mut self,
+        labels: &mut Labels,
+        chunks: &mut Vec<BlockChunk>,
+    ) -> Result<bool, BlockError> {
+        let Some(entry) = self.entries.get(self.next) else {
+            return Ok(false);
+        };
+        self.next += 1;
+        *labels = self.head.resolve_labels(&entry.labels);
+        if let Err(e) = head_chunks_in_range(self.head, labels, entry, self.mint, self.last, chunks)
+        {
+            self.failure = Some(e);
+            // Stops the write; the error is reported by the caller.
+            return Err(BlockError::Io {
+                path: self.head.mapper.dir().to_owned(),
+                source: std::io::Error::other("head chunk unreadable"),
+            });
+        }
+        Ok(true)
+    }
+}
+
 /// The chunks of one head series within [mint, last], oldest first.
 fn head_chunks_in_range(
     head: &Head,
-    (labels, entry): &(Labels, Arc<SeriesEntry>),
+    labels: &Labels,
+    entry: &SeriesEntry,
     mint: i64,
     last: i64,
     out: &mut Vec<BlockChunk>,
@@ -234,37 +299,100 @@ pub fn compact_blocks(
         ..Compaction::default()
     };
 
-    // Every series of every block, grouped by label set (blocks in order).
-    let mut all: Vec<(Labels, usize, u64)> = Vec::new();
-    let mut metas = Vec::new();
-    for (k, b) in blocks.iter().enumerate() {
-        for r in b.postings(&[])? {
-            all.push((b.series(r, &mut metas)?, k, r));
-        }
-    }
-    all.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    let mut labels: Vec<Labels> = Vec::new();
-    let mut members: Vec<Vec<(usize, u64)>> = Vec::new();
-    for (l, k, r) in all {
-        if labels.last() == Some(&l) {
-            if let Some(m) = members.last_mut() {
-                m.push((k, r));
-            }
-        } else {
-            labels.push(l);
-            members.push(vec![(k, r)]);
-        }
-    }
-    let meta = write_block_limited(
-        dir,
-        mint,
-        maxt,
-        compaction,
-        &labels,
-        bytes_per_sec,
-        |i, out| merged_chunks(blocks, &members[i], out),
-    )?;
+    let mut source = MergeSource::new(blocks)?;
+    let meta = write_block_from(dir, mint, maxt, compaction, &mut source, bytes_per_sec)?;
     Ok(meta)
+}
+
+/// The series of several blocks merged by label set, in label order: one
+/// cursor per block over its series (the index keeps them sorted), so a
+/// merge holds one series per block at a time.
+struct MergeSource<'a> {
+    blocks: &'a [Arc<Block>],
+    cursors: Vec<BlockCursor>,
+    members: Vec<(usize, u64)>,
+}
+
+struct BlockCursor {
+    refs: Vec<u64>,
+    pos: usize,
+    /// Labels of `refs[pos]`.
+    current: Option<Labels>,
+}
+
+impl<'a> MergeSource<'a> {
+    fn new(blocks: &'a [Arc<Block>]) -> Result<MergeSource<'a>, BlockError> {
+        let mut cursors = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            let mut c = BlockCursor {
+                refs: b.postings(&[])?,
+                pos: 0,
+                current: None,
+            };
+            c.load(b)?;
+            cursors.push(c);
+        }
+        Ok(MergeSource {
+            blocks,
+            cursors,
+            members: Vec::new(),
+        })
+    }
+}
+
+impl BlockCursor {
+    fn load(&mut self, block: &Block) -> Result<(), BlockError> {
+        self.current = match self.refs.get(self.pos) {
+            Some(&r) => Some(block.series(r, &mut Vec::new())?),
+            None => None,
+        };
+        Ok(())
+    }
+}
+
+impl SeriesSource for MergeSource<'_> {
+    fn symbols(&mut self) -> Result<Vec<String>, BlockError> {
+        let mut out: Vec<String> = Vec::new();
+        for b in self.blocks {
+            for s in b.index().symbols() {
+                let s = s.map_err(|source| BlockError::Index {
+                    dir: b.dir().to_owned(),
+                    source,
+                })?;
+                out.push(String::from_utf8_lossy(s).into_owned());
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn next_series(
+        &mut self,
+        labels: &mut Labels,
+        chunks: &mut Vec<BlockChunk>,
+    ) -> Result<bool, BlockError> {
+        let Some(min) = self
+            .cursors
+            .iter()
+            .filter_map(|c| c.current.as_ref())
+            .min()
+            .cloned()
+        else {
+            return Ok(false);
+        };
+        self.members.clear();
+        for (k, c) in self.cursors.iter_mut().enumerate() {
+            if c.current.as_ref() == Some(&min) {
+                self.members.push((k, c.refs[c.pos]));
+                c.pos += 1;
+                c.load(&self.blocks[k])?;
+            }
+        }
+        *labels = min;
+        merged_chunks(self.blocks, &self.members, chunks)?;
+        Ok(true)
+    }
 }
 
 /// The chunks of one series merged from several blocks.
