@@ -123,7 +123,18 @@ impl IndexReader {
         // SAFETY: block index files are immutable once written; the map is
         // only read, and every access is bounds-checked against its length.
         let map = unsafe { Mmap::map(&f)? };
-        Self::new(Data::Mmap(map))
+        let r = Self::new(Data::Mmap(map))?;
+        if let Data::Mmap(map) = &r.data {
+            // Opening walked the symbol and postings offset tables; what it
+            // needs is in the sampled tables now. Dropping those pages from
+            // this process (they stay in the page cache) keeps an open
+            // block's resident memory to the tables, not the file.
+            // SAFETY: the mapping is private and read-only: discarding its
+            // pages only makes the next access fault them in from the file
+            // again, unchanged.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+        Ok(r)
     }
 
     /// Opens an index held in memory (tests, fuzzing).
