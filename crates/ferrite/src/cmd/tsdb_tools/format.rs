@@ -1,0 +1,411 @@
+//! Go's text formatting, as promtool's output uses it.
+//!
+//! Users diff `ferrite tsdb` output against promtool's and feed it to the
+//! same scripts, so the values are spelled as Go spells them: `%g` floats
+//! (`1e+06`, `+Inf`), `strconv.Quote`d label values, `time.Duration` and
+//! `time.Time` strings, `units.Base2Bytes` sizes, and `text/tabwriter`
+//! columns. Each helper is small and tested against strings Go printed.
+
+use std::fmt::Write as _;
+
+use ferrite_tsdb::Labels;
+
+/// Go's `%g` for a float64: the shortest digits that read back as `v`, in
+/// exponent form when the exponent is below -4 or at least 6.
+pub fn go_g(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    // Rust's `{:e}` gives the same shortest round-trip digits: `-1.25e-7`.
+    let e = format!("{v:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (neg, mant) = match mant.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mant),
+    };
+    let digits: Vec<u8> = mant.bytes().filter(|&b| b != b'.').collect();
+    let mut out = String::with_capacity(digits.len() + 8);
+    if neg {
+        out.push('-');
+    }
+    if !(-4..6).contains(&exp) {
+        out.push(char::from(digits[0]));
+        if digits.len() > 1 {
+            out.push('.');
+            out.extend(digits[1..].iter().map(|&b| char::from(b)));
+        }
+        let sign = if exp < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
+    } else if exp < 0 {
+        out.push_str("0.");
+        out.push_str(&"0".repeat((-exp - 1) as usize));
+        out.extend(digits.iter().map(|&b| char::from(b)));
+    } else {
+        // The decimal point goes after exp+1 digits.
+        let point = exp as usize + 1;
+        for (i, &b) in digits.iter().enumerate() {
+            if i == point {
+                out.push('.');
+            }
+            out.push(char::from(b));
+        }
+        out.push_str(&"0".repeat(point.saturating_sub(digits.len())));
+    }
+    out
+}
+
+/// Whether Go's `unicode.IsPrint` holds: letters, marks, numbers,
+/// punctuation, symbols and the ASCII space. Rust's printable table
+/// excludes exactly the other categories (controls, format, surrogates,
+/// private use, unassigned, separators but ' '); `str::escape_debug` leaves
+/// such a char alone when it is not first (where grapheme extenders would
+/// be escaped too).
+fn is_print(c: char) -> bool {
+    match c {
+        ' '..='~' => true,
+        '\0'..='\u{7f}' => false,
+        _ => {
+            let mut buf = [0u8; 8];
+            buf[0] = b'a';
+            let s = c.encode_utf8(&mut buf[1..]).len() + 1;
+            let probe = std::str::from_utf8(&buf[..s]).unwrap_or("");
+            probe.escape_debug().eq(probe.chars())
+        }
+    }
+}
+
+/// Go's `strconv.Quote`: double quotes, Go escapes, non-printable runes as
+/// `\x..`, `\u....` or `\U........`.
+pub fn go_quote(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if is_print(c) => out.push(c),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if c < ' ' || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if (c as u32) < 0x10000 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+}
+
+/// Whether a label name passes Prometheus' legacy validation
+/// (`[a-zA-Z_][a-zA-Z0-9_]*`); other names are printed quoted.
+fn is_legacy_label_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b'a'..=b'z' | b'A'..=b'Z' | b'_'))
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Prometheus' `labels.Labels.String()`: `{a="1", b="2"}`.
+pub fn labels_string(ls: &Labels) -> String {
+    let mut out = String::with_capacity(64);
+    out.push('{');
+    for (i, l) in ls.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        if is_legacy_label_name(&l.name) {
+            out.push_str(&l.name);
+        } else {
+            go_quote(&l.name, &mut out);
+        }
+        out.push('=');
+        go_quote(&l.value, &mut out);
+    }
+    out.push('}');
+    out
+}
+
+/// Appends `v`'s fraction of `prec` digits as Go does: trailing zeros
+/// dropped, no point at all when the fraction is zero. Returns `v / 10^prec`.
+fn frac(out: &mut String, v: u64, prec: u32) -> u64 {
+    let scale = 10u64.pow(prec);
+    let f = v % scale;
+    if f != 0 {
+        let digits = format!("{f:0width$}", width = prec as usize);
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    v / scale
+}
+
+/// Go's `time.Duration.String()` of `ns` nanoseconds: `2h0m0s`, `1m30.5s`,
+/// `1.5ms`, `0s`.
+pub fn go_duration(ns: i64) -> String {
+    let neg = ns < 0;
+    let u = ns.unsigned_abs();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if u < 1_000_000_000 {
+        let (prec, unit) = match u {
+            0 => return "0s".into(),
+            1..1_000 => (0, "ns"),
+            1_000..1_000_000 => (3, "µs"),
+            _ => (6, "ms"),
+        };
+        let mut f = String::new();
+        let whole = frac(&mut f, u, prec);
+        let _ = write!(out, "{whole}{f}{unit}");
+        return out;
+    }
+    let mut f = String::new();
+    let secs = frac(&mut f, u, 9);
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if secs >= 60 {
+        let _ = write!(out, "{m}m");
+    }
+    let _ = write!(out, "{s}{f}s");
+    out
+}
+
+/// Go's `time.Unix(ms/1000, 0).UTC().String()`: `2023-11-14 22:13:20 +0000 UTC`.
+pub fn go_utc_time(ms: i64) -> String {
+    // Go divides toward zero, as Rust does.
+    let secs = ms / 1000;
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, mo, d) = civil_from_days(days);
+    let year = if y < 0 {
+        format!("-{:04}", y.unsigned_abs())
+    } else {
+        format!("{y:04}")
+    };
+    format!(
+        "{year}-{mo:02}-{d:02} {:02}:{:02}:{:02} +0000 UTC",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `units.Base2Bytes(n).String()` of Go's alecthomas/units: every non-zero
+/// base-1024 digit with its unit, largest first: `1KiB512B`, `2MiB`, `0B`.
+pub fn go_base2_bytes(n: i64) -> String {
+    const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
+    let mut parts: Vec<String> = Vec::new();
+    let mut n = n;
+    for (i, unit) in UNITS.iter().enumerate() {
+        if n % 1024 != 0 || (i == 0 && n == 0) {
+            let suffix = if i == 0 { "B" } else { "iB" };
+            parts.push(format!("{}{unit}{suffix}", n % 1024));
+        }
+        n /= 1024;
+        if n == 0 {
+            break;
+        }
+    }
+    parts.reverse();
+    parts.concat()
+}
+
+/// Lays out rows as Go's `text/tabwriter` does with promtool's settings
+/// (`minwidth` 13, padding 2, spaces, left-aligned) for rows of equally
+/// many cells: every cell but a row's last is padded to its column's width,
+/// the widest cell plus the padding, at least `minwidth`.
+pub fn tabwrite(rows: &[Vec<String>], minwidth: usize, padding: usize) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![minwidth; cols.saturating_sub(1)];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(widths.len()) {
+            widths[i] = widths[i].max(cell.chars().count() + padding);
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            out.push_str(cell);
+            if let Some(&w) = widths.get(i) {
+                if i + 1 < row.len() {
+                    out.push_str(&" ".repeat(w - cell.chars().count()));
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The expected strings were printed by Go 1.26 (fmt, strconv, time,
+    // text/tabwriter, alecthomas/units).
+
+    #[test]
+    fn g_floats() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (-2.5, "-2.5"),
+            (0.125, "0.125"),
+            (123456.0, "123456"),
+            (999999.0, "999999"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (0.000123456, "0.000123456"),
+            (1e21, "1e+21"),
+            (1e100, "1e+100"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (100.0, "100"),
+            (12345.678, "12345.678"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
+            (f64::from_bits(0x7ff0000000000002), "NaN"),
+        ];
+        for &(v, want) in cases {
+            assert_eq!(go_g(v), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn quoting() {
+        let q = |s: &str| {
+            let mut out = String::new();
+            go_quote(s, &mut out);
+            out
+        };
+        assert_eq!(q("host-1"), r#""host-1""#);
+        assert_eq!(q("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(q("tab\tnl\n\u{7}\u{0}\u{7f}"), r#""tab\tnl\n\a\x00\x7f""#);
+        assert_eq!(q("héllo ✓ 日本"), "\"héllo ✓ 日本\"");
+        assert_eq!(q("e\u{301}"), "\"e\u{301}\"");
+        assert_eq!(q("\u{a0}\u{200b}\u{feff}"), r#""\u00a0\u200b\ufeff""#);
+        assert_eq!(q("\u{e0001}\u{1f600}"), "\"\\U000e0001\u{1f600}\"");
+        assert_eq!(q("'"), r#""'""#);
+    }
+
+    #[test]
+    fn labels() {
+        let ls = Labels::from_pairs(&[("__name__", "up"), ("job", "a\"b"), ("service.name", "x")]);
+        assert_eq!(
+            labels_string(&ls),
+            r#"{__name__="up", job="a\"b", "service.name"="x"}"#
+        );
+        assert_eq!(labels_string(&Labels::default()), "{}");
+    }
+
+    #[test]
+    fn durations() {
+        let ms = 1_000_000i64;
+        let cases: &[(i64, &str)] = &[
+            (0, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5µs"),
+            (500 * ms, "500ms"),
+            (1_500_000, "1.5ms"),
+            (1_000 * ms, "1s"),
+            (1_500 * ms, "1.5s"),
+            (60_000 * ms, "1m0s"),
+            (90_500 * ms, "1m30.5s"),
+            (7_200_000 * ms, "2h0m0s"),
+            (7_199_999 * ms, "1h59m59.999s"),
+            (14_985_000 * ms, "4h9m45s"),
+            (-1_500 * ms, "-1.5s"),
+            (i64::MIN, "-2562047h47m16.854775808s"),
+            (i64::MAX, "2562047h47m16.854775807s"),
+        ];
+        for &(ns, want) in cases {
+            assert_eq!(go_duration(ns), want, "{ns}");
+        }
+    }
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(
+            go_utc_time(1_700_000_000_000),
+            "2023-11-14 22:13:20 +0000 UTC"
+        );
+        assert_eq!(go_utc_time(0), "1970-01-01 00:00:00 +0000 UTC");
+        assert_eq!(
+            go_utc_time(1_700_000_000_999),
+            "2023-11-14 22:13:20 +0000 UTC"
+        );
+        assert_eq!(go_utc_time(-1), "1970-01-01 00:00:00 +0000 UTC");
+        assert_eq!(go_utc_time(-1_500), "1969-12-31 23:59:59 +0000 UTC");
+        assert_eq!(
+            go_utc_time(951_782_400_000),
+            "2000-02-29 00:00:00 +0000 UTC"
+        );
+        assert_eq!(
+            go_utc_time(253_402_300_800_000),
+            "10000-01-01 00:00:00 +0000 UTC"
+        );
+    }
+
+    #[test]
+    fn base2_bytes() {
+        assert_eq!(go_base2_bytes(0), "0B");
+        assert_eq!(go_base2_bytes(1), "1B");
+        assert_eq!(go_base2_bytes(1024), "1KiB");
+        assert_eq!(go_base2_bytes(1536), "1KiB512B");
+        assert_eq!(go_base2_bytes(2 << 20), "2MiB");
+        assert_eq!(go_base2_bytes((3 << 30) + 5), "3GiB5B");
+        assert_eq!(go_base2_bytes(1_234_567), "1MiB181KiB647B");
+    }
+
+    #[test]
+    fn tabwriter() {
+        let rows = vec![
+            vec!["BLOCK ULID".to_string(), "MIN".into(), "SIZE".into()],
+            vec![
+                "01ABCDEFGHJKMNPQRSTVWXYZ00".into(),
+                "1".into(),
+                "123".into(),
+            ],
+        ];
+        assert_eq!(
+            tabwrite(&rows, 13, 2),
+            "BLOCK ULID                  MIN          SIZE\n\
+             01ABCDEFGHJKMNPQRSTVWXYZ00  1            123\n"
+        );
+    }
+}
