@@ -13,7 +13,8 @@ import (
 )
 
 // TestCompactionSurvivesKill9: `ferrite tsdb compact` (head compaction:
-// block writes, head truncation, WAL checkpoint and truncation) killed with
+// block writes, head truncation, WAL checkpoint and truncation; then leveled
+// compaction merging those blocks and deleting their parents) killed with
 // SIGKILL at random moments; every time, the dir reopens in Ferrite and in
 // Prometheus with exactly the model's data, and a second compaction
 // finishes the job with the same data. INTEROP_CRASH_TRIALS sets the number
@@ -26,7 +27,8 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 	}
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
-	const series, samples = 2000, 1000
+	// 12.5 h: five head blocks, two merges into a level-3 block.
+	const series, samples = 500, 3000
 	runFerrite(t, "tsdb", "synth", src, "--series", fmt.Sprint(series), "--samples", fmt.Sprint(samples),
 		"--wal-segment-size", fmt.Sprint(1<<20))
 	want := modelDigest(series, samples)
