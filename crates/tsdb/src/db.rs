@@ -290,8 +290,8 @@ impl Db {
     }
 
     /// Persists the whole head into blocks, one per block range (the newest
-    /// ends right after the newest sample), and truncates head and WAL: what
-    /// `ferrite tsdb compact` does before exiting.
+    /// ends right after the newest sample), and truncates head and WAL (no
+    /// block compaction: `ferrite tsdb compact` runs [`Db::compact`] after).
     pub fn compact_head_fully(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
@@ -308,8 +308,6 @@ impl Db {
                 break;
             }
         }
-        written.extend(self.compact_blocks()?);
-        self.apply_retention()?;
         Ok(written)
     }
 

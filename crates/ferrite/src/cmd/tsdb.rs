@@ -176,9 +176,13 @@ pub fn go_exp(v: f64) -> String {
 fn compact(dir: &Path) -> Result<()> {
     let db = Db::open(dir, DbOptions::default())
         .with_context(|| format!("opening {}", dir.display()))?;
-    let written = db
+    let mut written = db
         .compact_head_fully()
-        .with_context(|| format!("compacting the head of {}", dir.display()))?;
+        .with_context(|| format!("persisting the head of {}", dir.display()))?;
+    written.extend(
+        db.compact()
+            .with_context(|| format!("compacting the blocks of {}", dir.display()))?,
+    );
     for ulid in &written {
         println!("{ulid}");
     }

@@ -133,6 +133,10 @@ impl SeriesSource for HeadSource<'_> {
             .head
             .symbols
             .with_resolver(|res| ids.iter().map(|&i| res.get(i).to_owned()).collect());
+        // Prometheus' head lists the empty string among its symbols (its
+        // all-series postings key is the empty label pair), so its head
+        // blocks carry it; so do ours, for byte-identical indexes.
+        out.push(String::new());
         out.sort_unstable();
         out.dedup();
         Ok(out)

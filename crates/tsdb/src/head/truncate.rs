@@ -34,7 +34,6 @@ impl Head {
         let refs: Vec<u64> = self.postings.read().all().to_vec();
         let mut removed = Vec::new();
         let mut min_seq = u32::MAX;
-        let mut new_min = i64::MAX;
         for r in refs {
             let Some(entry) = self.series.get(r) else {
                 continue;
@@ -44,10 +43,6 @@ impl Head {
                 let alive = d.truncate_chunks_before(mint);
                 if let Some(c) = d.mmapped.first() {
                     min_seq = min_seq.min(c.chunk_ref.seq());
-                }
-                let t = d.min_time();
-                if t <= d.max_time() {
-                    new_min = new_min.min(t);
                 }
                 alive
             };
@@ -87,14 +82,9 @@ impl Head {
             min_seq
         };
         self.mapper.truncate_before(keep_from)?;
-        self.min_time.store(
-            if new_min == i64::MAX {
-                mint
-            } else {
-                new_min.max(mint)
-            },
-            Ordering::Release,
-        );
+        // As Prometheus: the head starts at the truncation point, so the
+        // next block persisted from it starts there too.
+        self.min_time.store(mint, Ordering::Release);
         if self.series.len() == 0 {
             self.max_time.store(i64::MIN, Ordering::Release);
             self.min_time.store(i64::MAX, Ordering::Release);
