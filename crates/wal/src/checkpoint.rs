@@ -304,10 +304,58 @@ fn write_tmp_checkpoint(
         dir: tmp_dir.to_path_buf(),
         source,
     };
-    let mut writer = WalWriter::open(tmp_dir, opts).map_err(write_err)?;
+    let writer = WalWriter::open(tmp_dir, opts).map_err(write_err)?;
     let mut filter = Filter::new(keep_series, mint);
-    let mut batch = Batch::default();
+    // Compressing and writing the kept records runs on a second thread,
+    // beside reading, decompressing and filtering.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+    let (read_result, writer) = std::thread::scope(|scope| {
+        let handle = scope.spawn(move || -> Result<WalWriter, WalError> {
+            let mut writer = writer;
+            for mut batch in rx {
+                batch.flush(&mut writer)?;
+            }
+            Ok(writer)
+        });
+        let read_result = read_sources(sources, &mut filter, &tx);
+        drop(tx);
+        let writer = handle
+            .join()
+            .unwrap_or_else(|_| Err(WalError::Io(io::Error::other("checkpoint writer panicked"))));
+        (read_result, writer)
+    });
+    let mut writer = writer.map_err(write_err)?;
+    read_result?;
 
+    // Latest metadata last, in records of bounded size.
+    let mut metadata: Vec<record::RefMetadata> =
+        filter.latest_metadata.drain().map(|(_, m)| m).collect();
+    metadata.sort_by_key(|m| m.series_ref);
+    let mut start = 0;
+    while start < metadata.len() {
+        let mut end = start;
+        let mut size = 0;
+        while end < metadata.len() && (end == start || size < FLUSH_BYTES) {
+            size += metadata_entry_len(&metadata[end]);
+            end += 1;
+        }
+        record::encode_metadata(&mut filter.out, &metadata[start..end]);
+        writer.log(&[&filter.out]).map_err(write_err)?;
+        start = end;
+    }
+    writer.close().map_err(write_err)?;
+    Ok(filter.stats)
+}
+
+/// Reads every record of `sources` through `filter`, sending the kept ones
+/// to the writer thread in batches. A send fails only if the writer
+/// stopped; its error is the one reported.
+fn read_sources(
+    sources: &[(PathBuf, Vec<SegmentRef>)],
+    filter: &mut Filter<'_>,
+    tx: &std::sync::mpsc::SyncSender<Batch>,
+) -> Result<(), CheckpointError> {
+    let mut batch = Batch::default();
     for (dir, segments) in sources {
         let mut reader = RecordReader::new(segments.clone());
         loop {
@@ -336,31 +384,13 @@ fn write_tmp_checkpoint(
                     })
                 }
             }
-            if batch.buf.len() >= FLUSH_BYTES {
-                batch.flush(&mut writer).map_err(write_err)?;
+            if batch.buf.len() >= FLUSH_BYTES && tx.send(std::mem::take(&mut batch)).is_err() {
+                return Ok(());
             }
         }
     }
-    batch.flush(&mut writer).map_err(write_err)?;
-
-    // Latest metadata last, in records of bounded size.
-    let mut metadata: Vec<record::RefMetadata> =
-        filter.latest_metadata.drain().map(|(_, m)| m).collect();
-    metadata.sort_by_key(|m| m.series_ref);
-    let mut start = 0;
-    while start < metadata.len() {
-        let mut end = start;
-        let mut size = 0;
-        while end < metadata.len() && (end == start || size < FLUSH_BYTES) {
-            size += metadata_entry_len(&metadata[end]);
-            end += 1;
-        }
-        record::encode_metadata(&mut filter.out, &metadata[start..end]);
-        writer.log(&[&filter.out]).map_err(write_err)?;
-        start = end;
-    }
-    writer.close().map_err(write_err)?;
-    Ok(filter.stats)
+    let _ = tx.send(batch);
+    Ok(())
 }
 
 /// Upper bound of an encoded metadata entry's size.
@@ -453,6 +483,27 @@ impl<'k> Filter<'k> {
                 Ok(kept > 0)
             }
             RecordType::Samples => {
+                // Most records are kept or dropped whole: a scan of the
+                // timestamps decides, and a record kept whole is copied as it
+                // is (the same bytes re-encoding it would give).
+                let (mut total, mut kept) = (0usize, 0usize);
+                record::for_each_sample(rec, |_, t, _| {
+                    total += 1;
+                    kept += usize::from(t >= mint);
+                })?;
+                if kept == total || kept == 0 {
+                    count(
+                        &mut stats.total_samples,
+                        &mut stats.dropped_samples,
+                        total,
+                        kept,
+                    );
+                    self.out.clear();
+                    if kept > 0 {
+                        self.out.extend_from_slice(rec);
+                    }
+                    return Ok(kept > 0);
+                }
                 record::decode_samples(rec, &mut self.samples)?;
                 let total = self.samples.len();
                 self.samples.retain(|s| s.t >= mint);

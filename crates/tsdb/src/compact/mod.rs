@@ -109,6 +109,9 @@ pub fn persist_head_range(
     Ok(meta?)
 }
 
+/// How often head compaction drops the chunk file pages it read.
+const RELEASE_EVERY_SERIES: usize = 4096;
+
 /// The head's series of one range, in label order.
 struct HeadSource<'h> {
     head: &'h Head,
@@ -148,9 +151,15 @@ impl SeriesSource for HeadSource<'_> {
         chunks: &mut Vec<BlockChunk>,
     ) -> Result<bool, BlockError> {
         let Some(entry) = self.entries.get(self.next) else {
+            self.head.mapper.release_pages();
             return Ok(false);
         };
         self.next += 1;
+        // The series are read in label order, not file order: without this
+        // the whole of `chunks_head/` would end up resident.
+        if self.next % RELEASE_EVERY_SERIES == 0 {
+            self.head.mapper.release_pages();
+        }
         *labels = self.head.resolve_labels(&entry.labels);
         if let Err(e) = head_chunks_in_range(self.head, labels, entry, self.mint, self.last, chunks)
         {

@@ -641,6 +641,23 @@ impl ChunkDiskMapper {
         Ok(())
     }
 
+    /// Drops the pages of the chunk files from this process' resident
+    /// memory (they stay in the page cache; reads fault them back in): for
+    /// long sequential reads such as head compaction, which would otherwise
+    /// leave every chunk file resident.
+    pub fn release_pages(&self) {
+        let state = self.state.read();
+        for file in state.files.values() {
+            // SAFETY: a shared, read-only file mapping: MADV_DONTNEED only
+            // drops this process' page-table entries; later reads see the
+            // same file contents again.
+            let _ = unsafe {
+                file.map
+                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+            };
+        }
+    }
+
     /// Makes the next write start a new file.
     pub fn cut_new_file(&self) {
         self.writer.lock().cut_before_next = true;
