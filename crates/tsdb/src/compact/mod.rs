@@ -157,7 +157,7 @@ impl SeriesSource for HeadSource<'_> {
         self.next += 1;
         // The series are read in label order, not file order: without this
         // the whole of `chunks_head/` would end up resident.
-        if self.next % RELEASE_EVERY_SERIES == 0 {
+        if self.next.is_multiple_of(RELEASE_EVERY_SERIES) {
             self.head.mapper.release_pages();
         }
         *labels = self.head.resolve_labels(&entry.labels);
