@@ -23,7 +23,13 @@ pub enum TsdbCommand {
     /// Persists the head of DIR into blocks (one per block range) and runs
     /// the compactions the server would, then exits, leaving a data
     /// directory Prometheus opens with the same data.
-    Compact { dir: PathBuf },
+    Compact {
+        dir: PathBuf,
+        /// Cap on the rate compaction writes chunk data, in bytes per
+        /// second (default: unlimited), to spare a disk that serves queries.
+        #[arg(long)]
+        write_rate: Option<u64>,
+    },
     /// Lists the blocks of DIR (promtool's `tsdb list`).
     List {
         dir: PathBuf,
@@ -100,7 +106,7 @@ pub enum CreateBlocksFrom {
 pub fn run(c: TsdbCommand) -> Result<()> {
     match c {
         TsdbCommand::Digest { dir, open_only } => digest(&dir, open_only),
-        TsdbCommand::Compact { dir } => compact(&dir),
+        TsdbCommand::Compact { dir, write_rate } => compact(&dir, write_rate),
         TsdbCommand::CreateBlocksFrom(CreateBlocksFrom::Openmetrics {
             input,
             output,
@@ -173,9 +179,12 @@ pub fn go_exp(v: f64) -> String {
     format!("{mant}e{sign}{:02}", exp.abs())
 }
 
-fn compact(dir: &Path) -> Result<()> {
-    let db = Db::open(dir, DbOptions::default())
-        .with_context(|| format!("opening {}", dir.display()))?;
+fn compact(dir: &Path, write_rate: Option<u64>) -> Result<()> {
+    let opts = DbOptions {
+        compaction_write_bytes_per_sec: write_rate,
+        ..DbOptions::default()
+    };
+    let db = Db::open(dir, opts).with_context(|| format!("opening {}", dir.display()))?;
     let mut written = db
         .compact_head_fully()
         .with_context(|| format!("persisting the head of {}", dir.display()))?;
