@@ -2,13 +2,14 @@
 //! truncated, and queries, restarts and full replays see exactly the same
 //! samples before and after.
 
+mod common;
+
+use common::contents;
 use std::fs;
 use std::path::Path;
 
 use ferrite_tsdb::{AppendError, Db, DbOptions, HeadOptions, Labels};
 use ferrite_wal::{Compression, WalOptions, PAGE_SIZE};
-
-type Contents = Vec<(Labels, Vec<(i64, f64)>)>;
 
 const HOUR: i64 = 3_600_000;
 
@@ -25,15 +26,6 @@ fn options() -> DbOptions {
         },
         ..DbOptions::default()
     }
-}
-
-fn contents(db: &Db) -> Contents {
-    db.querier(i64::MIN, i64::MAX)
-        .select(&[])
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.labels.clone(), s.samples().unwrap()))
-        .collect()
 }
 
 /// 30 series over 8 hours at 60 s: some stop after 2 h (they go stale and

@@ -2,21 +2,13 @@
 //! queries at once and after a restart; cleaning tombstones rewrites the
 //! blocks without the deleted samples.
 
-use ferrite_tsdb::{Db, DbOptions, Labels, MatchType, Matcher};
+mod common;
 
-type Contents = Vec<(Labels, Vec<(i64, f64)>)>;
+use common::{contents, Contents};
+use ferrite_tsdb::{Db, DbOptions, Labels, MatchType, Matcher};
 
 const HOUR: i64 = 3_600_000;
 const START: i64 = 1_700_000_000_000;
-
-fn contents(db: &Db) -> Contents {
-    db.querier(i64::MIN, i64::MAX)
-        .select(&[])
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.labels.clone(), s.samples().unwrap()))
-        .collect()
-}
 
 fn fill(db: &Db) {
     for j in 0..(7 * 60) {

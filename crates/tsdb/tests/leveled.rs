@@ -1,21 +1,13 @@
 //! The server's compaction loop end to end: head blocks merged level by
 //! level (2 h -> 6 h -> 18 h), retention deleting whole blocks.
 
-use ferrite_tsdb::{Db, DbOptions, Labels};
+mod common;
 
-type Contents = Vec<(Labels, Vec<(i64, f64)>)>;
+use common::contents;
+use ferrite_tsdb::{Db, DbOptions, Labels};
 
 const HOUR: i64 = 3_600_000;
 const START: i64 = 1_700_006_400_000; // a multiple of 2 h... and of 6 h
-
-fn contents(db: &Db) -> Contents {
-    db.querier(i64::MIN, i64::MAX)
-        .select(&[])
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.labels.clone(), s.samples().unwrap()))
-        .collect()
-}
 
 /// `hours` hours of 5 series every 5 minutes, compacting as a server would
 /// every simulated hour.

@@ -2,6 +2,9 @@
 //! an open must load exactly what a one-range-per-segment replay loads, and
 //! find the same first corruption, on intact and on damaged WALs.
 
+mod common;
+
+use common::{contents, Contents};
 use std::fs;
 use std::path::Path;
 
@@ -9,8 +12,6 @@ use ferrite_tsdb::{Db, DbOptions, HeadOptions, Labels};
 use ferrite_wal::{Compression, WalOptions, PAGE_SIZE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-type Contents = Vec<(Labels, Vec<(i64, f64)>)>;
 
 fn options(range_bytes: u64, compression: Compression) -> DbOptions {
     DbOptions {
@@ -50,15 +51,6 @@ fn write_dir(dir: &Path, compression: Compression) {
         }
         app.commit().unwrap();
     }
-}
-
-fn contents(db: &Db) -> Contents {
-    db.querier(i64::MIN, i64::MAX)
-        .select(&[])
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.labels.clone(), s.samples().unwrap()))
-        .collect()
 }
 
 fn copy_dir(from: &Path, to: &Path) {
