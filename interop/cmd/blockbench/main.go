@@ -34,6 +34,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"ferrite.dev/interop/internal/benchutil"
 	"flag"
 	"fmt"
 	"io"
@@ -89,7 +90,7 @@ type res struct {
 func (r res) f(k string) float64 {
 	v, err := strconv.ParseFloat(r.kv[k], 64)
 	if err != nil {
-		fatalf("no number %s in the tool's output %v", k, r.kv)
+		benchutil.Fatalf("no number %s in the tool's output %v", k, r.kv)
 	}
 	return v
 }
@@ -102,19 +103,20 @@ func errorf(format string, a ...any) {
 }
 
 func main() {
+	benchutil.Name = "blockbench"
 	flag.Parse()
 	if *flagPromcompact == "" {
-		fatalf("-promcompact is required (scripts/bench-blocks builds and passes it)")
+		benchutil.Fatalf("-promcompact is required (scripts/bench-blocks builds and passes it)")
 	}
 	if *flagRuns < 1 || *flagReadRuns < 1 {
-		fatalf("-runs and -read-runs must be at least 1")
+		benchutil.Fatalf("-runs and -read-runs must be at least 1")
 	}
-	pc := abs(*flagPromcompact)
+	pc := benchutil.Abs(*flagPromcompact)
 	tools := []tool{{name: "prometheus", compact: []string{pc, "compact"}, open: []string{pc, "open"}}}
 	if !*flagPromOnly {
-		fb := abs(*flagFerrite)
+		fb := benchutil.Abs(*flagFerrite)
 		if _, err := os.Stat(fb); err != nil {
-			fatalf("no ferrite binary at %s (build it: cargo build --release -p ferrite; or use -prom-only)", fb)
+			benchutil.Fatalf("no ferrite binary at %s (build it: cargo build --release -p ferrite; or use -prom-only)", fb)
 		}
 		tools = append(tools, tool{name: "ferrite", compact: []string{fb, "debug", "bench-compact"}, open: []string{fb, "debug", "bench-open"}})
 	}
@@ -122,10 +124,10 @@ func main() {
 	if cmdline == "" {
 		cmdline = strings.Join(os.Args, " ")
 	}
-	must(os.MkdirAll(*flagData, 0o755))
+	benchutil.Must(os.MkdirAll(*flagData, 0o755))
 	scratch := filepath.Join(*flagData, "scratch-blocks")
 	os.RemoveAll(scratch)
-	must(os.MkdirAll(scratch, 0o755))
+	benchutil.Must(os.MkdirAll(scratch, 0o755))
 	load := loadAvg()
 
 	type compRow struct {
@@ -134,7 +136,7 @@ func main() {
 		res      map[string][]res
 	}
 	var comp []compRow
-	if containsField(*flagParts, "compact") {
+	if benchutil.ContainsField(*flagParts, "compact") {
 		for _, sh := range strings.Split(*flagShapes, ",") {
 			sh = strings.TrimSpace(sh)
 			var src, label string
@@ -151,7 +153,7 @@ func main() {
 				src, series, expected = ensureNode()
 				label = fmt.Sprintf("(n) node_exporter-like, %d targets x %gh: %d series", *flagNodeTargets, *flagNodeHours, series)
 			default:
-				fatalf("unknown shape %q (want a, b, n)", sh)
+				benchutil.Fatalf("unknown shape %q (want a, b, n)", sh)
 			}
 			row := compRow{label: label, expected: expected, res: map[string][]res{}}
 			for i := 0; i < *flagRuns; i++ {
@@ -175,7 +177,7 @@ func main() {
 	var blkRes, emptyRes map[string][]res
 	var blkSeries, blkSamples int64
 	readName, readInstance := "node_load1", "host-0000:9100"
-	if containsField(*flagParts, "blocks") {
+	if benchutil.ContainsField(*flagParts, "blocks") {
 		src, series, perSeries := ensureBlocks()
 		blkSeries, blkSamples = series, perSeries
 		blkRes, emptyRes = map[string][]res{}, map[string][]res{}
@@ -213,10 +215,10 @@ func main() {
 			if has(r.res, "ferrite") {
 				f := r.res["ferrite"]
 				line += fmt.Sprintf(" %.3f | %s | %.0f | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %s |",
-					med(f, "compact_s"), ratio(med(p, "compact_s"), med(f, "compact_s")),
-					maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb"), ratio(maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb")),
+					med(f, "compact_s"), benchutil.Ratio(med(p, "compact_s"), med(f, "compact_s")),
+					maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb"), benchutil.Ratio(maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb")),
 					med(p, "rss_open_mb"), med(f, "rss_open_mb"),
-					maxOf(p, "peak_mb"), maxOf(f, "peak_mb"), ratio(maxOf(p, "peak_mb"), maxOf(f, "peak_mb")))
+					maxOf(p, "peak_mb"), maxOf(f, "peak_mb"), benchutil.Ratio(maxOf(p, "peak_mb"), maxOf(f, "peak_mb")))
 			} else {
 				line += fmt.Sprintf(" - | - | %.0f | - | - | %.0f | - | %.0f | - | - |", maxOf(p, "peak_compact_mb"), med(p, "rss_open_mb"), maxOf(p, "peak_mb"))
 			}
@@ -237,7 +239,7 @@ func main() {
 			if has(r.res, "ferrite") {
 				f := r.res["ferrite"][0]
 				line += fmt.Sprintf(" %d | %.3f | %.3f | %s | %s | %s |", f.du, float64(p.du)/n, float64(f.du)/n,
-					ratio(float64(p.du), float64(f.du)), bps(p), bps(f))
+					benchutil.Ratio(float64(p.du), float64(f.du)), bps(p), bps(f))
 			} else {
 				line += fmt.Sprintf(" - | %.3f | - | - | %s | - |", float64(p.du)/n, bps(p))
 			}
@@ -258,7 +260,7 @@ func main() {
 			p := med(m["prometheus"], k)
 			if has(m, "ferrite") {
 				f := med(m["ferrite"], k)
-				fmt.Printf("| %s | %.*f | %.*f | %s |\n", what, digits, p, digits, f, ratio(p, f))
+				fmt.Printf("| %s | %.*f | %.*f | %s |\n", what, digits, p, digits, f, benchutil.Ratio(p, f))
 			} else {
 				fmt.Printf("| %s | %.*f | - | - |\n", what, digits, p)
 			}
@@ -267,7 +269,7 @@ func main() {
 		row("RSS after open MB", "rss_open_mb", blkRes, 1)
 		row("RSS after opening an empty dir MB", "rss_open_mb", emptyRes, 1)
 		if has(blkRes, "ferrite") {
-			fmt.Printf("| resident KB per block | %.1f | %.1f | %s |\n", perBlock("prometheus"), perBlock("ferrite"), ratio(perBlock("prometheus"), perBlock("ferrite")))
+			fmt.Printf("| resident KB per block | %.1f | %.1f | %s |\n", perBlock("prometheus"), perBlock("ferrite"), benchutil.Ratio(perBlock("prometheus"), perBlock("ferrite")))
 		} else {
 			fmt.Printf("| resident KB per block | %.1f | - | - |\n", perBlock("prometheus"))
 		}
@@ -280,7 +282,7 @@ func main() {
 		p := med(blkRes["prometheus"], "read_s") * 1e3
 		if has(blkRes, "ferrite") {
 			f := med(blkRes["ferrite"], "read_s") * 1e3
-			fmt.Printf("| select + read ms | %.3f | %.3f | %s |\n", p, f, ratio(p, f))
+			fmt.Printf("| select + read ms | %.3f | %.3f | %s |\n", p, f, benchutil.Ratio(p, f))
 		} else {
 			fmt.Printf("| select + read ms | %.3f | - | - |\n", p)
 		}
@@ -325,10 +327,10 @@ func main() {
 		"Disk: du (allocated) and apparent bytes of the block dirs written by the compaction / samples (sum of meta.json numSamples). "+
 		"Fresh copy of the data per run, warm page cache.\n", *flagRuns, *flagReadRuns)
 	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %s, %s/%s, load average at start %s, %s.\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotal(), runtime.GOOS, runtime.GOARCH, load, time.Now().UTC().Format("2006-01-02"))
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), benchutil.MemTotal(), runtime.GOOS, runtime.GOARCH, load, time.Now().UTC().Format("2006-01-02"))
 	fmt.Printf("Command: `%s`\n", cmdline)
 	if failed {
-		fatalf("the tools disagree or miss data (see ERROR lines above)")
+		benchutil.Fatalf("the tools disagree or miss data (see ERROR lines above)")
 	}
 }
 
@@ -336,11 +338,11 @@ func main() {
 // it wrote.
 func compactRun(tl tool, src, dir string) res {
 	os.RemoveAll(dir)
-	must(promtsdb.CopyDir(src, dir))
+	benchutil.Must(promtsdb.CopyDir(src, dir))
 	defer os.RemoveAll(dir)
 	r := runTool(append(append([]string(nil), tl.compact...), dir))
 	entries, err := os.ReadDir(dir)
-	must(err)
+	benchutil.Must(err)
 	for _, e := range entries {
 		if !e.IsDir() || !isULID(e.Name()) {
 			continue
@@ -369,8 +371,8 @@ func compactRun(tl tool, src, dir string) res {
 			} `json:"stats"`
 		}
 		mb, err := os.ReadFile(filepath.Join(b, "meta.json"))
-		must(err)
-		must(json.Unmarshal(mb, &meta))
+		benchutil.Must(err)
+		benchutil.Must(json.Unmarshal(mb, &meta))
 		r.metaN += meta.Stats.NumSamples
 	}
 	return r
@@ -381,9 +383,9 @@ func compactRun(tl tool, src, dir string) res {
 func openRun(tl tool, src, dir string, extra []string) res {
 	os.RemoveAll(dir)
 	if src == "" {
-		must(os.MkdirAll(dir, 0o755))
+		benchutil.Must(os.MkdirAll(dir, 0o755))
 	} else {
-		must(promtsdb.CopyDir(src, dir))
+		benchutil.Must(promtsdb.CopyDir(src, dir))
 	}
 	defer os.RemoveAll(dir)
 	argv := append(append([]string(nil), tl.open...), dir)
@@ -396,7 +398,7 @@ func runTool(argv []string) res {
 	for _, a := range argv[1:] {
 		if fi, err := os.Stat(a); err == nil && fi.IsDir() {
 			syscall.Sync()
-			warm(a)
+			benchutil.Warm(a)
 		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -408,7 +410,7 @@ func runTool(argv []string) res {
 	err := cmd.Run()
 	wall := time.Since(start).Seconds()
 	if err != nil {
-		fatalf("%s: %v\nstderr:\n%s", strings.Join(argv, " "), err, lastLines(stderr.String(), 20))
+		benchutil.Fatalf("%s: %v\nstderr:\n%s", strings.Join(argv, " "), err, benchutil.LastLines(stderr.String(), 20))
 	}
 	r := res{kv: map[string]string{}, wallS: wall}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -432,9 +434,9 @@ func ensureSynth(name string, series, samples int64) string {
 		return dir
 	}
 	if *flagPromgen == "" {
-		fatalf("%s is missing and no -promgen was given to generate it", dir)
+		benchutil.Fatalf("%s is missing and no -promgen was given to generate it", dir)
 	}
-	generate(dir, abs(*flagPromgen), "--series", fmt.Sprint(series), "--samples", fmt.Sprint(samples),
+	generate(dir, benchutil.Abs(*flagPromgen), "--series", fmt.Sprint(series), "--samples", fmt.Sprint(samples),
 		"--interval-ms", "15000", "--wal-compression", "snappy")
 	return dir
 }
@@ -443,7 +445,7 @@ func ensureSynth(name string, series, samples int64) string {
 func ensureNode() (string, int64, int64) {
 	dir := filepath.Join(*flagData, fmt.Sprintf("node-%dt-%gh-snappy", *flagNodeTargets, *flagNodeHours))
 	if !exists(dir) || !exists(dir+".txt") {
-		generate(dir, abs(*flagPromcompact), "gen-node", "--targets", fmt.Sprint(*flagNodeTargets), "--hours", fmt.Sprint(*flagNodeHours))
+		generate(dir, benchutil.Abs(*flagPromcompact), "gen-node", "--targets", fmt.Sprint(*flagNodeTargets), "--hours", fmt.Sprint(*flagNodeHours))
 	} else {
 		fmt.Fprintf(os.Stderr, "reusing %s\n", dir)
 	}
@@ -456,7 +458,7 @@ func ensureNode() (string, int64, int64) {
 func ensureBlocks() (string, int64, int64) {
 	dir := filepath.Join(*flagData, fmt.Sprintf("blocks-%dx2h-%dt-%dms", *flagBlocks, *flagBlkTargets, *flagBlkInterval))
 	if !exists(dir) || !exists(dir+".txt") {
-		generate(dir, abs(*flagPromcompact), "gen-blocks", "--blocks", fmt.Sprint(*flagBlocks), "--targets", fmt.Sprint(*flagBlkTargets),
+		generate(dir, benchutil.Abs(*flagPromcompact), "gen-blocks", "--blocks", fmt.Sprint(*flagBlocks), "--targets", fmt.Sprint(*flagBlkTargets),
 			"--interval-ms", fmt.Sprint(*flagBlkInterval))
 	} else {
 		fmt.Fprintf(os.Stderr, "reusing %s\n", dir)
@@ -483,11 +485,11 @@ func generate(dir, bin string, args ...string) {
 	gen.Stdout = io.MultiWriter(&out, os.Stderr)
 	gen.Stderr = os.Stderr
 	if err := gen.Run(); err != nil {
-		fatalf("%s: %v", filepath.Base(bin), err)
+		benchutil.Fatalf("%s: %v", filepath.Base(bin), err)
 	}
-	must(os.Rename(tmp, dir))
+	benchutil.Must(os.Rename(tmp, dir))
 	if filepath.Base(bin) != "promgen" {
-		must(os.WriteFile(dir+".txt", out.Bytes(), 0o644))
+		benchutil.Must(os.WriteFile(dir+".txt", out.Bytes(), 0o644))
 	}
 }
 
@@ -498,7 +500,7 @@ func exists(p string) bool {
 
 func readKV(path string) map[string]int64 {
 	f, err := os.Open(path)
-	must(err)
+	benchutil.Must(err)
 	defer f.Close()
 	kv := map[string]int64{}
 	sc := bufio.NewScanner(f)
@@ -550,13 +552,6 @@ func maxOf(rs []res, k string) float64 {
 	return m
 }
 
-func ratio(a, b float64) string {
-	if b <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1fx", a/b)
-}
-
 func kvString(kv map[string]string) string {
 	var keys []string
 	for k := range kv {
@@ -572,19 +567,6 @@ func kvString(kv map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// warm reads every file of dir once.
-func warm(dir string) {
-	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && info.Mode().IsRegular() {
-			if f, err := os.Open(p); err == nil {
-				io.Copy(io.Discard, f)
-				f.Close()
-			}
-		}
-		return nil
-	})
-}
-
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -595,53 +577,4 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-func memTotal() string {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return "? GiB"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return fmt.Sprintf("%.0f GiB RAM", kb/(1<<20))
-		}
-	}
-	return "? GiB"
-}
-
-func containsField(list, name string) bool {
-	for _, f := range strings.Split(list, ",") {
-		if strings.TrimSpace(f) == name {
-			return true
-		}
-	}
-	return false
-}
-
-func abs(p string) string {
-	a, err := filepath.Abs(p)
-	must(err)
-	return a
-}
-
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
-}
-
-func must(err error) {
-	if err != nil {
-		fatalf("%v", err)
-	}
-}
-
-func fatalf(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "blockbench: "+format+"\n", a...)
-	os.Exit(1)
 }

@@ -22,10 +22,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"ferrite.dev/interop/internal/benchutil"
 	"ferrite.dev/interop/internal/promtsdb"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,18 +75,19 @@ var (
 )
 
 func main() {
+	benchutil.Name = "replaybench"
 	flag.Parse()
 	if *flagPromdigest == "" || *flagPromgen == "" || *flagRunstat == "" {
-		fatalf("-promdigest, -promgen and -runstat are required (scripts/bench-replay builds and passes them)")
+		benchutil.Fatalf("-promdigest, -promgen and -runstat are required (scripts/bench-replay builds and passes them)")
 	}
 	if *flagRuns < 1 {
-		fatalf("-runs must be at least 1")
+		benchutil.Fatalf("-runs must be at least 1")
 	}
-	tools := []tool{{name: "prometheus", bin: abs(*flagPromdigest), args: []string{"--open-only"}}}
+	tools := []tool{{name: "prometheus", bin: benchutil.Abs(*flagPromdigest), args: []string{"--open-only"}}}
 	if !*flagPromOnly {
-		fb := abs(*flagFerrite)
+		fb := benchutil.Abs(*flagFerrite)
 		if _, err := os.Stat(fb); err != nil {
-			fatalf("no ferrite binary at %s (build it: cargo build --release -p ferrite; or use -prom-only)", fb)
+			benchutil.Fatalf("no ferrite binary at %s (build it: cargo build --release -p ferrite; or use -prom-only)", fb)
 		}
 		tools = append(tools, tool{name: "ferrite", bin: fb, args: []string{"tsdb", "digest", "--open-only"}, copy: true})
 	}
@@ -95,7 +96,7 @@ func main() {
 		cmdline = strings.Join(os.Args, " ")
 	}
 	if err := os.MkdirAll(*flagData, 0o755); err != nil {
-		fatalf("%v", err)
+		benchutil.Fatalf("%v", err)
 	}
 
 	type row struct {
@@ -106,16 +107,16 @@ func main() {
 	var rows []row
 	failed := false
 	for _, sh := range shapes {
-		if !containsField(*flagShapes, sh.name) {
+		if !benchutil.ContainsField(*flagShapes, sh.name) {
 			continue
 		}
 		src := ensureData(sh)
 		for _, scen := range []string{"full WAL replay", "normal restart"} {
 			prepared := filepath.Join(*flagData, "scratch", sh.name+"-"+strings.ReplaceAll(scen, " ", "-"))
 			os.RemoveAll(prepared)
-			must(promtsdb.CopyDir(src, prepared))
+			benchutil.Must(promtsdb.CopyDir(src, prepared))
 			if scen == "full WAL replay" {
-				must(os.RemoveAll(filepath.Join(prepared, "chunks_head")))
+				benchutil.Must(os.RemoveAll(filepath.Join(prepared, "chunks_head")))
 			}
 			r := row{shape: sh, scenario: scen, res: map[string][]run{}}
 			for i := 0; i < *flagRuns; i++ {
@@ -144,7 +145,7 @@ func main() {
 		line := fmt.Sprintf("| (%s) %d series x %d samples | %s | %.3f |", r.shape.name, r.shape.series, r.shape.samples, r.scenario, p.OpenS)
 		if f, ok := r.res["ferrite"]; ok {
 			fs := summarize(f)
-			line += fmt.Sprintf(" %.3f | %s | %.0f | %.0f | %s |", fs.OpenS, ratio(p.OpenS, fs.OpenS), p.MaxRSSMB, fs.MaxRSSMB, ratio(p.MaxRSSMB, fs.MaxRSSMB))
+			line += fmt.Sprintf(" %.3f | %s | %.0f | %.0f | %s |", fs.OpenS, benchutil.Ratio(p.OpenS, fs.OpenS), p.MaxRSSMB, fs.MaxRSSMB, benchutil.Ratio(p.MaxRSSMB, fs.MaxRSSMB))
 		} else {
 			line += fmt.Sprintf(" - | - | %.0f | - | - |", p.MaxRSSMB)
 		}
@@ -166,10 +167,10 @@ func main() {
 	fmt.Printf("open s: median of %d runs, as each tool reports its own open (Prometheus: tsdb.OpenDBReadOnly + head load, GOGC=75 as the server; Ferrite: Db::open). "+
 		"Peak RSS: max ru_maxrss over the runs. Speedup = Prometheus / Ferrite open s; RSS ratio = Prometheus / Ferrite peak RSS. "+
 		"Snappy WAL, 15 s interval, warm page cache.\n", *flagRuns)
-	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %s, %s/%s, %s.\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotal(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %s, %s/%s, %s.\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), benchutil.MemTotal(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 	fmt.Printf("Command: `%s`\n", cmdline)
 	if failed {
-		fatalf("series counts differ from the data (see ERROR lines above)")
+		benchutil.Fatalf("series counts differ from the data (see ERROR lines above)")
 	}
 }
 
@@ -183,14 +184,14 @@ func ensureData(sh shape) string {
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
 	fmt.Fprintf(os.Stderr, "generating %s with Prometheus (promgen)...\n", dir)
-	gen := exec.Command(abs(*flagPromgen), "--dir", tmp, "--series", fmt.Sprint(sh.series), "--samples", fmt.Sprint(sh.samples),
+	gen := exec.Command(benchutil.Abs(*flagPromgen), "--dir", tmp, "--series", fmt.Sprint(sh.series), "--samples", fmt.Sprint(sh.samples),
 		"--interval-ms", "15000", "--wal-compression", "snappy")
 	gen.Stdout = os.Stderr
 	gen.Stderr = os.Stderr
 	if err := gen.Run(); err != nil {
-		fatalf("promgen: %v", err)
+		benchutil.Fatalf("promgen: %v", err)
 	}
-	must(os.Rename(tmp, dir))
+	benchutil.Must(os.Rename(tmp, dir))
 	return dir
 }
 
@@ -200,26 +201,26 @@ func measure(tl tool, prepared string) run {
 	if tl.copy {
 		dir = prepared + "-" + tl.name
 		os.RemoveAll(dir)
-		must(promtsdb.CopyDir(prepared, dir))
+		benchutil.Must(promtsdb.CopyDir(prepared, dir))
 		defer os.RemoveAll(dir)
 	}
 	syscall.Sync()
-	warm(dir)
+	benchutil.Warm(dir)
 	statFile := filepath.Join(*flagData, "scratch", "runstat.json")
 	args := append([]string{"-o", statFile, tl.bin}, tl.args...)
 	args = append(args, dir)
-	cmd := exec.Command(abs(*flagRunstat), args...)
+	cmd := exec.Command(benchutil.Abs(*flagRunstat), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if err != nil {
-		fatalf("%s %s: %v\nstderr:\n%s", tl.bin, strings.Join(tl.args, " "), err, lastLines(stderr.String(), 20))
+		benchutil.Fatalf("%s %s: %v\nstderr:\n%s", tl.bin, strings.Join(tl.args, " "), err, benchutil.LastLines(stderr.String(), 20))
 	}
 	var r run
 	b, err := os.ReadFile(statFile)
-	must(err)
-	must(json.Unmarshal(b, &r))
+	benchutil.Must(err)
+	benchutil.Must(json.Unmarshal(b, &r))
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	for _, f := range strings.Fields(lines[len(lines)-1]) {
 		k, v, _ := strings.Cut(f, "=")
@@ -230,7 +231,7 @@ func measure(tl tool, prepared string) run {
 			r.Series, err = strconv.ParseInt(v, 10, 64)
 		}
 		if err != nil {
-			fatalf("%s: bad output line %q", tl.name, lines[len(lines)-1])
+			benchutil.Fatalf("%s: bad output line %q", tl.name, lines[len(lines)-1])
 		}
 	}
 	return r
@@ -248,73 +249,4 @@ func summarize(rs []run) run {
 		out.MaxRSSMB = max(out.MaxRSSMB, r.MaxRSSMB)
 	}
 	return out
-}
-
-func ratio(a, b float64) string {
-	if b == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1fx", a/b)
-}
-
-// warm reads every file of dir once.
-func warm(dir string) {
-	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && info.Mode().IsRegular() {
-			if f, err := os.Open(p); err == nil {
-				io.Copy(io.Discard, f)
-				f.Close()
-			}
-		}
-		return nil
-	})
-}
-
-func memTotal() string {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return "? GiB"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return fmt.Sprintf("%.0f GiB RAM", kb/(1<<20))
-		}
-	}
-	return "? GiB"
-}
-
-func containsField(list, name string) bool {
-	for _, f := range strings.Split(list, ",") {
-		if strings.TrimSpace(f) == name {
-			return true
-		}
-	}
-	return false
-}
-
-func abs(p string) string {
-	a, err := filepath.Abs(p)
-	must(err)
-	return a
-}
-
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
-}
-
-func must(err error) {
-	if err != nil {
-		fatalf("%v", err)
-	}
-}
-
-func fatalf(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "replaybench: "+format+"\n", a...)
-	os.Exit(1)
 }
