@@ -1,0 +1,631 @@
+//! From a request body to validated series.
+//!
+//! Decoding is total: any bytes give a value or a typed error, never a
+//! panic, and nothing is allocated from an untrusted length before it is
+//! checked (the snappy header against the size limit; protobuf lengths are
+//! bounded by the bytes present).
+//!
+//! Per-series rules, as Prometheus' receiver applies them (its handler, then
+//! the head appender):
+//!
+//! * labels are sorted by name; the set must contain `__name__`, every
+//!   name/value must pass [`ValidationScheme`] (Prometheus' receiver always
+//!   uses UTF-8 validation: names non-empty valid UTF-8, values valid UTF-8,
+//!   the metric name non-empty); then duplicate names are refused; then
+//!   labels with empty values are dropped (a `foo=""` label is "no foo").
+//!   An empty set fails the first check, so it never reaches the store.
+//! * 2.0 only: label refs must come in pairs and point into the symbols
+//!   table; a series needs at least one sample or histogram; exemplar refs
+//!   are checked the same way (a bad exemplar is dropped, not its series).
+//!
+//! A refused series does not fail the request: 1.0 drops it silently, 2.0
+//! writes the rest and answers 400 listing every problem (the spec's
+//! partial write). [`WriteRequest::verdict`] encodes that.
+
+use ferrite_tsdb::labels::{Label, Labels, METRIC_NAME};
+use prost::Message;
+
+use crate::proto::{v1, v2};
+use crate::response::WriteStats;
+use crate::text::labels_string;
+use crate::{DecodeOptions, MessageType, RequestError, SNAPPY_ENCODING};
+
+/// How metric and label names are validated (Prometheus' `model.ValidationScheme`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValidationScheme {
+    /// Any non-empty valid UTF-8 (Prometheus v3's default, and what its
+    /// remote write receiver always uses).
+    #[default]
+    Utf8,
+    /// `[a-zA-Z_:][a-zA-Z0-9_:]*` metric names, `[a-zA-Z_][a-zA-Z0-9_]*` label names.
+    Legacy,
+}
+
+impl ValidationScheme {
+    pub fn is_valid_metric_name(self, n: &[u8]) -> bool {
+        match self {
+            ValidationScheme::Utf8 => !n.is_empty() && std::str::from_utf8(n).is_ok(),
+            ValidationScheme::Legacy => {
+                !n.is_empty()
+                    && n.iter().enumerate().all(|(i, &b)| {
+                        b.is_ascii_alphabetic()
+                            || b == b'_'
+                            || b == b':'
+                            || (i > 0 && b.is_ascii_digit())
+                    })
+            }
+        }
+    }
+
+    pub fn is_valid_label_name(self, n: &[u8]) -> bool {
+        match self {
+            ValidationScheme::Utf8 => !n.is_empty() && std::str::from_utf8(n).is_ok(),
+            ValidationScheme::Legacy => is_legacy_label_name(n),
+        }
+    }
+}
+
+pub(crate) fn is_legacy_label_name(n: &[u8]) -> bool {
+    !n.is_empty()
+        && n.iter()
+            .enumerate()
+            .all(|(i, &b)| b.is_ascii_alphabetic() || b == b'_' || (i > 0 && b.is_ascii_digit()))
+}
+
+/// A float sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub timestamp: i64,
+    pub value: f64,
+    /// 2.0's `start_timestamp` (formerly "created timestamp"); 0 = not set,
+    /// and always 0 for 1.0.
+    pub start_timestamp: i64,
+}
+
+/// An exemplar attached to a series. Labels are sorted with empty values
+/// dropped (as the head does before storing one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exemplar {
+    pub labels: Labels,
+    pub value: f64,
+    pub timestamp: i64,
+}
+
+/// Prometheus' metric types (`model.MetricType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MetricType {
+    #[default]
+    Unknown,
+    Counter,
+    Gauge,
+    Histogram,
+    GaugeHistogram,
+    Summary,
+    Info,
+    Stateset,
+}
+
+impl MetricType {
+    /// From either proto enum (both number the types alike); unknown numbers
+    /// are `Unknown`, as in Prometheus.
+    pub fn from_proto(v: i32) -> MetricType {
+        match v {
+            1 => MetricType::Counter,
+            2 => MetricType::Gauge,
+            3 => MetricType::Histogram,
+            4 => MetricType::GaugeHistogram,
+            5 => MetricType::Summary,
+            6 => MetricType::Info,
+            7 => MetricType::Stateset,
+            _ => MetricType::Unknown,
+        }
+    }
+
+    /// Prometheus' spelling (`counter`, `gaugehistogram`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricType::Unknown => "unknown",
+            MetricType::Counter => "counter",
+            MetricType::Gauge => "gauge",
+            MetricType::Histogram => "histogram",
+            MetricType::GaugeHistogram => "gaugehistogram",
+            MetricType::Summary => "summary",
+            MetricType::Info => "info",
+            MetricType::Stateset => "stateset",
+        }
+    }
+}
+
+/// Metric metadata: 1.0 sends it per metric family (request level), 2.0 per
+/// series (then `metric_family` is empty). Text that is not UTF-8 is
+/// converted lossily (Prometheus keeps the bytes; it only stores metadata).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetricMetadata {
+    pub metric_family: String,
+    pub kind: MetricType,
+    pub help: String,
+    pub unit: String,
+}
+
+/// A series that passed validation, with what to append to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Sorted, unique names, no empty values, contains `__name__`.
+    pub labels: Labels,
+    pub samples: Vec<Sample>,
+    pub exemplars: Vec<Exemplar>,
+    /// Native histogram samples received for this series; they are not
+    /// stored yet (each series with some has a
+    /// [`SeriesError::NativeHistogramsUnsupported`] in the request).
+    pub histograms: usize,
+    /// 2.0: the series' metadata (all-default when the sender sent none).
+    /// 1.0: `None` (see [`WriteRequest::metadata`]).
+    pub metadata: Option<MetricMetadata>,
+}
+
+/// A problem with one series (or its exemplars/histograms). `Display` is the
+/// text Prometheus' 2.0 receiver puts in its 400 answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeriesError {
+    #[error("parsing labels for series {refs}: invalid labelRefs length {len}")]
+    LabelRefsLength { refs: String, len: usize },
+    #[error("parsing labels for series {refs}: labelRefs {name_ref} (name) = {value_ref} (value) outside of symbols table (size {symbols})")]
+    LabelRefsOutOfRange {
+        refs: String,
+        name_ref: u32,
+        value_ref: u32,
+        symbols: usize,
+    },
+    /// Prometheus indexes the symbols table unchecked here (and panics).
+    #[error("parsing metadata for series {refs}: help_ref {help_ref} or unit_ref {unit_ref} outside of symbols table (size {symbols})")]
+    MetadataRefsOutOfRange {
+        refs: String,
+        help_ref: u32,
+        unit_ref: u32,
+        symbols: usize,
+    },
+    #[error("invalid metric name or labels, got {labels}")]
+    InvalidLabels { labels: String },
+    #[error("invalid labels for series, labels {labels}, duplicated label {name}")]
+    DuplicateLabel { labels: String, name: String },
+    #[error("TimeSeries must contain at least one sample or histogram for series {labels}")]
+    NoSamples { labels: String },
+    #[error("parsing exemplar for series {labels}: {reason}")]
+    ExemplarRefs { labels: String, reason: String },
+    /// Ferrite's own: histogram samples are refused until the head stores them.
+    #[error("native histograms are not supported yet: {count} histogram samples refused for series {labels}")]
+    NativeHistogramsUnsupported { labels: String, count: usize },
+}
+
+impl SeriesError {
+    /// Whether the whole series was refused (versus some of its data).
+    pub fn refuses_series(&self) -> bool {
+        !matches!(
+            self,
+            SeriesError::ExemplarRefs { .. } | SeriesError::NativeHistogramsUnsupported { .. }
+        )
+    }
+}
+
+/// What the server should do with a decoded request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Append every series; answer [`crate::SUCCESS_STATUS`] (204).
+    Accept,
+    /// 2.0: append every series (the valid part), then answer 400 with this
+    /// message (problems joined by `\n`, as Go's `errors.Join`).
+    PartialWrite(String),
+    /// 1.0 only: append nothing, answer 400 with this message. 1.0 has no
+    /// partial writes: Prometheus rolls the whole request back when an
+    /// append fails, which is what refusing histogram samples amounts to.
+    Refuse(String),
+}
+
+/// A decoded, validated request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WriteRequest {
+    /// `None` only for a default-constructed value.
+    pub message: Option<MessageType>,
+    /// Valid series in request order (2.0 may repeat a label set).
+    pub series: Vec<Series>,
+    /// Problems, in request order.
+    pub errors: Vec<SeriesError>,
+    /// 1.0's request-level metadata (2.0 has it per series).
+    pub metadata: Vec<MetricMetadata>,
+    /// Float and histogram samples in refused series (Prometheus counts
+    /// these in `prometheus_api_remote_write_invalid_labels_samples_total`).
+    pub invalid_label_samples: usize,
+}
+
+impl WriteRequest {
+    /// What Prometheus' rules make of [`WriteRequest::errors`].
+    pub fn verdict(&self) -> Verdict {
+        if self.errors.is_empty() {
+            return Verdict::Accept;
+        }
+        match self.message {
+            Some(MessageType::V2) => Verdict::PartialWrite(join(self.errors.iter())),
+            _ => {
+                // 1.0: bad series are dropped without a word; only refused
+                // histograms fail the request.
+                let refused: Vec<_> = self
+                    .errors
+                    .iter()
+                    .filter(|e| matches!(e, SeriesError::NativeHistogramsUnsupported { .. }))
+                    .collect();
+                if refused.is_empty() {
+                    Verdict::Accept
+                } else {
+                    Verdict::Refuse(join(refused.into_iter()))
+                }
+            }
+        }
+    }
+
+    /// The 2.0 response counts if every sample and exemplar appends.
+    pub fn stats(&self) -> WriteStats {
+        WriteStats {
+            samples: self.series.iter().map(|s| s.samples.len()).sum(),
+            histograms: 0,
+            exemplars: self.series.iter().map(|s| s.exemplars.len()).sum(),
+        }
+    }
+
+    /// Float samples to append.
+    pub fn sample_count(&self) -> usize {
+        self.series.iter().map(|s| s.samples.len()).sum()
+    }
+
+    /// Exemplars to append.
+    pub fn exemplar_count(&self) -> usize {
+        self.series.iter().map(|s| s.exemplars.len()).sum()
+    }
+
+    /// Metadata entries (1.0 request level, or 2.0 series that carry any).
+    pub fn metadata_count(&self) -> usize {
+        self.metadata.len()
+            + self
+                .series
+                .iter()
+                .filter(|s| {
+                    s.metadata
+                        .as_ref()
+                        .is_some_and(|m| *m != MetricMetadata::default())
+                })
+                .count()
+    }
+}
+
+fn join<'a>(errs: impl Iterator<Item = &'a SeriesError>) -> String {
+    errs.map(|e| e.to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// Decodes a whole request from its headers (`None` = absent) and body,
+/// checking in Prometheus' order: encoding, snappy, content type, accepted
+/// message, protobuf.
+pub fn decode_request(
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    body: &[u8],
+    opts: &DecodeOptions,
+) -> Result<WriteRequest, RequestError> {
+    if let Some(enc) = content_encoding {
+        if !enc.is_empty() && enc != SNAPPY_ENCODING {
+            return Err(RequestError::UnsupportedEncoding(enc.to_owned()));
+        }
+    }
+    let raw = decompress(body, opts.max_decoded_size)?;
+    let message = MessageType::from_content_type(content_type)?;
+    if !opts.accepted.contains(message) {
+        return Err(RequestError::not_accepted(message, opts.accepted));
+    }
+    Ok(match message {
+        MessageType::V1 => convert_v1(&decode_v1(&raw)?, opts.validation),
+        MessageType::V2 => convert_v2(&decode_v2(&raw)?, opts.validation),
+    })
+}
+
+/// Snappy block format, as Go's `snappy.Decode`, refusing bodies whose
+/// header announces more than `limit` bytes before decompressing.
+pub fn decompress(body: &[u8], limit: usize) -> Result<Vec<u8>, RequestError> {
+    // The header is a Go uvarint; Go refuses an empty body and lengths
+    // above 2^32-1 as corrupt (snap would accept the empty body).
+    let len = uvarint(body).ok_or(RequestError::Snappy)?;
+    if len > u64::from(u32::MAX) {
+        return Err(RequestError::Snappy);
+    }
+    if len > limit as u64 {
+        return Err(RequestError::TooLarge { size: len, limit });
+    }
+    snap::raw::Decoder::new()
+        .decompress_vec(body)
+        .map_err(|_| RequestError::Snappy)
+}
+
+/// Go's `binary.Uvarint`, `None` where it reports n <= 0.
+fn uvarint(b: &[u8]) -> Option<u64> {
+    let mut x = 0u64;
+    for (i, &c) in b.iter().enumerate().take(10) {
+        if c < 0x80 {
+            if i == 9 && c > 1 {
+                return None;
+            }
+            return Some(x | u64::from(c) << (7 * i));
+        }
+        x |= u64::from(c & 0x7f) << (7 * i);
+    }
+    None
+}
+
+/// The protobuf of a 1.0 request (already decompressed).
+pub fn decode_v1(raw: &[u8]) -> Result<v1::WriteRequest, RequestError> {
+    v1::WriteRequest::decode(raw).map_err(|e| RequestError::Protobuf {
+        message: MessageType::V1,
+        reason: e.to_string(),
+    })
+}
+
+/// The protobuf of a 2.0 request (already decompressed).
+pub fn decode_v2(raw: &[u8]) -> Result<v2::Request, RequestError> {
+    v2::Request::decode(raw).map_err(|e| RequestError::Protobuf {
+        message: MessageType::V2,
+        reason: e.to_string(),
+    })
+}
+
+/// Sorts and validates raw labels; `Err` is the series' problem.
+fn validate(raw: &mut [(&[u8], &[u8])], scheme: ValidationScheme) -> Result<Labels, SeriesError> {
+    // Stable, like Go's insertion sort for the small sets series have.
+    raw.sort_by(|a, b| a.0.cmp(b.0));
+    let has_name = raw.iter().any(|(n, _)| *n == METRIC_NAME.as_bytes());
+    let valid = raw.iter().all(|(n, v)| {
+        (*n != METRIC_NAME.as_bytes() || scheme.is_valid_metric_name(v))
+            && scheme.is_valid_label_name(n)
+            && std::str::from_utf8(v).is_ok()
+    });
+    if !has_name || !valid {
+        return Err(SeriesError::InvalidLabels {
+            labels: labels_string(raw),
+        });
+    }
+    if let Some(w) = raw.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(SeriesError::DuplicateLabel {
+            labels: labels_string(raw),
+            name: String::from_utf8_lossy(w[0].0).into_owned(),
+        });
+    }
+    let v = raw
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(n, v)| Label {
+            // Both are valid UTF-8 here (checked above).
+            name: String::from_utf8_lossy(n).into_owned(),
+            value: String::from_utf8_lossy(v).into_owned(),
+        })
+        .collect();
+    Ok(Labels::from_sorted(v))
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Exemplar labels as Prometheus keeps them: stable-sorted by name only
+/// (duplicates stay, in request order), empty values dropped.
+fn exemplar_labels(pairs: &[(&[u8], &[u8])]) -> Labels {
+    let mut v: Vec<Label> = pairs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(n, v)| Label {
+            name: lossy(n),
+            value: lossy(v),
+        })
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    Labels::from_sorted(v)
+}
+
+/// Converts a decoded 1.0 request.
+pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequest {
+    let mut out = WriteRequest {
+        message: Some(MessageType::V1),
+        ..Default::default()
+    };
+    let mut raw: Vec<(&[u8], &[u8])> = Vec::new();
+    for ts in &req.timeseries {
+        raw.clear();
+        raw.extend(ts.labels.iter().map(|l| (&l.name[..], &l.value[..])));
+        let labels = match validate(&mut raw, scheme) {
+            Ok(l) => l,
+            Err(e) => {
+                out.invalid_label_samples += ts.samples.len() + ts.histograms.len();
+                out.errors.push(e);
+                continue;
+            }
+        };
+        let samples = ts
+            .samples
+            .iter()
+            .map(|s| Sample {
+                timestamp: s.timestamp,
+                value: s.value,
+                start_timestamp: 0,
+            })
+            .collect();
+        let exemplars = ts
+            .exemplars
+            .iter()
+            .map(|e| {
+                let pairs: Vec<(&[u8], &[u8])> = e
+                    .labels
+                    .iter()
+                    .map(|l| (&l.name[..], &l.value[..]))
+                    .collect();
+                Exemplar {
+                    labels: exemplar_labels(&pairs),
+                    value: e.value,
+                    timestamp: e.timestamp,
+                }
+            })
+            .collect();
+        if !ts.histograms.is_empty() {
+            out.errors.push(SeriesError::NativeHistogramsUnsupported {
+                labels: labels_string(&raw),
+                count: ts.histograms.len(),
+            });
+        }
+        out.series.push(Series {
+            labels,
+            samples,
+            exemplars,
+            histograms: ts.histograms.len(),
+            metadata: None,
+        });
+    }
+    out.metadata = req
+        .metadata
+        .iter()
+        .map(|m| MetricMetadata {
+            metric_family: lossy(&m.metric_family_name),
+            kind: MetricType::from_proto(m.r#type),
+            help: lossy(&m.help),
+            unit: lossy(&m.unit),
+        })
+        .collect();
+    out
+}
+
+/// Go's `%v` of a `[]uint32`: `[1 2 3]`.
+fn refs_string(refs: &[u32]) -> String {
+    let v: Vec<String> = refs.iter().map(u32::to_string).collect();
+    format!("[{}]", v.join(" "))
+}
+
+/// Resolves label refs against the symbols table.
+fn desymbolize<'a>(
+    refs: &[u32],
+    symbols: &'a [Vec<u8>],
+    out: &mut Vec<(&'a [u8], &'a [u8])>,
+) -> Result<(), (u32, u32)> {
+    out.clear();
+    for p in refs.chunks_exact(2) {
+        let (n, v) = (p[0], p[1]);
+        match (symbols.get(n as usize), symbols.get(v as usize)) {
+            (Some(n), Some(v)) => out.push((n, v)),
+            _ => return Err((n, v)),
+        }
+    }
+    Ok(())
+}
+
+/// Converts a decoded 2.0 request.
+pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
+    let mut out = WriteRequest {
+        message: Some(MessageType::V2),
+        ..Default::default()
+    };
+    let symbols = &req.symbols;
+    let mut raw: Vec<(&[u8], &[u8])> = Vec::new();
+    let mut ex_raw: Vec<(&[u8], &[u8])> = Vec::new();
+    for ts in &req.timeseries {
+        let bad_series = ts.samples.len() + ts.histograms.len();
+        if ts.labels_refs.len() % 2 != 0 {
+            out.invalid_label_samples += bad_series;
+            out.errors.push(SeriesError::LabelRefsLength {
+                refs: refs_string(&ts.labels_refs),
+                len: ts.labels_refs.len(),
+            });
+            continue;
+        }
+        if let Err((name_ref, value_ref)) = desymbolize(&ts.labels_refs, symbols, &mut raw) {
+            out.invalid_label_samples += bad_series;
+            out.errors.push(SeriesError::LabelRefsOutOfRange {
+                refs: refs_string(&ts.labels_refs),
+                name_ref,
+                value_ref,
+                symbols: symbols.len(),
+            });
+            continue;
+        }
+        let md = ts.metadata.unwrap_or_default();
+        let (Some(help), Some(unit)) = (
+            symbols.get(md.help_ref as usize),
+            symbols.get(md.unit_ref as usize),
+        ) else {
+            out.invalid_label_samples += bad_series;
+            out.errors.push(SeriesError::MetadataRefsOutOfRange {
+                refs: refs_string(&ts.labels_refs),
+                help_ref: md.help_ref,
+                unit_ref: md.unit_ref,
+                symbols: symbols.len(),
+            });
+            continue;
+        };
+        let labels = match validate(&mut raw, scheme) {
+            Ok(l) => l,
+            Err(e) => {
+                out.invalid_label_samples += bad_series;
+                out.errors.push(e);
+                continue;
+            }
+        };
+        // Prometheus prints the set before empty values are dropped.
+        let ls = || labels_string(&raw);
+        if ts.samples.is_empty() && ts.histograms.is_empty() {
+            out.errors.push(SeriesError::NoSamples { labels: ls() });
+            continue;
+        }
+        let samples = ts
+            .samples
+            .iter()
+            .map(|s| Sample {
+                timestamp: s.timestamp,
+                value: s.value,
+                start_timestamp: s.start_timestamp,
+            })
+            .collect();
+        if !ts.histograms.is_empty() {
+            out.errors.push(SeriesError::NativeHistogramsUnsupported {
+                labels: ls(),
+                count: ts.histograms.len(),
+            });
+        }
+        let mut exemplars = Vec::with_capacity(ts.exemplars.len());
+        for e in &ts.exemplars {
+            let res = if e.labels_refs.len() % 2 != 0 {
+                Err(format!("invalid labelRefs length {}", e.labels_refs.len()))
+            } else {
+                desymbolize(&e.labels_refs, symbols, &mut ex_raw).map_err(|(n, v)| {
+                    format!(
+                        "labelRefs {n} (name) = {v} (value) outside of symbols table (size {})",
+                        symbols.len()
+                    )
+                })
+            };
+            match res {
+                Ok(()) => exemplars.push(Exemplar {
+                    labels: exemplar_labels(&ex_raw),
+                    value: e.value,
+                    timestamp: e.timestamp,
+                }),
+                Err(reason) => out.errors.push(SeriesError::ExemplarRefs {
+                    labels: ls(),
+                    reason,
+                }),
+            }
+        }
+        out.series.push(Series {
+            labels,
+            samples,
+            exemplars,
+            histograms: ts.histograms.len(),
+            metadata: Some(MetricMetadata {
+                metric_family: String::new(),
+                kind: MetricType::from_proto(md.r#type),
+                help: lossy(help),
+                unit: lossy(unit),
+            }),
+        });
+    }
+    out
+}
