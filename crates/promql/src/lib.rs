@@ -1,1 +1,49 @@
-//! PromQL evaluation.
+//! PromQL evaluation with Prometheus v3.9 semantics, over float samples.
+//!
+//! Where things are:
+//! - [`storage`]: the [`Queryable`]/[`Querier`] traits the engine reads
+//!   through, and [`MemStorage`], an in-memory implementation;
+//! - [`engine`]: parsing (with `promql-parser`) and evaluation of instant and
+//!   range queries; [`functions`], [`aggregate`], [`binary`] hold the parts;
+//! - [`promqltest`]: a runner for Prometheus' own `.test` files.
+//!
+//! Evaluation is step-vectorised: every expression is evaluated once for all
+//! steps of a query, each selector selecting its series once over the span
+//! its steps need. Native histograms are not supported.
+
+pub mod aggregate;
+pub mod binary;
+pub mod engine;
+pub mod functions;
+pub mod promqltest;
+pub mod storage;
+pub mod value;
+
+pub use engine::{Engine, EngineOptions, QueryResult};
+pub use storage::{
+    is_stale_nan, Labels, MatchType, Matcher, MemStorage, Querier, Queryable, SelectHints, Series,
+    StorageError, STALE_NAN,
+};
+pub use value::{Sample, SeriesResult, Value};
+
+/// Errors of parsing and evaluating a query. Texts are Prometheus' where it
+/// has one, since clients (and the conformance tests) compare them.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Parse(String),
+    #[error("query timed out in {0}")]
+    Timeout(&'static str),
+    #[error("query processing would load too many samples into memory in {0}")]
+    TooManySamples(&'static str),
+    #[error("{0}")]
+    Eval(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn eval_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Eval(msg.into()))
+}

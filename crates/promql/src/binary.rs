@@ -1,0 +1,483 @@
+//! Binary operators: arithmetic, comparison (with and without `bool`) and
+//! set operators, with Prometheus' vector matching.
+//!
+//! Matching compares "signatures": with `on(l...)` the values of those
+//! labels, otherwise all labels except the `ignoring` ones and `__name__`.
+//! The "one" side of a match must be unique per signature; with
+//! `group_left`/`group_right` the "many" side's results must still be unique.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
+
+use crate::engine::{Ev, Evaluator, Samp};
+use crate::storage::{Labels, METRIC_NAME};
+use crate::{eval_err, Result};
+
+/// Binary operators, by their PromQL spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+    Atan2,
+    Eq,
+    Ne,
+    Gt,
+    Lt,
+    Ge,
+    Le,
+    And,
+    Or,
+    Unless,
+}
+
+impl Op {
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "+" => Op::Add,
+            "-" => Op::Sub,
+            "*" => Op::Mul,
+            "/" => Op::Div,
+            "%" => Op::Mod,
+            "^" => Op::Pow,
+            "atan2" => Op::Atan2,
+            "==" => Op::Eq,
+            "!=" => Op::Ne,
+            ">" => Op::Gt,
+            "<" => Op::Lt,
+            ">=" => Op::Ge,
+            "<=" => Op::Le,
+            "and" => Op::And,
+            "or" => Op::Or,
+            "unless" => Op::Unless,
+            _ => return None,
+        })
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(self, Op::Eq | Op::Ne | Op::Gt | Op::Lt | Op::Ge | Op::Le)
+    }
+
+    pub fn is_set(self) -> bool {
+        matches!(self, Op::And | Op::Or | Op::Unless)
+    }
+
+    /// Whether the result measures something else (the name must go).
+    pub fn is_arithmetic(self) -> bool {
+        !self.is_comparison() && !self.is_set()
+    }
+}
+
+/// Arithmetic on two floats, or for comparisons whether it holds.
+pub fn arith(op: Op, l: f64, r: f64) -> f64 {
+    match op {
+        Op::Add => l + r,
+        Op::Sub => l - r,
+        Op::Mul => l * r,
+        Op::Div => l / r,
+        Op::Mod => l % r,
+        Op::Pow => l.powf(r),
+        Op::Atan2 => l.atan2(r),
+        Op::Eq => bool_f(l == r),
+        Op::Ne => bool_f(l != r),
+        Op::Gt => bool_f(l > r),
+        Op::Lt => bool_f(l < r),
+        Op::Ge => bool_f(l >= r),
+        Op::Le => bool_f(l <= r),
+        Op::And | Op::Or | Op::Unless => f64::NAN,
+    }
+}
+
+fn bool_f(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// An element operation: the value and whether the sample is kept
+/// (comparisons filter, keeping the left value).
+fn elem(op: Op, l: f64, r: f64) -> (f64, bool) {
+    if op.is_comparison() {
+        (l, arith(op, l, r) == 1.0)
+    } else {
+        (arith(op, l, r), true)
+    }
+}
+
+/// How two vectors match.
+#[derive(Clone, Debug)]
+pub struct Matching {
+    pub card: Card,
+    /// `on` (true) or `ignoring` (false) of `labels`.
+    pub on: bool,
+    pub labels: Vec<String>,
+    /// `group_left`/`group_right` extra labels.
+    pub include: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Card {
+    OneToOne,
+    ManyToOne,
+    OneToMany,
+    ManyToMany,
+}
+
+impl Matching {
+    /// The matching signature of a label set.
+    pub fn signature(&self, ls: &Labels) -> Vec<(String, String)> {
+        self.match_labels(ls)
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The labels that take part in matching (Prometheus' `MatchLabels`).
+    pub fn match_labels(&self, ls: &Labels) -> Labels {
+        Labels::new(
+            ls.iter()
+                .filter(|(n, _)| {
+                    if self.on {
+                        self.labels.iter().any(|l| l == n)
+                    } else {
+                        *n != METRIC_NAME && !self.labels.iter().any(|l| l == n)
+                    }
+                })
+                .map(|(n, v)| (n.to_string(), v.to_string())),
+        )
+    }
+}
+
+fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
+    let mut m = Matching {
+        card: if op.is_set() {
+            Card::ManyToMany
+        } else {
+            Card::OneToOne
+        },
+        on: false,
+        labels: Vec::new(),
+        include: Vec::new(),
+    };
+    if let Some(modifier) = &be.modifier {
+        match &modifier.card {
+            VectorMatchCardinality::OneToOne => {}
+            VectorMatchCardinality::ManyToMany => m.card = Card::ManyToMany,
+            VectorMatchCardinality::ManyToOne(ls) => {
+                m.card = Card::ManyToOne;
+                m.include = ls.labels.clone();
+            }
+            VectorMatchCardinality::OneToMany(ls) => {
+                m.card = Card::OneToMany;
+                m.include = ls.labels.clone();
+            }
+        }
+        if op.is_set() {
+            m.card = Card::ManyToMany;
+        }
+        match &modifier.matching {
+            Some(LabelModifier::Include(ls)) => {
+                m.on = true;
+                m.labels = ls.labels.clone();
+            }
+            Some(LabelModifier::Exclude(ls)) => m.labels = ls.labels.clone(),
+            None => {}
+        }
+    }
+    m
+}
+
+pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Result<Ev> {
+    let op_str = be.op.to_string();
+    let Some(op) = Op::parse(&op_str) else {
+        return eval_err(format!("operator {op_str:?} not supported"));
+    };
+    let return_bool = be.modifier.as_ref().is_some_and(|m| m.return_bool);
+    let lhs = ev.eval(&be.lhs, ts)?;
+    let rhs = ev.eval(&be.rhs, ts)?;
+    match (lhs, rhs) {
+        (Ev::Scalar(a), Ev::Scalar(b)) => Ok(Ev::Scalar(
+            a.iter().zip(&b).map(|(&l, &r)| arith(op, l, r)).collect(),
+        )),
+        (Ev::Vector(v), Ev::Scalar(s)) => Ok(Ev::Vector(
+            v.into_iter()
+                .zip(s)
+                .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool))
+                .collect(),
+        )),
+        (Ev::Scalar(s), Ev::Vector(v)) => Ok(Ev::Vector(
+            v.into_iter()
+                .zip(s)
+                .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool))
+                .collect(),
+        )),
+        (Ev::Vector(l), Ev::Vector(r)) => {
+            let m = matching_of(be, op);
+            let mut out = Vec::with_capacity(ts.len());
+            for (lv, rv) in l.into_iter().zip(r) {
+                ev.check_deadline()?;
+                out.push(match op {
+                    Op::And => set_and(lv, &rv, &m, true),
+                    Op::Unless => set_and(lv, &rv, &m, false),
+                    Op::Or => set_or(lv, rv, &m),
+                    _ => vector_vector(op, lv, rv, &m, return_bool)?,
+                });
+            }
+            Ok(Ev::Vector(out))
+        }
+        (l, r) => eval_err(format!(
+            "binary expression must contain only scalar and instant vector types, got {} and {}",
+            l.type_name(),
+            r.type_name()
+        )),
+    }
+}
+
+/// A vector with a scalar; `swap` when the scalar is on the left.
+pub(crate) fn vector_scalar(
+    op: Op,
+    vec: Vec<Samp>,
+    s: f64,
+    swap: bool,
+    return_bool: bool,
+) -> Vec<Samp> {
+    let mut out = Vec::with_capacity(vec.len());
+    for mut smp in vec {
+        let (l, r) = if swap { (s, smp.f) } else { (smp.f, s) };
+        let (mut val, mut keep) = elem(op, l, r);
+        if op.is_comparison() && swap {
+            val = r;
+        }
+        if return_bool {
+            val = bool_f(keep);
+            keep = true;
+        }
+        if keep {
+            smp.f = val;
+            if op.is_arithmetic() || return_bool {
+                smp.drop_name = true;
+            }
+            out.push(smp);
+        }
+    }
+    out
+}
+
+fn set_and(lhs: Vec<Samp>, rhs: &[Samp], m: &Matching, keep_matching: bool) -> Vec<Samp> {
+    let sigs: HashSet<Vec<(String, String)>> = rhs.iter().map(|s| m.signature(&s.labels)).collect();
+    lhs.into_iter()
+        .filter(|s| sigs.contains(&m.signature(&s.labels)) == keep_matching)
+        .collect()
+}
+
+fn set_or(mut lhs: Vec<Samp>, rhs: Vec<Samp>, m: &Matching) -> Vec<Samp> {
+    let sigs: HashSet<Vec<(String, String)>> = lhs.iter().map(|s| m.signature(&s.labels)).collect();
+    lhs.extend(
+        rhs.into_iter()
+            .filter(|s| !sigs.contains(&m.signature(&s.labels))),
+    );
+    lhs
+}
+
+fn vector_vector(
+    op: Op,
+    lhs: Vec<Samp>,
+    rhs: Vec<Samp>,
+    m: &Matching,
+    return_bool: bool,
+) -> Result<Vec<Samp>> {
+    if lhs.is_empty() || rhs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (lhs, rhs) = if m.card == Card::OneToMany {
+        (rhs, lhs)
+    } else {
+        (lhs, rhs)
+    };
+    // The "one" side, by signature.
+    let mut right: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+    for (i, rs) in rhs.iter().enumerate() {
+        let sig = m.signature(&rs.labels);
+        if let Some(&j) = right.get(&sig) {
+            let side = if m.card == Card::OneToMany {
+                "left"
+            } else {
+                "right"
+            };
+            let (mut a, mut b) = (rs.labels.to_string(), rhs[j].labels.to_string());
+            if a > b {
+                std::mem::swap(&mut a, &mut b);
+            }
+            return eval_err(format!(
+                "found duplicate series for the match group {} on the {side} hand-side of the operation: [{a}, {b}];many-to-many matching not allowed: matching labels must be unique on one side",
+                m.match_labels(&rs.labels)
+            ));
+        }
+        right.insert(sig, i);
+    }
+    let mut matched_one: HashSet<Vec<(String, String)>> = HashSet::new();
+    let mut matched_many: HashMap<Vec<(String, String)>, HashSet<Labels>> = HashMap::new();
+    let mut cache: HashMap<(usize, usize), Arc<Labels>> = HashMap::new();
+    let mut out = Vec::new();
+    for (li, ls) in lhs.iter().enumerate() {
+        let sig = m.signature(&ls.labels);
+        let Some(&ri) = right.get(&sig) else { continue };
+        let rs = &rhs[ri];
+        let (fl, fr) = if m.card == Card::OneToMany {
+            (rs.f, ls.f)
+        } else {
+            (ls.f, rs.f)
+        };
+        let (mut val, keep) = elem(op, fl, fr);
+        if return_bool {
+            val = bool_f(keep);
+        }
+        let metric = cache
+            .entry((li, ri))
+            .or_insert_with(|| Arc::new(result_metric(&ls.labels, &rs.labels, op, m)))
+            .clone();
+        if m.card == Card::OneToOne {
+            if !matched_one.insert(sig) {
+                return eval_err("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+            }
+        } else if !matched_many
+            .entry(sig)
+            .or_default()
+            .insert((*metric).clone())
+        {
+            return eval_err(
+                "multiple matches for labels: grouping labels must ensure unique matches",
+            );
+        }
+        if !keep && !return_bool {
+            continue;
+        }
+        out.push(Samp {
+            labels: metric,
+            f: val,
+            drop_name: return_bool,
+        });
+    }
+    Ok(out)
+}
+
+/// The labels of a vector-vector result.
+pub fn result_metric(lhs: &Labels, rhs: &Labels, op: Op, m: &Matching) -> Labels {
+    let mut l = lhs.clone();
+    if op.is_arithmetic() {
+        l.drop_metric_name();
+    }
+    if m.card == Card::OneToOne {
+        if m.on {
+            l.keep(&m.labels);
+        } else {
+            for n in &m.labels {
+                l.remove(n);
+            }
+        }
+    }
+    for n in &m.include {
+        l.set(n, rhs.get(n));
+    }
+    l
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samp(pairs: &[(&str, &str)], f: f64) -> Samp {
+        Samp {
+            labels: Arc::new(Labels::from_pairs(pairs)),
+            f,
+            drop_name: false,
+        }
+    }
+
+    fn one_to_one(on: bool, labels: &[&str]) -> Matching {
+        Matching {
+            card: Card::OneToOne,
+            on,
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+            include: vec![],
+        }
+    }
+
+    #[test]
+    fn one_to_one_ignores_name() {
+        let l = vec![samp(&[("__name__", "a"), ("i", "1")], 10.0)];
+        let r = vec![samp(&[("__name__", "b"), ("i", "1")], 3.0)];
+        let out = vector_vector(Op::Sub, l, r, &one_to_one(false, &[]), false).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].f, 7.0);
+        assert_eq!(*out[0].labels, Labels::from_pairs(&[("i", "1")]));
+    }
+
+    #[test]
+    fn duplicate_on_one_side_is_an_error() {
+        let l = vec![samp(&[("__name__", "a"), ("i", "1")], 1.0)];
+        let r = vec![
+            samp(&[("__name__", "b"), ("i", "1"), ("j", "x")], 1.0),
+            samp(&[("__name__", "b"), ("i", "1"), ("j", "y")], 1.0),
+        ];
+        let err = vector_vector(Op::Add, l, r, &one_to_one(true, &["i"]), false).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "found duplicate series for the match group {i=\"1\"} on the right hand-side"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn group_left_copies_include_labels() {
+        let l = vec![
+            samp(&[("__name__", "a"), ("i", "1"), ("k", "p")], 2.0),
+            samp(&[("__name__", "a"), ("i", "1"), ("k", "q")], 4.0),
+        ];
+        let r = vec![samp(&[("__name__", "info"), ("i", "1"), ("v", "z")], 1.0)];
+        let m = Matching {
+            card: Card::ManyToOne,
+            on: true,
+            labels: vec!["i".into()],
+            include: vec!["v".into()],
+        };
+        let out = vector_vector(Op::Mul, l, r, &m, false).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            *out[0].labels,
+            Labels::from_pairs(&[("i", "1"), ("k", "p"), ("v", "z")])
+        );
+        // many-to-one without group_left: error.
+        let l = vec![
+            samp(&[("i", "1"), ("k", "p")], 2.0),
+            samp(&[("i", "1"), ("k", "q")], 4.0),
+        ];
+        let r = vec![samp(&[("i", "1")], 1.0)];
+        let err = vector_vector(Op::Mul, l, r, &one_to_one(true, &["i"]), false).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("many-to-one matching must be explicit"));
+    }
+
+    #[test]
+    fn comparison_filters_or_bools() {
+        let v = vec![
+            samp(&[("__name__", "a")], 1.0),
+            samp(&[("__name__", "b")], 5.0),
+        ];
+        let out = vector_scalar(Op::Gt, v.clone(), 2.0, false, false);
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].drop_name);
+        let out = vector_scalar(Op::Gt, v, 2.0, false, true);
+        assert_eq!(out.iter().map(|s| s.f).collect::<Vec<_>>(), vec![0.0, 1.0]);
+        assert!(out[0].drop_name);
+    }
+}

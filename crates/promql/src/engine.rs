@@ -1,0 +1,842 @@
+//! Query parsing and the evaluator core: selectors, subqueries, literals.
+//!
+//! Every expression is evaluated for all steps at once ([`Ev`]): a scalar is a
+//! value per step, an instant vector a vector per step, a range vector a set
+//! of series plus the window each step sees ([`RangeData`]). A selector is
+//! selected once, over the union of its steps' windows; steps then only
+//! binary-search that sample list.
+//!
+//! Metric-name dropping is "delayed" as in Prometheus v3 (the behaviour of
+//! `EnableDelayedNameRemoval`): operations mark samples with `drop_name`
+//! and the name goes away when the query's result is built, so that e.g.
+//! `label_replace` can still read `__name__` of a `rate()`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use promql_parser::label::MatchOp;
+use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
+
+use crate::storage::{is_stale_nan, Labels, MatchType, Matcher, Querier, Queryable, SelectHints};
+use crate::value::{Sample, SeriesResult, Value};
+use crate::{eval_err, Error, Result};
+
+/// Engine limits and defaults.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// How far back an instant selector looks for a sample (default 5m).
+    pub lookback_delta_ms: i64,
+    /// The most samples a query may hold at once (Prometheus' `--query.max-samples`).
+    pub max_samples: usize,
+    /// Wall-clock limit of one query.
+    pub timeout: Duration,
+    /// Step of subqueries written without one (`x[5m:]`); Prometheus uses
+    /// the global evaluation interval, the test runner 1m.
+    pub default_subquery_step_ms: i64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            lookback_delta_ms: 5 * 60 * 1000,
+            max_samples: 50_000_000,
+            timeout: Duration::from_secs(120),
+            default_subquery_step_ms: 60 * 1000,
+        }
+    }
+}
+
+/// A query's value and its annotations.
+#[derive(Clone, Debug)]
+pub struct QueryResult {
+    pub value: Value,
+    /// "PromQL warning: ..." annotations.
+    pub warnings: Vec<String>,
+    /// "PromQL info: ..." annotations.
+    pub infos: Vec<String>,
+}
+
+/// The PromQL engine: stateless apart from its options.
+#[derive(Clone, Debug, Default)]
+pub struct Engine {
+    pub opts: EngineOptions,
+}
+
+pub(crate) type Lbl = Arc<Labels>;
+
+/// A sample of an intermediate instant vector (time is the step's).
+#[derive(Clone, Debug)]
+pub(crate) struct Samp {
+    pub labels: Lbl,
+    pub f: f64,
+    /// The metric name is to be removed from the result.
+    pub drop_name: bool,
+}
+
+/// One series of a range vector.
+#[derive(Clone, Debug)]
+pub(crate) struct RangeSeries {
+    pub labels: Lbl,
+    /// Time-ordered, without staleness markers.
+    pub samples: Vec<(i64, f64)>,
+    pub drop_name: bool,
+}
+
+/// A range vector for all steps: series plus how a step finds its window.
+#[derive(Clone, Debug)]
+pub(crate) struct RangeData {
+    pub series: Vec<RangeSeries>,
+    pub range: i64,
+    pub offset: i64,
+    pub at: Option<i64>,
+}
+
+impl RangeData {
+    /// The time a step evaluates at (after `@` and `offset`).
+    pub fn eval_time(&self, step_t: i64) -> i64 {
+        self.at.unwrap_or(step_t) - self.offset
+    }
+
+    /// The samples of series `i` in the window (t - range, t] of a step.
+    pub fn window(&self, i: usize, step_t: i64) -> &[(i64, f64)] {
+        let t = self.eval_time(step_t);
+        let s = &self.series[i].samples;
+        let a = s.partition_point(|&(st, _)| st <= t - self.range);
+        let b = s.partition_point(|&(st, _)| st <= t);
+        &s[a..b.max(a)]
+    }
+}
+
+/// The value of an expression over all steps.
+#[derive(Debug)]
+pub(crate) enum Ev {
+    Scalar(Vec<f64>),
+    Str(String),
+    Vector(Vec<Vec<Samp>>),
+    Matrix(RangeData),
+}
+
+impl Ev {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Ev::Scalar(_) => "scalar",
+            Ev::Str(_) => "string",
+            Ev::Vector(_) => "instant vector",
+            Ev::Matrix(_) => "range vector",
+        }
+    }
+}
+
+/// Evaluation state of one query.
+pub(crate) struct Evaluator<'q> {
+    querier: &'q dyn Querier,
+    pub lookback: i64,
+    /// The query's own start and end, for `@ start()` / `@ end()`.
+    pub query_start: i64,
+    pub query_end: i64,
+    deadline: Instant,
+    max_samples: usize,
+    default_subquery_step: i64,
+    pub warnings: Vec<String>,
+    pub infos: Vec<String>,
+}
+
+pub(crate) fn duration_ms(d: &Duration) -> i64 {
+    d.as_millis() as i64
+}
+
+pub(crate) fn system_time_ms(t: &SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    }
+}
+
+fn offset_ms(o: &Option<Offset>) -> i64 {
+    match o {
+        None => 0,
+        Some(Offset::Pos(d)) => duration_ms(d),
+        Some(Offset::Neg(d)) => -duration_ms(d),
+    }
+}
+
+/// Parses a query with promql-parser.
+pub fn parse(query: &str) -> Result<Expr> {
+    parser::parse(query).map_err(Error::Parse)
+}
+
+impl Engine {
+    pub fn new(opts: EngineOptions) -> Self {
+        Engine { opts }
+    }
+
+    /// Evaluates `query` at `t` (ms).
+    pub fn instant_query(&self, db: &dyn Queryable, query: &str, t: i64) -> Result<QueryResult> {
+        let expr = parse(query)?;
+        self.exec(db, &expr, t, t, 0)
+    }
+
+    /// Evaluates `query` at every `step` from `start` to `end` (ms, inclusive).
+    pub fn range_query(
+        &self,
+        db: &dyn Queryable,
+        query: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<QueryResult> {
+        if step <= 0 {
+            return eval_err("zero or negative query resolution step widths are not accepted. Try a positive integer");
+        }
+        if end < start {
+            return eval_err("end timestamp must not be before start time");
+        }
+        let expr = parse(query)?;
+        match expr.value_type() {
+            parser::value::ValueType::Scalar | parser::value::ValueType::Vector => {}
+            other => {
+                return eval_err(format!(
+                "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+                match other {
+                    parser::value::ValueType::Matrix => "range vector",
+                    _ => "string",
+                }
+            ))
+            }
+        }
+        self.exec(db, &expr, start, end, step)
+    }
+
+    fn exec(
+        &self,
+        db: &dyn Queryable,
+        expr: &Expr,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<QueryResult> {
+        let (mint, maxt) = time_span(
+            expr,
+            start,
+            end,
+            self.opts.lookback_delta_ms,
+            self.opts.default_subquery_step_ms,
+        );
+        let querier = db.querier(mint, maxt)?;
+        let mut ev = Evaluator {
+            querier: querier.as_ref(),
+            lookback: self.opts.lookback_delta_ms,
+            query_start: start,
+            query_end: end,
+            deadline: Instant::now() + self.opts.timeout,
+            max_samples: self.opts.max_samples,
+            default_subquery_step: self.opts.default_subquery_step_ms,
+            warnings: Vec::new(),
+            infos: Vec::new(),
+        };
+        let ts: Vec<i64> = if step == 0 {
+            vec![start]
+        } else {
+            (0..=((end - start) / step))
+                .map(|i| start + i * step)
+                .collect()
+        };
+        let res = ev.eval(expr, &ts)?;
+        let value = if step == 0 {
+            instant_value(res, start)?
+        } else {
+            range_value(res, &ts)?
+        };
+        Ok(QueryResult {
+            value,
+            warnings: ev.warnings,
+            infos: ev.infos,
+        })
+    }
+}
+
+fn final_labels(s: &Samp) -> Labels {
+    let mut l = (*s.labels).clone();
+    if s.drop_name {
+        l.drop_metric_name();
+    }
+    l
+}
+
+fn instant_value(res: Ev, t: i64) -> Result<Value> {
+    Ok(match res {
+        Ev::Scalar(v) => Value::Scalar { t, v: v[0] },
+        Ev::Str(s) => Value::String { t, v: s },
+        Ev::Vector(mut steps) => {
+            let vec = steps.pop().unwrap_or_default();
+            let out: Vec<Sample> = vec
+                .iter()
+                .map(|s| Sample {
+                    labels: final_labels(s),
+                    t,
+                    f: s.f,
+                })
+                .collect();
+            let mut seen = std::collections::HashSet::new();
+            for s in &out {
+                if !seen.insert(&s.labels) {
+                    return eval_err("vector cannot contain metrics with the same labelset");
+                }
+            }
+            Value::Vector(out)
+        }
+        Ev::Matrix(rd) => {
+            let mut out = Vec::new();
+            for i in 0..rd.series.len() {
+                let w = rd.window(i, t);
+                if w.is_empty() {
+                    continue;
+                }
+                let mut labels = (*rd.series[i].labels).clone();
+                if rd.series[i].drop_name {
+                    labels.drop_metric_name();
+                }
+                out.push(SeriesResult {
+                    labels,
+                    points: w.to_vec(),
+                });
+            }
+            out.sort_by(|a, b| a.labels.cmp(&b.labels));
+            for w in out.windows(2) {
+                if w[0].labels == w[1].labels {
+                    return eval_err("vector cannot contain metrics with the same labelset");
+                }
+            }
+            Value::Matrix(out)
+        }
+    })
+}
+
+fn range_value(res: Ev, ts: &[i64]) -> Result<Value> {
+    match res {
+        Ev::Scalar(v) => Ok(Value::Matrix(vec![SeriesResult {
+            labels: Labels::empty(),
+            points: ts.iter().copied().zip(v).collect(),
+        }])),
+        Ev::Vector(steps) => {
+            let mut index: HashMap<Labels, usize> = HashMap::new();
+            let mut out: Vec<SeriesResult> = Vec::new();
+            for (i, vec) in steps.iter().enumerate() {
+                for s in vec {
+                    let labels = final_labels(s);
+                    let idx = match index.get(&labels) {
+                        Some(&idx) => idx,
+                        None => {
+                            index.insert(labels.clone(), out.len());
+                            out.push(SeriesResult {
+                                labels,
+                                points: Vec::new(),
+                            });
+                            out.len() - 1
+                        }
+                    };
+                    let pts = &mut out[idx].points;
+                    if pts.last().is_some_and(|&(t, _)| t == ts[i]) {
+                        return eval_err("vector cannot contain metrics with the same labelset");
+                    }
+                    pts.push((ts[i], s.f));
+                }
+            }
+            out.sort_by(|a, b| a.labels.cmp(&b.labels));
+            Ok(Value::Matrix(out))
+        }
+        other => eval_err(format!(
+            "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+            other.type_name()
+        )),
+    }
+}
+
+/// The [mint, maxt] a query reads, for opening the querier.
+fn time_span(expr: &Expr, start: i64, end: i64, lookback: i64, sq_step: i64) -> (i64, i64) {
+    let mut span = (i64::MAX, i64::MIN);
+    walk_span(expr, start, end, start, end, lookback, sq_step, &mut span);
+    if span.0 > span.1 {
+        (start, end)
+    } else {
+        span
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_span(
+    e: &Expr,
+    s: i64,
+    en: i64,
+    qs: i64,
+    qe: i64,
+    lb: i64,
+    sq_step: i64,
+    span: &mut (i64, i64),
+) {
+    let at_of = |at: &Option<AtModifier>| match at {
+        None => None,
+        Some(AtModifier::Start) => Some(qs),
+        Some(AtModifier::End) => Some(qe),
+        Some(AtModifier::At(t)) => Some(system_time_ms(t)),
+    };
+    let sel = |vs: &VectorSelector, range: i64, span: &mut (i64, i64)| {
+        let off = offset_ms(&vs.offset);
+        let (a, b) = match at_of(&vs.at) {
+            Some(t) => (t, t),
+            None => (s, en),
+        };
+        let back = if range > 0 { range } else { lb };
+        span.0 = span.0.min(a - off - back);
+        span.1 = span.1.max(b - off);
+    };
+    match e {
+        Expr::VectorSelector(vs) => sel(vs, 0, span),
+        Expr::MatrixSelector(ms) => sel(&ms.vs, duration_ms(&ms.range), span),
+        Expr::Subquery(sq) => {
+            let off = offset_ms(&sq.offset);
+            let (a, b) = match at_of(&sq.at) {
+                Some(t) => (t, t),
+                None => (s, en),
+            };
+            let step = sq.step.as_ref().map(duration_ms).unwrap_or(sq_step);
+            let range = duration_ms(&sq.range);
+            walk_span(
+                &sq.expr,
+                a - off - range - step,
+                b - off,
+                qs,
+                qe,
+                lb,
+                sq_step,
+                span,
+            );
+        }
+        Expr::Aggregate(a) => {
+            walk_span(&a.expr, s, en, qs, qe, lb, sq_step, span);
+            if let Some(p) = &a.param {
+                walk_span(p, s, en, qs, qe, lb, sq_step, span);
+            }
+        }
+        Expr::Unary(u) => walk_span(&u.expr, s, en, qs, qe, lb, sq_step, span),
+        Expr::Paren(p) => walk_span(&p.expr, s, en, qs, qe, lb, sq_step, span),
+        Expr::Binary(b) => {
+            walk_span(&b.lhs, s, en, qs, qe, lb, sq_step, span);
+            walk_span(&b.rhs, s, en, qs, qe, lb, sq_step, span);
+        }
+        Expr::Call(c) => {
+            for a in &c.args.args {
+                walk_span(a, s, en, qs, qe, lb, sq_step, span);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Converts the parser's matchers (plus the metric name) to storage matchers;
+/// one set per `or` alternative.
+pub(crate) fn selector_matchers(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>> {
+    let conv = |ms: &[promql_parser::label::Matcher]| -> Result<Vec<Matcher>> {
+        let mut out = Vec::new();
+        if let Some(name) = &vs.name {
+            if !ms
+                .iter()
+                .any(|m| m.name == crate::storage::METRIC_NAME && m.op == MatchOp::Equal)
+            {
+                out.push(Matcher::new(
+                    MatchType::Equal,
+                    crate::storage::METRIC_NAME,
+                    name,
+                )?);
+            }
+        }
+        for m in ms {
+            let kind = match m.op {
+                MatchOp::Equal => MatchType::Equal,
+                MatchOp::NotEqual => MatchType::NotEqual,
+                MatchOp::Re(_) => MatchType::Regex,
+                MatchOp::NotRe(_) => MatchType::NotRegex,
+            };
+            out.push(Matcher::new(kind, &m.name, &m.value)?);
+        }
+        Ok(out)
+    };
+    let mut sets = Vec::new();
+    if vs.matchers.or_matchers.is_empty() {
+        sets.push(conv(&vs.matchers.matchers)?);
+    } else {
+        for alt in &vs.matchers.or_matchers {
+            sets.push(conv(alt)?);
+        }
+    }
+    Ok(sets)
+}
+
+impl<'q> Evaluator<'q> {
+    pub fn check_deadline(&self) -> Result<()> {
+        if Instant::now() > self.deadline {
+            return Err(Error::Timeout("expression evaluation"));
+        }
+        Ok(())
+    }
+
+    pub fn count_samples(&self, n: usize) -> Result<()> {
+        if n > self.max_samples {
+            return Err(Error::TooManySamples("query execution"));
+        }
+        Ok(())
+    }
+
+    pub fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
+        match at {
+            None => None,
+            Some(AtModifier::Start) => Some(self.query_start),
+            Some(AtModifier::End) => Some(self.query_end),
+            Some(AtModifier::At(t)) => Some(system_time_ms(t)),
+        }
+    }
+
+    /// Selects a selector's series over [mint, maxt], merging `or` alternatives.
+    fn select(
+        &self,
+        vs: &VectorSelector,
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Vec<crate::storage::Series>> {
+        let sets = selector_matchers(vs)?;
+        let hints = SelectHints {
+            start: mint,
+            end: maxt,
+        };
+        if sets.len() == 1 {
+            return Ok(self.querier.select(&sets[0], hints)?);
+        }
+        let mut all = Vec::new();
+        for set in &sets {
+            all.extend(self.querier.select(set, hints)?);
+        }
+        all.sort_by(|a, b| a.labels.cmp(&b.labels));
+        all.dedup_by(|a, b| a.labels == b.labels);
+        Ok(all)
+    }
+
+    /// An instant vector selector for all steps; with `want_ts` the values
+    /// are the samples' timestamps in seconds (for `timestamp()`).
+    pub fn eval_vector_selector(
+        &mut self,
+        vs: &VectorSelector,
+        ts: &[i64],
+        want_ts: bool,
+    ) -> Result<Vec<Vec<Samp>>> {
+        self.check_deadline()?;
+        let off = offset_ms(&vs.offset);
+        let at = self.at_ms(&vs.at);
+        let etimes: Vec<i64> = ts.iter().map(|&t| at.unwrap_or(t) - off).collect();
+        let lo = etimes.iter().copied().min().unwrap_or(0);
+        let hi = etimes.iter().copied().max().unwrap_or(0);
+        let series = self.select(vs, lo - self.lookback + 1, hi)?;
+        let mut out: Vec<Vec<Samp>> = vec![Vec::new(); ts.len()];
+        let mut total = 0usize;
+        for s in series {
+            let labels = Arc::new(s.labels);
+            for (i, &e) in etimes.iter().enumerate() {
+                let idx = s.samples.partition_point(|&(t, _)| t <= e);
+                if idx == 0 {
+                    continue;
+                }
+                let (st, v) = s.samples[idx - 1];
+                if st > e - self.lookback && !is_stale_nan(v) {
+                    out[i].push(Samp {
+                        labels: labels.clone(),
+                        f: if want_ts { st as f64 / 1000.0 } else { v },
+                        drop_name: false,
+                    });
+                    total += 1;
+                }
+            }
+        }
+        self.count_samples(
+            out.iter()
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0)
+                .max(total / ts.len().max(1)),
+        )?;
+        Ok(out)
+    }
+
+    fn eval_matrix_selector(
+        &mut self,
+        vs: &VectorSelector,
+        range: i64,
+        ts: &[i64],
+    ) -> Result<RangeData> {
+        self.check_deadline()?;
+        let off = offset_ms(&vs.offset);
+        let at = self.at_ms(&vs.at);
+        let lo = ts.iter().map(|&t| at.unwrap_or(t) - off).min().unwrap_or(0);
+        let hi = ts.iter().map(|&t| at.unwrap_or(t) - off).max().unwrap_or(0);
+        let series = self.select(vs, lo - range + 1, hi)?;
+        let mut total = 0;
+        let series: Vec<RangeSeries> = series
+            .into_iter()
+            .map(|s| {
+                let samples: Vec<(i64, f64)> = s
+                    .samples
+                    .into_iter()
+                    .filter(|&(_, v)| !is_stale_nan(v))
+                    .collect();
+                total += samples.len();
+                RangeSeries {
+                    labels: Arc::new(s.labels),
+                    samples,
+                    drop_name: false,
+                }
+            })
+            .collect();
+        self.count_samples(total)?;
+        Ok(RangeData {
+            series,
+            range,
+            offset: off,
+            at,
+        })
+    }
+
+    fn eval_subquery(&mut self, sq: &parser::SubqueryExpr, ts: &[i64]) -> Result<RangeData> {
+        let off = offset_ms(&sq.offset);
+        let at = self.at_ms(&sq.at);
+        let range = duration_ms(&sq.range);
+        let step = sq
+            .step
+            .as_ref()
+            .map(duration_ms)
+            .unwrap_or(self.default_subquery_step)
+            .max(1);
+        let lo = ts.iter().map(|&t| at.unwrap_or(t) - off).min().unwrap_or(0);
+        let hi = ts.iter().map(|&t| at.unwrap_or(t) - off).max().unwrap_or(0);
+        // The first multiple of the step after lo - range (Go's truncating division).
+        let mut start = step * ((lo - range) / step);
+        if start <= lo - range {
+            start += step;
+        }
+        let inner_ts: Vec<i64> = if start > hi {
+            Vec::new()
+        } else {
+            (0..=((hi - start) / step))
+                .map(|i| start + i * step)
+                .collect()
+        };
+        let mut series: Vec<RangeSeries> = Vec::new();
+        if !inner_ts.is_empty() {
+            let inner = self.eval(&sq.expr, &inner_ts)?;
+            let Ev::Vector(steps) = inner else {
+                return eval_err(format!(
+                    "subquery is only allowed on instant vector, got {} instead",
+                    inner.type_name()
+                ));
+            };
+            let mut index: HashMap<Lbl, usize> = HashMap::new();
+            let mut total = 0;
+            for (i, vec) in steps.into_iter().enumerate() {
+                for s in vec {
+                    total += 1;
+                    let idx = *index.entry(s.labels.clone()).or_insert_with(|| {
+                        series.push(RangeSeries {
+                            labels: s.labels.clone(),
+                            samples: Vec::new(),
+                            drop_name: false,
+                        });
+                        series.len() - 1
+                    });
+                    series[idx].drop_name |= s.drop_name;
+                    series[idx].samples.push((inner_ts[i], s.f));
+                }
+            }
+            self.count_samples(total)?;
+            series.sort_by(|a, b| a.labels.cmp(&b.labels));
+        }
+        Ok(RangeData {
+            series,
+            range,
+            offset: off,
+            at,
+        })
+    }
+
+    /// Evaluates `expr` at each of the step times `ts`.
+    pub fn eval(&mut self, expr: &Expr, ts: &[i64]) -> Result<Ev> {
+        self.check_deadline()?;
+        match expr {
+            Expr::NumberLiteral(n) => Ok(Ev::Scalar(vec![n.val; ts.len()])),
+            Expr::StringLiteral(s) => Ok(Ev::Str(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr, ts),
+            Expr::Unary(u) => match self.eval(&u.expr, ts)? {
+                Ev::Scalar(v) => Ok(Ev::Scalar(v.into_iter().map(|x| -x).collect())),
+                Ev::Vector(mut steps) => {
+                    for vec in &mut steps {
+                        for s in vec {
+                            s.f = -s.f;
+                            s.drop_name = true;
+                        }
+                    }
+                    Ok(Ev::Vector(steps))
+                }
+                other => eval_err(format!("unary expression only allowed on expressions of type scalar or instant vector, got \"{}\"", other.type_name())),
+            },
+            Expr::VectorSelector(vs) => Ok(Ev::Vector(self.eval_vector_selector(vs, ts, false)?)),
+            Expr::MatrixSelector(ms) => Ok(Ev::Matrix(self.eval_matrix_selector(&ms.vs, duration_ms(&ms.range), ts)?)),
+            Expr::Subquery(sq) => Ok(Ev::Matrix(self.eval_subquery(sq, ts)?)),
+            Expr::Binary(b) => crate::binary::eval_binary(self, b, ts),
+            Expr::Aggregate(a) => crate::aggregate::eval_aggregate(self, a, ts),
+            Expr::Call(c) => crate::functions::eval_call(self, c, ts),
+            Expr::Extension(_) => eval_err("extension expressions are not supported"),
+        }
+    }
+
+    /// Evaluates an expression that must be a scalar (a function or
+    /// aggregation parameter).
+    pub fn eval_scalar(&mut self, expr: &Expr, ts: &[i64]) -> Result<Vec<f64>> {
+        match self.eval(expr, ts)? {
+            Ev::Scalar(v) => Ok(v),
+            other => eval_err(format!("expected scalar, got {}", other.type_name())),
+        }
+    }
+
+    pub fn eval_vector(&mut self, expr: &Expr, ts: &[i64]) -> Result<Vec<Vec<Samp>>> {
+        match self.eval(expr, ts)? {
+            Ev::Vector(v) => Ok(v),
+            other => eval_err(format!(
+                "expected instant vector, got {}",
+                other.type_name()
+            )),
+        }
+    }
+
+    pub fn eval_matrix(&mut self, expr: &Expr, ts: &[i64]) -> Result<RangeData> {
+        match self.eval(expr, ts)? {
+            Ev::Matrix(v) => Ok(v),
+            other => eval_err(format!("expected range vector, got {}", other.type_name())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{MemStorage, STALE_NAN};
+    use proptest::prelude::*;
+
+    fn db_with(samples: &[(i64, f64)]) -> MemStorage {
+        let mut db = MemStorage::new();
+        let l = Labels::from_pairs(&[("__name__", "m")]);
+        for &(t, v) in samples {
+            db.add(l.clone(), t, v);
+        }
+        db
+    }
+
+    fn instant(db: &MemStorage, q: &str, t: i64) -> Vec<Sample> {
+        match Engine::default().instant_query(db, q, t).unwrap().value {
+            Value::Vector(v) => v,
+            other => panic!("not a vector: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lookback_is_left_open_five_minutes() {
+        let db = db_with(&[(0, 1.0)]);
+        assert_eq!(instant(&db, "m", 0).len(), 1);
+        assert_eq!(instant(&db, "m", 299_999).len(), 1);
+        // The sample at 0 is outside (300s - 5m, 300s].
+        assert!(instant(&db, "m", 300_000).is_empty());
+        assert!(instant(&db, "m", -1).is_empty());
+    }
+
+    #[test]
+    fn stale_marker_ends_series() {
+        let db = db_with(&[(0, 1.0), (10_000, STALE_NAN), (20_000, 3.0)]);
+        assert_eq!(instant(&db, "m", 5_000)[0].f, 1.0);
+        assert!(instant(&db, "m", 10_000).is_empty());
+        assert!(instant(&db, "m", 15_000).is_empty());
+        assert_eq!(instant(&db, "m", 20_000)[0].f, 3.0);
+        // Range vectors drop the marker itself.
+        assert_eq!(instant(&db, "count_over_time(m[1m])", 20_000)[0].f, 2.0);
+    }
+
+    #[test]
+    fn offset_and_at() {
+        let db = db_with(&[(0, 1.0), (60_000, 2.0), (120_000, 3.0)]);
+        assert_eq!(instant(&db, "m offset 1m", 120_000)[0].f, 2.0);
+        assert_eq!(instant(&db, "m @ 60", 0)[0].f, 2.0);
+        let r = Engine::default()
+            .range_query(&db, "m @ end()", 0, 120_000, 60_000)
+            .unwrap();
+        let Value::Matrix(m) = r.value else { panic!() };
+        assert_eq!(m[0].points, vec![(0, 3.0), (60_000, 3.0), (120_000, 3.0)]);
+    }
+
+    #[test]
+    fn rate_drops_name_range_query_matches_instant() {
+        let samples: Vec<(i64, f64)> = (0..20).map(|i| (i * 15_000, (i * 15) as f64)).collect();
+        let db = db_with(&samples);
+        let v = instant(&db, "rate(m[1m])", 240_000);
+        assert!(v[0].labels.is_empty());
+        assert!((v[0].f - 1.0).abs() < 1e-9);
+        let r = Engine::default()
+            .range_query(&db, "rate(m[1m])", 60_000, 240_000, 60_000)
+            .unwrap();
+        let Value::Matrix(m) = r.value else { panic!() };
+        assert_eq!(m[0].points.len(), 4);
+        assert!(m[0].points.iter().all(|p| (p.1 - 1.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn errors_have_prometheus_texts() {
+        let db = db_with(&[(0, 1.0)]);
+        let e = Engine::default()
+            .range_query(&db, "m[5m]", 0, 10, 1)
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("invalid expression type \"range vector\" for range query"));
+        let eng = Engine::new(EngineOptions {
+            max_samples: 0,
+            ..Default::default()
+        });
+        let e = eng.instant_query(&db, "m", 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "query processing would load too many samples into memory in query execution"
+        );
+        let eng = Engine::new(EngineOptions {
+            timeout: Duration::ZERO,
+            ..Default::default()
+        });
+        let e = eng.instant_query(&db, "m", 0).unwrap_err();
+        assert_eq!(e.to_string(), "query timed out in expression evaluation");
+    }
+
+    proptest! {
+        // Each step of a range query equals the instant query at that time.
+        #[test]
+        fn range_steps_equal_instant_queries(vals in proptest::collection::vec(-100.0f64..100.0, 1..30), step in 1i64..5) {
+            let samples: Vec<(i64, f64)> = vals.iter().enumerate().map(|(i, &v)| (i as i64 * 20_000, v)).collect();
+            let db = db_with(&samples);
+            let eng = Engine::default();
+            let end = samples.len() as i64 * 20_000;
+            for q in ["m", "sum_over_time(m[1m])", "delta(m[90s])", "m * 2 > 0"] {
+                let r = eng.range_query(&db, q, 0, end, step * 15_000).unwrap();
+                let Value::Matrix(m) = r.value else { panic!() };
+                let mut t = 0;
+                while t <= end {
+                    let inst = instant(&db, q, t);
+                    let from_range: Vec<f64> = m.iter().filter_map(|s| s.points.iter().find(|p| p.0 == t).map(|p| p.1)).collect();
+                    prop_assert_eq!(inst.iter().map(|s| s.f).collect::<Vec<_>>(), from_range);
+                    t += step * 15_000;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1082 @@
+//! PromQL functions over floats.
+//!
+//! Range-vector functions see, per step and series, the samples of the
+//! window (t - range, t]; instant-vector functions map samples. Unless a
+//! function keeps what the series measures (`last_over_time`,
+//! `first_over_time`, `sort*`, `label_*`), its output is marked to lose the
+//! metric name.
+
+use std::sync::Arc;
+
+use promql_parser::parser::{Call, Expr};
+
+use crate::aggregate::{avg, variance};
+use crate::engine::{Ev, Evaluator, Lbl, RangeData, Samp};
+use crate::storage::{compile_anchored, Labels, METRIC_NAME};
+use crate::{eval_err, Result};
+
+/// Neumaier-compensated summation, as Prometheus sums floats.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct KahanSum {
+    sum: f64,
+    c: f64,
+}
+
+impl KahanSum {
+    pub fn add(&mut self, v: f64) {
+        let t = self.sum + v;
+        if t.is_infinite() {
+            self.c = 0.0;
+        } else if self.sum.abs() >= v.abs() {
+            self.c += (self.sum - t) + v;
+        } else {
+            self.c += (v - t) + self.sum;
+        }
+        self.sum = t;
+    }
+
+    pub fn value(&self) -> f64 {
+        if self.sum.is_infinite() {
+            self.sum
+        } else {
+            self.sum + self.c
+        }
+    }
+}
+
+/// `f` as Go's `strconv.FormatFloat(f, 'f', -1, 64)` prints it.
+pub fn go_float_string(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".into()
+    } else if f == f64::INFINITY {
+        "+Inf".into()
+    } else if f == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{f}")
+    }
+}
+
+/// Parses a float as Go's `strconv.ParseFloat` (the forms PromQL meets).
+pub fn parse_go_float(s: &str) -> Option<f64> {
+    let t = s.trim();
+    match t.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => return Some(f64::INFINITY),
+        "-inf" | "-infinity" => return Some(f64::NEG_INFINITY),
+        "nan" | "+nan" | "-nan" => return Some(f64::NAN),
+        _ => {}
+    }
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).ok().map(|v| v as f64);
+    }
+    t.parse::<f64>().ok()
+}
+
+/// Go's `math.Max`/`math.Min`: NaN wins.
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+/// The φ-quantile of `vals` with linear interpolation between ranks.
+pub fn quantile(q: f64, mut vals: Vec<f64>) -> f64 {
+    if vals.is_empty() || q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    // NaN sorts first, as Go's sort.Float64s puts it.
+    vals.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
+    });
+    let n = vals.len() as f64;
+    let rank = q * (n - 1.0);
+    let lower = rank.floor().max(0.0);
+    let upper = (lower + 1.0).min(n - 1.0);
+    let w = rank - rank.floor();
+    vals[lower as usize] * (1.0 - w) + vals[upper as usize] * w
+}
+
+/// xxHash64 (seed 0) of the label set's `name\xffvalue\xff...` bytes, as
+/// Prometheus' `labels.Hash`.
+pub fn labels_hash(ls: &Labels) -> u64 {
+    let mut b = Vec::new();
+    for (n, v) in ls.iter() {
+        b.extend_from_slice(n.as_bytes());
+        b.push(0xff);
+        b.extend_from_slice(v.as_bytes());
+        b.push(0xff);
+    }
+    xxh64(&b)
+}
+
+fn xxh64(data: &[u8]) -> u64 {
+    const P1: u64 = 0x9E37_79B1_85EB_CA87;
+    const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    const P3: u64 = 0x1656_67B1_9E37_79F9;
+    const P4: u64 = 0x85EB_CA77_C2B2_AE63;
+    const P5: u64 = 0x27D4_EB2F_1656_67C5;
+    fn round(acc: u64, lane: u64) -> u64 {
+        acc.wrapping_add(lane.wrapping_mul(P2))
+            .rotate_left(31)
+            .wrapping_mul(P1)
+    }
+    fn merge(h: u64, v: u64) -> u64 {
+        (h ^ round(0, v)).wrapping_mul(P1).wrapping_add(P4)
+    }
+    let rd64 = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+    let mut p = 0;
+    let n = data.len();
+    let mut h: u64;
+    if n >= 32 {
+        let mut v = [P1.wrapping_add(P2), P2, 0, 0u64.wrapping_sub(P1)];
+        while p + 32 <= n {
+            for (j, acc) in v.iter_mut().enumerate() {
+                *acc = round(*acc, rd64(&data[p + 8 * j..]));
+            }
+            p += 32;
+        }
+        h = v[0]
+            .rotate_left(1)
+            .wrapping_add(v[1].rotate_left(7))
+            .wrapping_add(v[2].rotate_left(12))
+            .wrapping_add(v[3].rotate_left(18));
+        for acc in v {
+            h = merge(h, acc);
+        }
+    } else {
+        h = P5;
+    }
+    h = h.wrapping_add(n as u64);
+    while p + 8 <= n {
+        h ^= round(0, rd64(&data[p..]));
+        h = h.rotate_left(27).wrapping_mul(P1).wrapping_add(P4);
+        p += 8;
+    }
+    if p + 4 <= n {
+        let w = u32::from_le_bytes(data[p..p + 4].try_into().unwrap_or([0; 4])) as u64;
+        h ^= w.wrapping_mul(P1);
+        h = h.rotate_left(23).wrapping_mul(P2).wrapping_add(P3);
+        p += 4;
+    }
+    while p < n {
+        h ^= (data[p] as u64).wrapping_mul(P5);
+        h = h.rotate_left(11).wrapping_mul(P1);
+        p += 1;
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 29;
+    h = h.wrapping_mul(P3);
+    h ^= h >> 32;
+    h
+}
+
+/// Prometheus' extrapolated rate/increase/delta of a window.
+///
+/// The change over the window's samples (counter resets added back for
+/// counters) is extrapolated towards the window's edges: fully if the first
+/// or last sample is within 1.1 average sample intervals of its edge, else
+/// by half an interval. A counter is not extrapolated below zero. `rate`
+/// divides by the window's length in seconds.
+pub fn extrapolated_rate(
+    w: &[(i64, f64)],
+    range_start: i64,
+    range_end: i64,
+    is_counter: bool,
+    is_rate: bool,
+) -> Option<f64> {
+    if w.len() < 2 {
+        return None;
+    }
+    let (first_t, first_v) = w[0];
+    let (last_t, last_v) = w[w.len() - 1];
+    let mut result = last_v - first_v;
+    if is_counter {
+        for p in w.windows(2) {
+            if p[1].1 < p[0].1 {
+                result += p[0].1;
+            }
+        }
+    }
+    let sampled = (last_t - first_t) as f64 / 1000.0;
+    let avg_step = sampled / (w.len() - 1) as f64;
+    let threshold = avg_step * 1.1;
+    let mut to_start = (first_t - range_start) as f64 / 1000.0;
+    let mut to_end = (range_end - last_t) as f64 / 1000.0;
+    if to_start >= threshold {
+        to_start = avg_step / 2.0;
+    }
+    if is_counter && result > 0.0 && first_v >= 0.0 {
+        let to_zero = sampled * (first_v / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
+    }
+    if to_end >= threshold {
+        to_end = avg_step / 2.0;
+    }
+    let mut factor = (sampled + to_start + to_end) / sampled;
+    if is_rate {
+        factor /= (range_end - range_start) as f64 / 1000.0;
+    }
+    Some(result * factor)
+}
+
+/// irate / idelta: from the last two samples.
+pub fn instant_delta(w: &[(i64, f64)], is_rate: bool) -> Option<f64> {
+    if w.len() < 2 {
+        return None;
+    }
+    let (pt, pv) = w[w.len() - 2];
+    let (lt, lv) = w[w.len() - 1];
+    let d = if is_rate && lv < pv { lv } else { lv - pv };
+    if is_rate {
+        let dt = (lt - pt) as f64 / 1000.0;
+        if dt == 0.0 {
+            return None;
+        }
+        Some(d / dt)
+    } else {
+        Some(d)
+    }
+}
+
+/// Least-squares slope and intercept (at `intercept_t`) of the samples.
+pub fn linear_regression(w: &[(i64, f64)], intercept_t: i64) -> (f64, f64) {
+    let n = w.len() as f64;
+    let const_y = w.iter().all(|&(_, v)| v == w[0].1);
+    let (mut sx, mut sy, mut sxy, mut sx2) = (
+        KahanSum::default(),
+        KahanSum::default(),
+        KahanSum::default(),
+        KahanSum::default(),
+    );
+    for &(t, v) in w {
+        let x = (t - intercept_t) as f64 / 1000.0;
+        sx.add(x);
+        sy.add(v);
+        sxy.add(x * v);
+        sx2.add(x * x);
+    }
+    if const_y && w[0].1.is_finite() {
+        return (0.0, w[0].1);
+    }
+    let (sx, sy, sxy, sx2) = (sx.value(), sy.value(), sxy.value(), sx2.value());
+    let cov = sxy - sx * sy / n;
+    let var = sx2 - sx * sx / n;
+    let slope = cov / var;
+    let intercept = sy / n - slope * sx / n;
+    (slope, intercept)
+}
+
+/// Range-vector functions that keep the metric name.
+fn keeps_name(name: &str) -> bool {
+    matches!(name, "last_over_time" | "first_over_time")
+}
+
+fn matrix_arg_index(name: &str) -> usize {
+    if name == "quantile_over_time" {
+        1
+    } else {
+        0
+    }
+}
+
+fn is_range_function(name: &str) -> bool {
+    matches!(
+        name,
+        "rate"
+            | "irate"
+            | "increase"
+            | "delta"
+            | "idelta"
+            | "deriv"
+            | "predict_linear"
+            | "avg_over_time"
+            | "min_over_time"
+            | "max_over_time"
+            | "sum_over_time"
+            | "count_over_time"
+            | "last_over_time"
+            | "first_over_time"
+            | "present_over_time"
+            | "quantile_over_time"
+            | "stddev_over_time"
+            | "stdvar_over_time"
+            | "changes"
+            | "resets"
+    )
+}
+
+fn unwrap_parens(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => unwrap_parens(&p.expr),
+        other => other,
+    }
+}
+
+pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<Ev> {
+    let name = call.func.name;
+    let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+    if is_range_function(name) {
+        return eval_range_function(ev, name, &args, ts);
+    }
+    match name {
+        "time" => Ok(Ev::Scalar(ts.iter().map(|&t| t as f64 / 1000.0).collect())),
+        "pi" => Ok(Ev::Scalar(vec![std::f64::consts::PI; ts.len()])),
+        "vector" => {
+            let v = ev.eval_scalar(args[0], ts)?;
+            let empty: Lbl = Arc::new(Labels::empty());
+            Ok(Ev::Vector(
+                v.into_iter()
+                    .map(|f| {
+                        vec![Samp {
+                            labels: empty.clone(),
+                            f,
+                            drop_name: false,
+                        }]
+                    })
+                    .collect(),
+            ))
+        }
+        "scalar" => {
+            let v = ev.eval_vector(args[0], ts)?;
+            Ok(Ev::Scalar(
+                v.into_iter()
+                    .map(|vec| if vec.len() == 1 { vec[0].f } else { f64::NAN })
+                    .collect(),
+            ))
+        }
+        "timestamp" => {
+            let steps = match unwrap_parens(args[0]) {
+                Expr::VectorSelector(vs) => ev.eval_vector_selector(vs, ts, true)?,
+                other => {
+                    let mut v = ev.eval_vector(other, ts)?;
+                    for (i, vec) in v.iter_mut().enumerate() {
+                        for s in vec {
+                            s.f = ts[i] as f64 / 1000.0;
+                        }
+                    }
+                    v
+                }
+            };
+            Ok(Ev::Vector(mark_drop(steps)))
+        }
+        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin"
+        | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh"
+        | "acosh" | "atanh" | "deg" | "rad" => {
+            let f: fn(f64) -> f64 = match name {
+                "abs" => f64::abs,
+                "ceil" => f64::ceil,
+                "floor" => f64::floor,
+                "exp" => f64::exp,
+                "sqrt" => f64::sqrt,
+                "ln" => f64::ln,
+                "log2" => f64::log2,
+                "log10" => f64::log10,
+                "sgn" => |x: f64| {
+                    if x > 0.0 {
+                        1.0
+                    } else if x < 0.0 {
+                        -1.0
+                    } else {
+                        x
+                    }
+                },
+                "sin" => f64::sin,
+                "cos" => f64::cos,
+                "tan" => f64::tan,
+                "asin" => f64::asin,
+                "acos" => f64::acos,
+                "atan" => f64::atan,
+                "sinh" => f64::sinh,
+                "cosh" => f64::cosh,
+                "tanh" => f64::tanh,
+                "asinh" => f64::asinh,
+                "acosh" => f64::acosh,
+                "atanh" => f64::atanh,
+                "deg" => f64::to_degrees,
+                _ => f64::to_radians,
+            };
+            let v = ev.eval_vector(args[0], ts)?;
+            Ok(Ev::Vector(map_values(v, |_, x| Some(f(x)))))
+        }
+        "round" => {
+            let v = ev.eval_vector(args[0], ts)?;
+            let to = match args.get(1) {
+                Some(e) => ev.eval_scalar(e, ts)?,
+                None => vec![1.0; ts.len()],
+            };
+            Ok(Ev::Vector(map_values(v, |i, x| {
+                let inv = 1.0 / to[i];
+                Some((x * inv + 0.5).floor() / inv)
+            })))
+        }
+        "clamp" | "clamp_min" | "clamp_max" => {
+            let v = ev.eval_vector(args[0], ts)?;
+            let a = ev.eval_scalar(args[1], ts)?;
+            let b = match args.get(2) {
+                Some(e) => ev.eval_scalar(e, ts)?,
+                None => vec![0.0; ts.len()],
+            };
+            Ok(Ev::Vector(map_values(v, |i, x| match name {
+                "clamp" if b[i] < a[i] => None,
+                "clamp" => Some(go_max(a[i], go_min(b[i], x))),
+                "clamp_min" => Some(go_max(a[i], x)),
+                _ => Some(go_min(a[i], x)),
+            })))
+        }
+        "minute" | "hour" | "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month"
+        | "month" | "year" => {
+            let v = match args.first() {
+                Some(e) => ev.eval_vector(e, ts)?,
+                None => {
+                    let empty: Lbl = Arc::new(Labels::empty());
+                    ts.iter()
+                        .map(|&t| {
+                            vec![Samp {
+                                labels: empty.clone(),
+                                f: t as f64 / 1000.0,
+                                drop_name: false,
+                            }]
+                        })
+                        .collect()
+                }
+            };
+            Ok(Ev::Vector(map_values(v, |_, x| Some(date_part(name, x)))))
+        }
+        "sort" | "sort_desc" => {
+            let mut v = ev.eval_vector(args[0], ts)?;
+            let desc = name == "sort_desc";
+            for vec in &mut v {
+                vec.sort_by(|a, b| match (a.f.is_nan(), b.f.is_nan()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Greater,
+                    (false, true) => std::cmp::Ordering::Less,
+                    _ if desc => b.f.partial_cmp(&a.f).unwrap_or(std::cmp::Ordering::Equal),
+                    _ => a.f.partial_cmp(&b.f).unwrap_or(std::cmp::Ordering::Equal),
+                });
+            }
+            Ok(Ev::Vector(v))
+        }
+        "label_replace" => {
+            let v = ev.eval_vector(args[0], ts)?;
+            let dst = string_arg(ev, args[1], ts)?;
+            let repl = string_arg(ev, args[2], ts)?;
+            let src = string_arg(ev, args[3], ts)?;
+            let re_s = string_arg(ev, args[4], ts)?;
+            let re = compile_anchored(&re_s).map_err(|e| {
+                crate::Error::Eval(format!(
+                    "invalid regular expression in label_replace(): {e}"
+                ))
+            })?;
+            if !crate::aggregate::valid_label_name(&dst) {
+                return eval_err(format!(
+                    "invalid destination label name in label_replace(): {dst}"
+                ));
+            }
+            let v = if dst == METRIC_NAME { keep_name(v) } else { v };
+            Ok(Ev::Vector(map_labels(v, |ls| {
+                let val = ls.get(&src).to_string();
+                if let Some(caps) = re.captures(&val) {
+                    let mut res = String::new();
+                    caps.expand(&repl, &mut res);
+                    let mut l = ls.clone();
+                    l.set(&dst, &res);
+                    Some(l)
+                } else {
+                    None
+                }
+            })))
+        }
+        "label_join" => {
+            let v = ev.eval_vector(args[0], ts)?;
+            let dst = string_arg(ev, args[1], ts)?;
+            let sep = string_arg(ev, args[2], ts)?;
+            let mut srcs = Vec::new();
+            for a in &args[3..] {
+                srcs.push(string_arg(ev, a, ts)?);
+            }
+            if !crate::aggregate::valid_label_name(&dst) {
+                return eval_err(format!(
+                    "invalid destination label name in label_join(): {dst}"
+                ));
+            }
+            let v = if dst == METRIC_NAME { keep_name(v) } else { v };
+            Ok(Ev::Vector(map_labels(v, |ls| {
+                let joined: Vec<&str> = srcs.iter().map(|s| ls.get(s)).collect();
+                let mut l = ls.clone();
+                l.set(&dst, &joined.join(&sep));
+                Some(l)
+            })))
+        }
+        "absent" => {
+            let v = ev.eval_vector(args[0], ts)?;
+            let labels: Lbl = Arc::new(absent_labels(args[0]));
+            Ok(Ev::Vector(
+                v.into_iter()
+                    .map(|vec| {
+                        if vec.is_empty() {
+                            vec![Samp {
+                                labels: labels.clone(),
+                                f: 1.0,
+                                drop_name: false,
+                            }]
+                        } else {
+                            Vec::new()
+                        }
+                    })
+                    .collect(),
+            ))
+        }
+        "absent_over_time" => {
+            let rd = ev.eval_matrix(args[0], ts)?;
+            let labels: Lbl = Arc::new(match unwrap_parens(args[0]) {
+                Expr::MatrixSelector(ms) => absent_labels(&Expr::VectorSelector(ms.vs.clone())),
+                _ => Labels::empty(),
+            });
+            Ok(Ev::Vector(
+                ts.iter()
+                    .map(|&t| {
+                        if (0..rd.series.len()).any(|i| !rd.window(i, t).is_empty()) {
+                            Vec::new()
+                        } else {
+                            vec![Samp {
+                                labels: labels.clone(),
+                                f: 1.0,
+                                drop_name: false,
+                            }]
+                        }
+                    })
+                    .collect(),
+            ))
+        }
+        "histogram_quantile" => {
+            let q = ev.eval_scalar(args[0], ts)?;
+            let v = ev.eval_vector(args[1], ts)?;
+            let mut out = Vec::with_capacity(ts.len());
+            if let Some(p) = q.iter().find(|&&p| !(0.0..=1.0).contains(&p)) {
+                ev.warnings.push(format!(
+                    "PromQL warning: quantile value should be between 0 and 1, got {p}"
+                ));
+            }
+            for (i, vec) in v.into_iter().enumerate() {
+                let qi = q[i];
+                out.push(classic_histogram_step(ev, vec, |b| bucket_quantile(qi, b)));
+            }
+            Ok(Ev::Vector(out))
+        }
+        "histogram_fraction" => {
+            let lo = ev.eval_scalar(args[0], ts)?;
+            let hi = ev.eval_scalar(args[1], ts)?;
+            let v = ev.eval_vector(args[2], ts)?;
+            let mut out = Vec::with_capacity(ts.len());
+            for (i, vec) in v.into_iter().enumerate() {
+                let (l, u) = (lo[i], hi[i]);
+                out.push(classic_histogram_step(ev, vec, |b| {
+                    bucket_fraction(l, u, b)
+                }));
+            }
+            Ok(Ev::Vector(out))
+        }
+        "histogram_count" | "histogram_sum" | "histogram_avg" | "histogram_stddev"
+        | "histogram_stdvar" => {
+            // Native-histogram functions ignore float samples.
+            let v = ev.eval_vector(args[0], ts)?;
+            Ok(Ev::Vector(v.into_iter().map(|_| Vec::new()).collect()))
+        }
+        other => eval_err(format!("function {other:?} is not supported")),
+    }
+}
+
+fn string_arg(ev: &mut Evaluator, e: &Expr, ts: &[i64]) -> Result<String> {
+    match ev.eval(e, ts)? {
+        Ev::Str(s) => Ok(s),
+        other => eval_err(format!(
+            "expected string argument, got {}",
+            other.type_name()
+        )),
+    }
+}
+
+/// Setting `__name__` explicitly cancels a pending name drop.
+fn keep_name(mut v: Vec<Vec<Samp>>) -> Vec<Vec<Samp>> {
+    for vec in &mut v {
+        for s in vec {
+            s.drop_name = false;
+        }
+    }
+    v
+}
+
+fn mark_drop(mut v: Vec<Vec<Samp>>) -> Vec<Vec<Samp>> {
+    for vec in &mut v {
+        for s in vec {
+            s.drop_name = true;
+        }
+    }
+    v
+}
+
+/// Maps sample values (None drops the sample) and marks the name dropped.
+fn map_values(v: Vec<Vec<Samp>>, f: impl Fn(usize, f64) -> Option<f64>) -> Vec<Vec<Samp>> {
+    v.into_iter()
+        .enumerate()
+        .map(|(i, vec)| {
+            vec.into_iter()
+                .filter_map(|mut s| {
+                    s.f = f(i, s.f)?;
+                    s.drop_name = true;
+                    Some(s)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Rewrites labels (None keeps them), per distinct label set.
+fn map_labels(v: Vec<Vec<Samp>>, f: impl Fn(&Labels) -> Option<Labels>) -> Vec<Vec<Samp>> {
+    let mut cache: std::collections::HashMap<Lbl, Lbl> = std::collections::HashMap::new();
+    v.into_iter()
+        .map(|vec| {
+            vec.into_iter()
+                .map(|mut s| {
+                    let new = cache
+                        .entry(s.labels.clone())
+                        .or_insert_with(|| {
+                            f(&s.labels)
+                                .map(Arc::new)
+                                .unwrap_or_else(|| s.labels.clone())
+                        })
+                        .clone();
+                    s.labels = new;
+                    s
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Labels of `absent(sel)`: the selector's equality matchers (not the name),
+/// except names matched more than once.
+fn absent_labels(e: &Expr) -> Labels {
+    let Expr::VectorSelector(vs) = unwrap_parens(e) else {
+        return match unwrap_parens(e) {
+            Expr::MatrixSelector(ms) => absent_labels(&Expr::VectorSelector(ms.vs.clone())),
+            _ => Labels::empty(),
+        };
+    };
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    for m in &vs.matchers.matchers {
+        if m.name == METRIC_NAME {
+            continue;
+        }
+        if let Some(e) = seen.iter_mut().find(|(n, _)| *n == m.name) {
+            e.1 = None;
+            continue;
+        }
+        let v = if m.op == promql_parser::label::MatchOp::Equal {
+            Some(m.value.clone())
+        } else {
+            None
+        };
+        seen.push((m.name.clone(), v));
+    }
+    Labels::new(seen.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))))
+}
+
+fn eval_range_function(ev: &mut Evaluator, name: &str, args: &[&Expr], ts: &[i64]) -> Result<Ev> {
+    let mi = matrix_arg_index(name);
+    let scalar_arg = match name {
+        "quantile_over_time" => Some(ev.eval_scalar(args[0], ts)?),
+        "predict_linear" => Some(ev.eval_scalar(args[1], ts)?),
+        _ => None,
+    };
+    let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
+    if name == "quantile_over_time" {
+        if let Some(p) = scalar_arg
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .find(|&&p| !(0.0..=1.0).contains(&p))
+        {
+            ev.warnings.push(format!(
+                "PromQL warning: quantile value should be between 0 and 1, got {p}"
+            ));
+        }
+    }
+    let drop = !keeps_name(name);
+    let mut out = Vec::with_capacity(ts.len());
+    for (step, &t) in ts.iter().enumerate() {
+        if step % 64 == 0 {
+            ev.check_deadline()?;
+        }
+        let mut vec = Vec::new();
+        let end = rd.eval_time(t);
+        let start = end - rd.range;
+        for (i, s) in rd.series.iter().enumerate() {
+            let w = rd.window(i, t);
+            if w.is_empty() {
+                continue;
+            }
+            let p = scalar_arg.as_ref().map(|v| v[step]).unwrap_or(0.0);
+            let v = range_fn(name, w, start, end, t, p);
+            if let Some(f) = v {
+                vec.push(Samp {
+                    labels: s.labels.clone(),
+                    f,
+                    drop_name: drop || s.drop_name,
+                });
+            }
+        }
+        out.push(vec);
+    }
+    Ok(Ev::Vector(out))
+}
+
+fn range_fn(
+    name: &str,
+    w: &[(i64, f64)],
+    start: i64,
+    end: i64,
+    step_t: i64,
+    p: f64,
+) -> Option<f64> {
+    let vals = || w.iter().map(|&(_, v)| v);
+    match name {
+        "rate" => extrapolated_rate(w, start, end, true, true),
+        "increase" => extrapolated_rate(w, start, end, true, false),
+        "delta" => extrapolated_rate(w, start, end, false, false),
+        "irate" => instant_delta(w, true),
+        "idelta" => instant_delta(w, false),
+        "deriv" => {
+            if w.len() < 2 {
+                return None;
+            }
+            Some(linear_regression(w, w[0].0).0)
+        }
+        "predict_linear" => {
+            if w.len() < 2 {
+                return None;
+            }
+            let (slope, intercept) = linear_regression(w, step_t);
+            Some(slope * p + intercept)
+        }
+        "avg_over_time" => Some(avg(&vals().collect::<Vec<_>>())),
+        "sum_over_time" => {
+            let mut k = KahanSum::default();
+            vals().for_each(|v| k.add(v));
+            Some(k.value())
+        }
+        "min_over_time" => {
+            Some(vals().fold(f64::NAN, |m, v| if m.is_nan() || v < m { v } else { m }))
+        }
+        "max_over_time" => {
+            Some(vals().fold(f64::NAN, |m, v| if m.is_nan() || v > m { v } else { m }))
+        }
+        "count_over_time" => Some(w.len() as f64),
+        "last_over_time" => w.last().map(|&(_, v)| v),
+        "first_over_time" => w.first().map(|&(_, v)| v),
+        "present_over_time" => Some(1.0),
+        "quantile_over_time" => Some(quantile(p, vals().collect())),
+        "stddev_over_time" => Some(variance(&vals().collect::<Vec<_>>()).sqrt()),
+        "stdvar_over_time" => Some(variance(&vals().collect::<Vec<_>>())),
+        "changes" => Some(
+            w.windows(2)
+                .filter(|p| p[1].1 != p[0].1 && !(p[1].1.is_nan() && p[0].1.is_nan()))
+                .count() as f64,
+        ),
+        "resets" => Some(w.windows(2).filter(|p| p[1].1 < p[0].1).count() as f64),
+        _ => None,
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+/// A calendar field of the UTC time `secs` (Unix seconds, truncated).
+pub fn date_part(name: &str, secs: f64) -> f64 {
+    if !secs.is_finite() {
+        return f64::NAN;
+    }
+    let s = secs as i64;
+    let days = s.div_euclid(86_400);
+    let sod = s.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let month_days = [
+        31,
+        if is_leap(y) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    match name {
+        "minute" => ((sod / 60) % 60) as f64,
+        "hour" => (sod / 3600) as f64,
+        "day_of_month" => d as f64,
+        "day_of_week" => (days + 4).rem_euclid(7) as f64,
+        "day_of_year" => (month_days[..(m - 1) as usize].iter().sum::<u32>() + d) as f64,
+        "days_in_month" => month_days[(m - 1) as usize] as f64,
+        "month" => m as f64,
+        _ => y as f64,
+    }
+}
+
+/// Groups one step's classic bucket series (`le` labels) into histograms
+/// and computes `f` of each one's (upper bound, cumulative count) buckets.
+fn classic_histogram_step(
+    ev: &mut Evaluator,
+    vec: Vec<Samp>,
+    f: impl Fn(Vec<(f64, f64)>) -> f64,
+) -> Vec<Samp> {
+    struct Hist {
+        labels: Labels,
+        buckets: Vec<(f64, f64)>,
+    }
+    let mut hists: Vec<Hist> = Vec::new();
+    let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
+    for s in &vec {
+        let le_s = s.labels.get("le");
+        let Some(le) = parse_go_float(le_s).filter(|_| !le_s.is_empty()) else {
+            ev.warnings.push(format!(
+                "PromQL warning: bucket label \"le\" is missing or has a malformed value of {le_s:?} for metric name {:?}",
+                s.labels.metric_name()
+            ));
+            continue;
+        };
+        let mut l = (*s.labels).clone();
+        l.remove("le");
+        l.drop_metric_name();
+        let i = *index.entry(l.clone()).or_insert_with(|| {
+            hists.push(Hist {
+                labels: l,
+                buckets: Vec::new(),
+            });
+            hists.len() - 1
+        });
+        hists[i].buckets.push((le, s.f));
+    }
+    hists
+        .into_iter()
+        .map(|h| Samp {
+            labels: Arc::new(h.labels),
+            f: f(h.buckets),
+            drop_name: true,
+        })
+        .collect()
+}
+
+/// The φ-quantile from cumulative (upper bound, count) buckets, linearly
+/// interpolated inside the bucket that holds the rank.
+pub fn bucket_quantile(q: f64, mut b: Vec<(f64, f64)>) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    b.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+    if b.last().is_none_or(|l| l.0 != f64::INFINITY) {
+        return f64::NAN;
+    }
+    // Coalesce equal bounds, then force counts monotonic.
+    let mut c: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for (ub, n) in b {
+        match c.last_mut() {
+            Some(last) if last.0 == ub => last.1 += n,
+            _ => c.push((ub, n)),
+        }
+    }
+    let mut max = f64::NEG_INFINITY;
+    for x in &mut c {
+        if x.1 < max {
+            x.1 = max;
+        } else {
+            max = x.1;
+        }
+    }
+    if c.len() < 2 {
+        return f64::NAN;
+    }
+    let total = c[c.len() - 1].1;
+    if total == 0.0 || total.is_nan() {
+        return f64::NAN;
+    }
+    let mut rank = q * total;
+    let idx = c[..c.len() - 1].partition_point(|x| x.1 < rank);
+    if idx == c.len() - 1 {
+        return c[c.len() - 2].0;
+    }
+    if idx == 0 && c[0].0 <= 0.0 {
+        return c[0].0;
+    }
+    let (mut start, mut count) = (0.0, c[idx].1);
+    let end = c[idx].0;
+    if idx > 0 {
+        start = c[idx - 1].0;
+        count -= c[idx - 1].1;
+        rank -= c[idx - 1].1;
+    }
+    start + (end - start) * (rank / count)
+}
+
+/// The estimated fraction of observations in [lower, upper] from
+/// cumulative buckets, interpolating linearly inside buckets (the first
+/// bucket starts at 0, or at -Inf if its bound is not positive).
+pub fn bucket_fraction(lower: f64, upper: f64, mut b: Vec<(f64, f64)>) -> f64 {
+    b.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+    if b.last().is_none_or(|l| l.0 != f64::INFINITY) {
+        return f64::NAN;
+    }
+    let mut c: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for (ub, n) in b {
+        match c.last_mut() {
+            Some(last) if last.0 == ub => last.1 += n,
+            _ => c.push((ub, n)),
+        }
+    }
+    let total = c[c.len() - 1].1;
+    if total == 0.0 || lower.is_nan() || upper.is_nan() {
+        return f64::NAN;
+    }
+    if lower >= upper {
+        return 0.0;
+    }
+    // The cumulative count at x.
+    let rank_at = |x: f64| -> f64 {
+        let mut prev_count = 0.0;
+        for (i, &(ub, n)) in c.iter().enumerate() {
+            let lb = if i > 0 {
+                c[i - 1].0
+            } else if c[0].0 <= 0.0 {
+                f64::NEG_INFINITY
+            } else {
+                0.0
+            };
+            if lb >= x {
+                return prev_count;
+            }
+            if x < ub {
+                if lb == f64::NEG_INFINITY {
+                    return n;
+                }
+                return prev_count + (n - prev_count) * (x - lb) / (ub - lb);
+            }
+            prev_count = n;
+        }
+        total
+    };
+    let lo = rank_at(lower).min(total);
+    let hi = rank_at(upper).min(total);
+    (hi - lo) / total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_extrapolates_like_prometheus() {
+        // Samples every 10s from 10s to 50s in a 60s window ending at 60s,
+        // +10 each: 40 observed over 40s; both gaps (10s) are within 1.1
+        // intervals, so the full window is covered: 60 total.
+        let w: Vec<(i64, f64)> = (1..=5).map(|i| (i * 10_000, (i * 10) as f64)).collect();
+        let inc = extrapolated_rate(&w, 0, 60_000, true, false).unwrap();
+        assert!((inc - 60.0).abs() < 1e-9, "{inc}");
+        let rate = extrapolated_rate(&w, 0, 60_000, true, true).unwrap();
+        assert!((rate - 1.0).abs() < 1e-9);
+        // A counter is not extrapolated below zero: first sample 10 at 10s
+        // would reach 0 at 0s exactly here; with first value 5 it reaches
+        // zero after 5s, so the start extrapolation is capped at 5s... of
+        // sampled interval * first/result.
+        let w = vec![(10_000, 5.0), (20_000, 15.0), (30_000, 25.0)];
+        let inc = extrapolated_rate(&w, 0, 40_000, true, false).unwrap();
+        // sampled 20s, result 20, to_zero = 20*5/20 = 5s, to_end 10s.
+        assert!(
+            (inc - 20.0 * (20.0 + 5.0 + 10.0) / 20.0).abs() < 1e-9,
+            "{inc}"
+        );
+        // Far edges get half an interval.
+        let w = vec![(100_000, 1.0), (110_000, 2.0)];
+        let d = extrapolated_rate(&w, 0, 300_000, false, false).unwrap();
+        assert!((d - 1.0 * (10.0 + 5.0 + 5.0) / 10.0).abs() < 1e-9);
+        // Resets are added back: 10 -> 2 -> 4 is an increase of 4 + 10 - 10.
+        let w = vec![(0, 10.0), (10_000, 2.0), (20_000, 4.0)];
+        assert_eq!(extrapolated_rate(&w, 0, 20_000, true, false), Some(4.0));
+        assert_eq!(extrapolated_rate(&[(0, 1.0)], 0, 10, true, true), None);
+    }
+
+    #[test]
+    fn quantiles() {
+        assert_eq!(quantile(0.5, vec![1.0, 2.0, 3.0, 4.0]), 2.5);
+        assert_eq!(quantile(2.0, vec![1.0]), f64::INFINITY);
+        let b = vec![(0.1, 1.0), (0.2, 2.0), (f64::INFINITY, 4.0)];
+        assert!((bucket_quantile(0.5, b.clone()) - 0.2).abs() < 1e-12);
+        assert_eq!(bucket_quantile(0.9, b), 0.2);
+        assert!(bucket_quantile(0.5, vec![(1.0, 1.0)]).is_nan());
+    }
+
+    #[test]
+    fn dates() {
+        // 2024-02-29T13:45:00Z
+        let t = 1_709_214_300.0;
+        assert_eq!(date_part("year", t), 2024.0);
+        assert_eq!(date_part("month", t), 2.0);
+        assert_eq!(date_part("day_of_month", t), 29.0);
+        assert_eq!(date_part("days_in_month", t), 29.0);
+        assert_eq!(date_part("hour", t), 13.0);
+        assert_eq!(date_part("minute", t), 45.0);
+        assert_eq!(date_part("day_of_week", t), 4.0);
+        assert_eq!(date_part("day_of_year", t), 60.0);
+    }
+
+    #[test]
+    fn xxhash_known_values() {
+        assert_eq!(xxh64(b""), 0xEF46_DB37_51D8_E999);
+        assert_eq!(xxh64(b"abc"), 0x44BC_2CF5_AD77_0999);
+    }
+}

@@ -1,0 +1,405 @@
+//! The storage the engine reads, as a trait, and an in-memory implementation.
+//!
+//! The engine never sees chunks: it asks a [`Querier`] (opened by a
+//! [`Queryable`] for the whole time span a query touches) for the series that
+//! match a selector's matchers, with their float samples in time order inside
+//! [`SelectHints`]' range. Each selector of a query is selected exactly once,
+//! over the union of all the windows its evaluation steps need; the engine
+//! then slides its windows over those samples. So a range query of N steps
+//! costs one selection per selector, not N.
+//!
+//! Samples include staleness markers ([`STALE_NAN`]); the engine interprets
+//! them, the storage only keeps them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use regex::Regex;
+
+/// The label that holds the metric name.
+pub const METRIC_NAME: &str = "__name__";
+
+/// The NaN bit pattern Prometheus writes to mark the end of a series.
+pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
+
+/// The staleness marker value.
+pub const STALE_NAN: f64 = f64::from_bits(STALE_NAN_BITS);
+
+/// Whether `v` is a staleness marker (not any NaN: only the marker's bits).
+pub fn is_stale_nan(v: f64) -> bool {
+    v.to_bits() == STALE_NAN_BITS
+}
+
+/// Errors of a storage implementation.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("invalid regular expression {pattern:?}: {reason}")]
+    InvalidRegex { pattern: String, reason: String },
+    #[error("storage: {0}")]
+    Other(String),
+}
+
+/// A label set: name/value pairs sorted by name, names unique.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Labels(Vec<(String, String)>);
+
+impl Labels {
+    /// Builds a label set; pairs are sorted, the last of duplicate names
+    /// wins and empty values are dropped (an empty value means "no label").
+    pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut v: Vec<(String, String)> = Vec::new();
+        for (n, val) in pairs {
+            match v.iter_mut().find(|(name, _)| *name == n) {
+                Some(slot) => slot.1 = val,
+                None => v.push((n, val)),
+            }
+        }
+        v.retain(|(_, val)| !val.is_empty());
+        v.sort();
+        Labels(v)
+    }
+
+    /// Convenience for tests: `Labels::from_pairs(&[("__name__", "up")])`.
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Self::new(pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())))
+    }
+
+    pub fn empty() -> Self {
+        Labels(Vec::new())
+    }
+
+    /// The value of `name`, "" when absent (PromQL's missing-label rule).
+    pub fn get(&self, name: &str) -> &str {
+        match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => &self.0[i].1,
+            Err(_) => "",
+        }
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.0
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .is_ok()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets (or, for an empty value, removes) a label.
+    pub fn set(&mut self, name: &str, value: &str) {
+        match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) if value.is_empty() => {
+                self.0.remove(i);
+            }
+            Ok(i) => self.0[i].1 = value.to_string(),
+            Err(_) if value.is_empty() => {}
+            Err(i) => self.0.insert(i, (name.to_string(), value.to_string())),
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        self.set(name, "");
+    }
+
+    /// Keeps only the labels named in `names`.
+    pub fn keep(&mut self, names: &[String]) {
+        self.0.retain(|(n, _)| names.iter().any(|k| k == n));
+    }
+
+    /// Removes the metadata labels (`__name__`, `__type__`, `__unit__`), as
+    /// Prometheus does when an operation changes what a series measures.
+    pub fn drop_metric_name(&mut self) {
+        self.0
+            .retain(|(n, _)| n != METRIC_NAME && n != "__type__" && n != "__unit__");
+    }
+
+    pub fn metric_name(&self) -> &str {
+        self.get(METRIC_NAME)
+    }
+}
+
+impl fmt::Display for Labels {
+    /// Prometheus' `labels.Labels.String()`: `{a="1", b="2"}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, (n, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n}={v:?}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl fmt::Debug for Labels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// How a matcher compares a label value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchType {
+    Equal,
+    NotEqual,
+    Regex,
+    NotRegex,
+}
+
+/// One label matcher. Regexes are fully anchored and `.` matches newlines,
+/// as in Prometheus. A missing label matches as the empty string.
+#[derive(Clone, Debug)]
+pub struct Matcher {
+    pub name: String,
+    pub value: String,
+    pub kind: MatchType,
+    re: Option<Regex>,
+}
+
+impl Matcher {
+    pub fn new(kind: MatchType, name: &str, value: &str) -> Result<Self, StorageError> {
+        let re = match kind {
+            MatchType::Regex | MatchType::NotRegex => Some(compile_anchored(value)?),
+            _ => None,
+        };
+        Ok(Matcher {
+            name: name.to_string(),
+            value: value.to_string(),
+            kind,
+            re,
+        })
+    }
+
+    pub fn matches(&self, v: &str) -> bool {
+        match self.kind {
+            MatchType::Equal => self.value == v,
+            MatchType::NotEqual => self.value != v,
+            MatchType::Regex => self.re.as_ref().is_some_and(|r| r.is_match(v)),
+            MatchType::NotRegex => !self.re.as_ref().is_some_and(|r| r.is_match(v)),
+        }
+    }
+
+    pub fn matches_labels(&self, ls: &Labels) -> bool {
+        self.matches(ls.get(&self.name))
+    }
+}
+
+/// Compiles a PromQL regex: anchored at both ends, `.` matching `\n`.
+pub fn compile_anchored(pattern: &str) -> Result<Regex, StorageError> {
+    Regex::new(&format!("^(?s:{pattern})$")).map_err(|e| StorageError::InvalidRegex {
+        pattern: pattern.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The time range (inclusive, ms) a selection needs samples for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelectHints {
+    pub start: i64,
+    pub end: i64,
+}
+
+/// A selected series: labels and its float samples in time order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub labels: Labels,
+    pub samples: Vec<(i64, f64)>,
+}
+
+/// Something that can open a [`Querier`] for a time range.
+pub trait Queryable {
+    /// Opens a querier for [mint, maxt] (ms, inclusive).
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier + '_>, StorageError>;
+}
+
+/// Reads series of one time range.
+pub trait Querier {
+    /// The series matching all `matchers`, sorted by labels, with their
+    /// samples inside `hints` (and the querier's range). Series without a
+    /// sample there may be omitted.
+    fn select(&self, matchers: &[Matcher], hints: SelectHints)
+        -> Result<Vec<Series>, StorageError>;
+
+    /// Label names of the series matching `matchers` (all series if empty), sorted.
+    fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, StorageError>;
+
+    /// Values of label `name` over the series matching `matchers`, sorted.
+    fn label_values(&self, name: &str, matchers: &[Matcher]) -> Result<Vec<String>, StorageError>;
+}
+
+/// An in-memory storage: a sorted map from label set to samples.
+#[derive(Default, Debug, Clone)]
+pub struct MemStorage {
+    series: BTreeMap<Labels, Vec<(i64, f64)>>,
+}
+
+impl MemStorage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a sample; a sample at an existing timestamp replaces it.
+    pub fn add(&mut self, labels: Labels, t: i64, v: f64) {
+        let s = self.series.entry(labels).or_default();
+        match s.last() {
+            Some(&(lt, _)) if lt < t => s.push((t, v)),
+            None => s.push((t, v)),
+            _ => match s.binary_search_by_key(&t, |&(st, _)| st) {
+                Ok(i) => s[i].1 = v,
+                Err(i) => s.insert(i, (t, v)),
+            },
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.series.clear();
+    }
+
+    pub fn num_series(&self) -> usize {
+        self.series.len()
+    }
+
+    fn matching<'a>(
+        &'a self,
+        matchers: &'a [Matcher],
+    ) -> impl Iterator<Item = (&'a Labels, &'a Vec<(i64, f64)>)> + 'a {
+        self.series
+            .iter()
+            .filter(move |(ls, _)| matchers.iter().all(|m| m.matches_labels(ls)))
+    }
+}
+
+struct MemQuerier<'a> {
+    db: &'a MemStorage,
+    mint: i64,
+    maxt: i64,
+}
+
+impl Queryable for MemStorage {
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier + '_>, StorageError> {
+        Ok(Box::new(MemQuerier {
+            db: self,
+            mint,
+            maxt,
+        }))
+    }
+}
+
+impl Querier for MemQuerier<'_> {
+    fn select(
+        &self,
+        matchers: &[Matcher],
+        hints: SelectHints,
+    ) -> Result<Vec<Series>, StorageError> {
+        let lo = hints.start.max(self.mint);
+        let hi = hints.end.min(self.maxt);
+        let mut out = Vec::new();
+        for (ls, samples) in self.db.matching(matchers) {
+            let a = samples.partition_point(|&(t, _)| t < lo);
+            let b = samples.partition_point(|&(t, _)| t <= hi);
+            if a < b {
+                out.push(Series {
+                    labels: ls.clone(),
+                    samples: samples[a..b].to_vec(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, StorageError> {
+        let mut names: Vec<String> = self
+            .db
+            .matching(matchers)
+            .flat_map(|(ls, _)| ls.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn label_values(&self, name: &str, matchers: &[Matcher]) -> Result<Vec<String>, StorageError> {
+        let mut vals: Vec<String> = self
+            .db
+            .matching(matchers)
+            .map(|(ls, _)| ls.get(name).to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        vals.sort();
+        vals.dedup();
+        Ok(vals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_follow_promql_rules() {
+        let ls = Labels::from_pairs(&[("__name__", "up"), ("job", "a\nb")]);
+        assert!(Matcher::new(MatchType::Equal, "missing", "")
+            .unwrap()
+            .matches_labels(&ls));
+        assert!(Matcher::new(MatchType::Regex, "job", "a.b")
+            .unwrap()
+            .matches_labels(&ls));
+        // Anchored: a partial match is no match.
+        assert!(!Matcher::new(MatchType::Regex, "job", "a")
+            .unwrap()
+            .matches_labels(&ls));
+        assert!(Matcher::new(MatchType::NotRegex, "missing", ".+")
+            .unwrap()
+            .matches_labels(&ls));
+        assert!(Matcher::new(MatchType::Regex, "x", "(").is_err());
+    }
+
+    #[test]
+    fn select_filters_time_and_sorts() {
+        let mut db = MemStorage::new();
+        let b = Labels::from_pairs(&[("__name__", "b")]);
+        let a = Labels::from_pairs(&[("__name__", "a")]);
+        for t in 0..10 {
+            db.add(b.clone(), t * 10, t as f64);
+            db.add(a.clone(), t * 10, t as f64);
+        }
+        let q = db.querier(0, 1000).unwrap();
+        let m = Matcher::new(MatchType::Regex, "__name__", "a|b").unwrap();
+        let s = q.select(&[m], SelectHints { start: 15, end: 30 }).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].labels, a);
+        assert_eq!(s[0].samples, vec![(20, 2.0), (30, 3.0)]);
+        assert_eq!(q.label_values("__name__", &[]).unwrap(), vec!["a", "b"]);
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn labels_stay_sorted_and_unique(ops in proptest::collection::vec(("[a-d]", "[x-z]{0,2}"), 0..20)) {
+            let mut l = Labels::empty();
+            let mut model = std::collections::BTreeMap::new();
+            for (n, v) in &ops {
+                l.set(n, v);
+                if v.is_empty() { model.remove(n); } else { model.insert(n.clone(), v.clone()); }
+            }
+            let got: Vec<(String, String)> = l.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+            let want: Vec<(String, String)> = model.into_iter().collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+}
