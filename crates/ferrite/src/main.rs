@@ -1,5 +1,5 @@
-//! The `ferrite` binary: the server (arriving with the HTTP API) and the
-//! command-line tools that work on a data directory.
+//! The `ferrite` binary: the server (no subcommand) and the command-line
+//! tools that work on a data directory.
 
 mod cmd;
 
@@ -16,6 +16,9 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// With no subcommand: run the server (flags named as Prometheus').
+    #[command(flatten)]
+    server: cmd::server::ServerFlags,
 }
 
 #[derive(Subcommand)]
@@ -40,9 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Tsdb(c)) => cmd::tsdb::run(c),
         Some(Command::Debug(c)) => cmd::debug::run(c),
-        None => Err(anyhow::anyhow!(
-            "the server is not built yet; use a subcommand (see `ferrite --help`)"
-        )),
+        None => cmd::server::run(cli.server),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

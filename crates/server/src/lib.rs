@@ -1,0 +1,169 @@
+//! The Ferrite server: the storage engine behind Prometheus' HTTP surface.
+//!
+//! This crate wires things and owns nothing of their logic: the storage is
+//! `ferrite-tsdb`, request decoding is `ferrite-remote`, and (next) query
+//! evaluation is `ferrite-promql`. What lives here is the process around
+//! them as a Prometheus user expects it: the flags' meanings, the endpoints
+//! and their status codes, the compaction loop, and a clean shutdown (stop
+//! accepting, finish in-flight requests, close the WAL).
+//!
+//! - [`write`]: `POST /api/v1/write` (remote write 1.0 and 2.0);
+//! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`.
+
+pub mod status;
+pub mod write;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::{get, post};
+use axum::Router;
+use ferrite_tsdb::{Db, DbOptions};
+use tokio::sync::watch;
+use tracing::{error, info};
+
+/// How often the compaction loop runs (Prometheus' block reload interval).
+pub const COMPACTION_INTERVAL: Duration = Duration::from_secs(60);
+
+/// What the server was started with; names follow Prometheus' flags.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// `--storage.tsdb.path`
+    pub data_dir: PathBuf,
+    /// `--web.listen-address`
+    pub listen: SocketAddr,
+    pub db: DbOptions,
+    /// `--web.enable-remote-write-receiver` (on by default in Ferrite).
+    pub remote_write_receiver: bool,
+    /// `--web.enable-admin-api`
+    pub admin_api: bool,
+    /// Every flag as given or defaulted, for `/api/v1/status/flags`.
+    pub flags: Vec<(String, String)>,
+}
+
+/// State shared by the handlers.
+pub struct AppState {
+    pub db: Arc<Db>,
+    pub opts: ServerOptions,
+    pub started: Instant,
+    pub start_time: std::time::SystemTime,
+}
+
+/// A server that is listening; [`RunningServer::shutdown`] stops it cleanly.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting, lets in-flight requests finish, stops the compaction
+    /// loop and closes the database (WAL flushed and closed).
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(true);
+        self.task.await?
+    }
+
+    /// Runs until the task ends by itself (it does not, short of an error).
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await?
+    }
+}
+
+/// The routes, over a shared state.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/-/healthy", get(status::healthy).head(status::healthy))
+        .route("/-/ready", get(status::ready).head(status::ready))
+        .route("/api/v1/status/buildinfo", get(status::buildinfo))
+        .route("/api/v1/status/runtimeinfo", get(status::runtimeinfo))
+        .route("/api/v1/status/flags", get(status::flags))
+        .route("/api/v1/status/tsdb", get(status::tsdb))
+        .route("/api/v1/write", post(write::remote_write))
+        .with_state(state)
+}
+
+/// Opens the database and starts serving on `opts.listen`.
+pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
+    let dir = opts.data_dir.clone();
+    let db_opts = opts.db.clone();
+    let db = tokio::task::spawn_blocking(move || Db::open(&dir, db_opts)).await??;
+    let db = Arc::new(db);
+    let listener = tokio::net::TcpListener::bind(opts.listen).await?;
+    let addr = listener.local_addr()?;
+    let state = Arc::new(AppState {
+        db: db.clone(),
+        opts,
+        started: Instant::now(),
+        start_time: std::time::SystemTime::now(),
+    });
+    let app = router(state.clone());
+    let (stop, mut stopped) = watch::channel(false);
+    let mut compaction_stop = stop.subscribe();
+    let task = tokio::spawn(async move {
+        let compactor = tokio::spawn({
+            let db = db.clone();
+            async move {
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(COMPACTION_INTERVAL) => {}
+                        _ = compaction_stop.changed() => return,
+                    }
+                    let db = db.clone();
+                    match tokio::task::spawn_blocking(move || db.compact()).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => error!(error = %e, "compaction failed"),
+                        Err(e) => error!(error = %e, "compaction task failed"),
+                    }
+                }
+            }
+        });
+        info!(%addr, "listening");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.changed().await;
+            })
+            .await?;
+        let _ = compactor.await;
+        drop(state);
+        // Every handler is done: this is the last reference.
+        match Arc::try_unwrap(db) {
+            Ok(db) => tokio::task::spawn_blocking(move || db.close()).await??,
+            Err(_) => anyhow::bail!("database still in use at shutdown"),
+        }
+        info!("database closed");
+        Ok(())
+    });
+    Ok(RunningServer { addr, stop, task })
+}
+
+/// Serves until SIGTERM or SIGINT, then shuts down cleanly.
+pub async fn run_until_signal(opts: ServerOptions) -> anyhow::Result<()> {
+    let server = start(opts).await?;
+    shutdown_signal().await;
+    info!("received a termination signal, shutting down");
+    server.shutdown().await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,174 @@
+//! `POST /api/v1/write`: the remote write receiver, 1.0 and 2.0.
+//!
+//! Decoding and validation are `ferrite-remote`'s; this appends and answers
+//! as Prometheus' receiver does: 204 when everything was written; for 1.0 an
+//! append error (out of order, out of bounds, duplicate) rolls the whole
+//! request back and answers 400 with the error; 2.0 writes what it can and
+//! answers 400 listing what it could not, with the counts of what was
+//! written in the `X-Prometheus-Remote-Write-*-Written` headers.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use ferrite_remote::DecodeOptions;
+use ferrite_remote::{decode_request, MessageType, Verdict, WriteRequest, WriteStats};
+use ferrite_tsdb::{AppendError, Db};
+use tracing::warn;
+
+use crate::AppState;
+
+/// Largest request body accepted before decompression.
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+pub async fn remote_write(
+    State(s): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !s.opts.remote_write_receiver {
+        return (
+            StatusCode::NOT_FOUND,
+            "remote write receiver needs to be enabled with --web.enable-remote-write-receiver\n",
+        )
+            .into_response();
+    }
+    if body.len() > MAX_BODY_BYTES {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request body of {} bytes is over the {MAX_BODY_BYTES} byte limit\n",
+                body.len()
+            ),
+        )
+            .into_response();
+    }
+    let text = |name: HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (ct, ce) = (text(header::CONTENT_TYPE), text(header::CONTENT_ENCODING));
+    let db = s.db.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        match decode_request(
+            ct.as_deref(),
+            ce.as_deref(),
+            &body,
+            &DecodeOptions::default(),
+        ) {
+            Ok(req) => Ok(append(&db, req)),
+            Err(e) => Err((e.status(), e.to_string())),
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(answer)) => answer.into_response(),
+        Ok(Err((status, msg))) => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+            format!("{msg}\n"),
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// What a decoded request did, as the response to send.
+pub struct Answer {
+    status: StatusCode,
+    message: Option<String>,
+    /// 2.0 only.
+    stats: Option<WriteStats>,
+}
+
+impl IntoResponse for Answer {
+    fn into_response(self) -> Response {
+        let mut resp = match self.message {
+            Some(m) => (self.status, format!("{m}\n")).into_response(),
+            None => self.status.into_response(),
+        };
+        if let Some(stats) = self.stats {
+            for (k, v) in stats.headers() {
+                if let Ok(v) = HeaderValue::from_str(&v) {
+                    resp.headers_mut().insert(k, v);
+                }
+            }
+        }
+        resp
+    }
+}
+
+/// Appends a decoded request with Prometheus' all-or-nothing (1.0) or
+/// partial (2.0) semantics.
+pub fn append(db: &Db, req: WriteRequest) -> Answer {
+    let v2 = req.message == Some(MessageType::V2);
+    let verdict = req.verdict();
+    if let Verdict::Refuse(msg) = verdict {
+        return Answer {
+            status: StatusCode::BAD_REQUEST,
+            message: Some(msg),
+            stats: None,
+        };
+    }
+    let mut problems: Vec<String> = match verdict {
+        Verdict::PartialWrite(msg) => vec![msg],
+        _ => Vec::new(),
+    };
+    let mut app = db.appender();
+    let mut written = 0usize;
+    for series in &req.series {
+        for s in &series.samples {
+            match app.append(&series.labels, s.timestamp, s.value) {
+                Ok(_) => written += 1,
+                Err(e) => {
+                    let bad = matches!(
+                        e,
+                        AppendError::OutOfOrder
+                            | AppendError::OutOfBounds
+                            | AppendError::DuplicateSample { .. }
+                    );
+                    if bad {
+                        warn!(series = %series.labels, timestamp = s.timestamp, error = %e, "sample from remote write refused");
+                    }
+                    if !v2 {
+                        let _ = app.rollback();
+                        return Answer {
+                            status: StatusCode::BAD_REQUEST,
+                            message: Some(e.to_string()),
+                            stats: None,
+                        };
+                    }
+                    problems.push(format!("{e} for series {}", series.labels));
+                }
+            }
+        }
+    }
+    if let Err(e) = app.commit() {
+        return Answer {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: Some(e.to_string()),
+            stats: None,
+        };
+    }
+    let stats = v2.then_some(WriteStats {
+        samples: written,
+        histograms: 0,
+        exemplars: 0,
+    });
+    if problems.is_empty() {
+        Answer {
+            status: StatusCode::NO_CONTENT,
+            message: None,
+            stats,
+        }
+    } else {
+        Answer {
+            status: StatusCode::BAD_REQUEST,
+            message: Some(problems.join("\n")),
+            stats,
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The server end to end on loopback: remote write in, data on disk after a
+//! clean shutdown, Prometheus' status codes.
+
+use std::net::SocketAddr;
+
+use ferrite_remote::proto::v1;
+use ferrite_server::{start, ServerOptions};
+use ferrite_tsdb::{Db, DbOptions};
+use prost::Message;
+
+fn options(dir: &std::path::Path) -> ServerOptions {
+    ServerOptions {
+        data_dir: dir.to_owned(),
+        listen: "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
+        db: DbOptions::default(),
+        remote_write_receiver: true,
+        admin_api: false,
+        flags: vec![("storage.tsdb.path".into(), dir.display().to_string())],
+    }
+}
+
+fn series(name: &str, job: &str, samples: &[(i64, f64)]) -> v1::TimeSeries {
+    v1::TimeSeries {
+        labels: [("__name__", name), ("job", job)]
+            .iter()
+            .map(|(n, v)| v1::Label {
+                name: n.as_bytes().to_vec(),
+                value: v.as_bytes().to_vec(),
+            })
+            .collect(),
+        samples: samples
+            .iter()
+            .map(|&(timestamp, value)| v1::Sample { value, timestamp })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn body(ts: Vec<v1::TimeSeries>) -> Vec<u8> {
+    let req = v1::WriteRequest {
+        timeseries: ts,
+        ..Default::default()
+    };
+    snap::raw::Encoder::new()
+        .compress_vec(&req.encode_to_vec())
+        .unwrap()
+}
+
+async fn post(addr: SocketAddr, body: Vec<u8>) -> (u16, String) {
+    let resp = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/write"))
+        .header("Content-Type", "application/x-protobuf")
+        .header("Content-Encoding", "snappy")
+        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_write_then_clean_shutdown_keeps_everything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(options(tmp.path())).await.unwrap();
+    let addr = server.addr;
+
+    let health = reqwest::get(format!("http://{addr}/-/ready"))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let info: serde_json::Value = reqwest::get(format!("http://{addr}/api/v1/status/buildinfo"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(info["status"], "success");
+
+    let t0 = 1_700_000_000_000;
+    let (status, text) = post(
+        addr,
+        body(vec![
+            series("up", "a", &[(t0, 1.0), (t0 + 15_000, 1.0)]),
+            series("up", "b", &[(t0, 0.0)]),
+        ]),
+    )
+    .await;
+    assert_eq!(status, 204, "{text}");
+
+    // 1.0 is all or nothing: an out-of-order sample refuses the request.
+    let (status, text) = post(
+        addr,
+        body(vec![
+            series("up", "b", &[(t0 + 15_000, 1.0)]),
+            series("up", "a", &[(t0, 5.0)]),
+        ]),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        text.contains("out of order") || text.contains("duplicate"),
+        "{text}"
+    );
+
+    // Garbage: 400 with a reason, nothing written, the server carries on.
+    let (status, text) = post(addr, b"not snappy".to_vec()).await;
+    assert_eq!(status, 400, "{text}");
+
+    server.shutdown().await.unwrap();
+
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    let got: Vec<(String, Vec<(i64, f64)>)> = db
+        .querier(i64::MIN, i64::MAX)
+        .select(&[])
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.labels.to_string(), s.samples().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                r#"{__name__="up", job="a"}"#.to_string(),
+                vec![(t0, 1.0), (t0 + 15_000, 1.0)]
+            ),
+            (r#"{__name__="up", job="b"}"#.to_string(), vec![(t0, 0.0)]),
+        ]
+    );
+}
