@@ -8,8 +8,12 @@
 //! accepting, finish in-flight requests, close the WAL).
 //!
 //! - [`write`]: `POST /api/v1/write` (remote write 1.0 and 2.0);
+//! - [`query`]: `/api/v1/query`, `query_range`, `series`, `labels`,
+//!   `label/<name>/values` over `ferrite-promql`;
 //! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`.
 
+pub mod query;
+pub mod selector;
 pub mod status;
 pub mod write;
 
@@ -39,6 +43,9 @@ pub struct ServerOptions {
     pub remote_write_receiver: bool,
     /// `--web.enable-admin-api`
     pub admin_api: bool,
+    /// Lookback delta, timeout and max samples of PromQL queries
+    /// (`--query.*`).
+    pub engine: ferrite_promql::EngineOptions,
     /// Every flag as given or defaulted, for `/api/v1/status/flags`.
     pub flags: Vec<(String, String)>,
 }
@@ -46,6 +53,7 @@ pub struct ServerOptions {
 /// State shared by the handlers.
 pub struct AppState {
     pub db: Arc<Db>,
+    pub engine: ferrite_promql::EngineOptions,
     pub opts: ServerOptions,
     pub started: Instant,
     pub start_time: std::time::SystemTime,
@@ -82,6 +90,17 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/flags", get(status::flags))
         .route("/api/v1/status/tsdb", get(status::tsdb))
         .route("/api/v1/write", post(write::remote_write))
+        .route(
+            "/api/v1/query",
+            get(query::instant_query).post(query::instant_query),
+        )
+        .route(
+            "/api/v1/query_range",
+            get(query::range_query).post(query::range_query),
+        )
+        .route("/api/v1/series", get(query::series).post(query::series))
+        .route("/api/v1/labels", get(query::labels).post(query::labels))
+        .route("/api/v1/label/{name}/values", get(query::label_values))
         .with_state(state)
 }
 
@@ -95,6 +114,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let addr = listener.local_addr()?;
     let state = Arc::new(AppState {
         db: db.clone(),
+        engine: opts.engine.clone(),
         opts,
         started: Instant::now(),
         start_time: std::time::SystemTime::now(),

@@ -15,6 +15,7 @@ fn options(dir: &std::path::Path) -> ServerOptions {
         db: DbOptions::default(),
         remote_write_receiver: true,
         admin_api: false,
+        engine: ferrite_promql::EngineOptions::default(),
         flags: vec![("storage.tsdb.path".into(), dir.display().to_string())],
     }
 }
@@ -107,6 +108,48 @@ async fn remote_write_then_clean_shutdown_keeps_everything() {
     // Garbage: 400 with a reason, nothing written, the server carries on.
     let (status, text) = post(addr, b"not snappy".to_vec()).await;
     assert_eq!(status, 400, "{text}");
+
+    // The query API over what was written.
+    let get = |path: String| async move {
+        let r = reqwest::get(format!("http://{addr}{path}")).await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<serde_json::Value>().await.unwrap())
+    };
+    let (status, v) = get(format!(
+        "/api/v1/query?query=sum(up)&time={}",
+        (t0 + 15_000) / 1000
+    ))
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["data"]["resultType"], "vector");
+    assert_eq!(v["data"]["result"][0]["value"][1], "1");
+    let (status, v) = get(format!(
+        "/api/v1/query_range?query=up&start={}&end={}&step=15",
+        t0 / 1000,
+        (t0 + 15_000) / 1000
+    ))
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["data"]["resultType"], "matrix");
+    assert_eq!(v["data"]["result"].as_array().unwrap().len(), 2);
+    assert_eq!(v["data"]["result"][0]["metric"]["job"], "a");
+    assert_eq!(v["data"]["result"][0]["values"][1][0], (t0 + 15_000) / 1000);
+    let (status, v) = get("/api/v1/series?match[]=up{job=\"b\"}".to_string()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["data"],
+        serde_json::json!([{"__name__": "up", "job": "b"}])
+    );
+    let (_, v) = get("/api/v1/labels".to_string()).await;
+    assert_eq!(v["data"], serde_json::json!(["__name__", "job"]));
+    let (_, v) = get("/api/v1/label/job/values".to_string()).await;
+    assert_eq!(v["data"], serde_json::json!(["a", "b"]));
+    let (status, v) = get("/api/v1/query?query=sum(".to_string()).await;
+    assert_eq!(status, 400);
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["errorType"], "bad_data");
+    let (status, v) = get("/api/v1/query_range?query=up&start=10&end=5&step=1".to_string()).await;
+    assert_eq!(status, 400, "{v}");
 
     server.shutdown().await.unwrap();
 

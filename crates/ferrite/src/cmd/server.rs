@@ -108,8 +108,15 @@ impl ServerFlags {
                 parse_duration_ms(d).context("--storage.tsdb.max-block-duration")?;
         }
         db.compaction_write_bytes_per_sec = self.compaction_write_rate;
-        parse_duration_ms(&self.lookback_delta).context("--query.lookback-delta")?;
-        parse_duration_ms(&self.query_timeout).context("--query.timeout")?;
+        let engine = ferrite_promql::EngineOptions {
+            lookback_delta_ms: parse_duration_ms(&self.lookback_delta)
+                .context("--query.lookback-delta")?,
+            max_samples: usize::try_from(self.query_max_samples).unwrap_or(usize::MAX),
+            timeout: std::time::Duration::from_millis(
+                parse_duration_ms(&self.query_timeout).context("--query.timeout")? as u64,
+            ),
+            ..ferrite_promql::EngineOptions::default()
+        };
         let flags = vec![
             ("storage.tsdb.path", self.data_dir.display().to_string()),
             ("web.listen-address", self.listen.clone()),
@@ -140,6 +147,7 @@ impl ServerFlags {
             db,
             remote_write_receiver: !self.no_remote_write_receiver,
             admin_api: self.admin_api,
+            engine,
             flags,
         })
     }

@@ -21,7 +21,6 @@
 //! map entries); Ferrite breaks ties by name, so its output is stable.
 
 mod format;
-mod selector;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -33,8 +32,8 @@ use ferrite_block::meta::BlockUlid;
 use ferrite_tsdb::block::{Block, BlockError};
 use ferrite_tsdb::{Db, DbOptions, Matcher, QuerySeries};
 
+use ferrite_server::selector::parse_selector;
 use format::{go_base2_bytes, go_duration, go_g, go_utc_time, labels_string, tabwrite};
-use selector::parse_selector;
 
 /// `tsdb list`: the blocks of DIR as promtool's table.
 pub fn list(dir: &Path, human_readable: bool) -> Result<()> {

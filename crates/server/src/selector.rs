@@ -1,5 +1,6 @@
-//! Series selectors (`up{job="a"}`, `{x=~"y"}`) as promtool's `--match`
-//! takes them, parsed with the `promql-parser` crate into Ferrite matchers.
+//! Series selectors (`up{job="a"}`, `{x=~"y"}`) as the API's `match[]` and
+//! promtool's `--match` take them, parsed with the `promql-parser` crate
+//! into Ferrite matchers.
 //!
 //! promtool uses Prometheus' `ParseMetricSelector`, which, unlike a PromQL
 //! query, accepts a selector whose matchers all match the empty string:
