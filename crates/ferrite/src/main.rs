@@ -26,6 +26,12 @@ enum Command {
     /// Tools for a TSDB data directory.
     #[command(subcommand)]
     Tsdb(cmd::tsdb::TsdbCommand),
+    /// Runs PromQL test files (Prometheus' promqltest format) against
+    /// Ferrite's engine; prints failing cases and `<n> passed, <n> failed`.
+    PromqlTest {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
     /// Developer tools (format cross-checks).
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::DebugCommand),
@@ -43,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Tsdb(c)) => cmd::tsdb::run(c),
         Some(Command::Debug(c)) => cmd::debug::run(c),
+        Some(Command::PromqlTest { files }) => cmd::promql_test::run(files),
         None => cmd::server::run(cli.server),
     };
     match result {

@@ -6,6 +6,7 @@ pub mod debug_bench;
 pub mod debug_block;
 pub mod debug_index;
 pub mod debug_plan;
+pub mod promql_test;
 pub mod server;
 pub mod synth;
 pub mod tsdb;
