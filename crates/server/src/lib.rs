@@ -10,8 +10,12 @@
 //! - [`write`]: `POST /api/v1/write` (remote write 1.0 and 2.0);
 //! - [`query`]: `/api/v1/query`, `query_range`, `series`, `labels`,
 //!   `label/<name>/values` over `ferrite-promql`;
-//! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`.
+//! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`;
+//! - [`admin`]: `/api/v1/admin/tsdb/*` (`--web.enable-admin-api`);
+//! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`.
 
+pub mod admin;
+pub mod metrics;
 pub mod query;
 pub mod selector;
 pub mod status;
@@ -101,6 +105,20 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/series", get(query::series).post(query::series))
         .route("/api/v1/labels", get(query::labels).post(query::labels))
         .route("/api/v1/label/{name}/values", get(query::label_values))
+        .route("/api/v1/metadata", get(metrics::metadata))
+        .route("/metrics", get(metrics::metrics))
+        .route(
+            "/api/v1/admin/tsdb/snapshot",
+            post(admin::snapshot).put(admin::snapshot),
+        )
+        .route(
+            "/api/v1/admin/tsdb/delete_series",
+            post(admin::delete_series).put(admin::delete_series),
+        )
+        .route(
+            "/api/v1/admin/tsdb/clean_tombstones",
+            post(admin::clean_tombstones).put(admin::clean_tombstones),
+        )
         .with_state(state)
 }
 

@@ -159,6 +159,12 @@ impl Db {
         Querier::new(&self.head, &self.blocks, &self.consistency, mint, maxt)
     }
 
+    /// Holds off compactions, deletions and block-list changes while kept
+    /// (a snapshot takes it to see one consistent set of blocks and head).
+    pub fn compaction_guard(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.compaction.lock()
+    }
+
     /// The open blocks, sorted by min time.
     pub fn blocks(&self) -> Vec<Arc<Block>> {
         self.blocks.read().clone()

@@ -57,6 +57,10 @@ fn deletion_spans_blocks_and_head_and_survives_restarts() {
     }
     let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
     assert_eq!(contents(&db), want, "after a restart");
+    // Samples deleted in the head stay deleted once the head is a block.
+    db.compact_head_fully().unwrap();
+    assert_eq!(db.head().num_series(), 0);
+    assert_eq!(contents(&db), want, "after persisting the head");
     let blocks_before: Vec<_> = db.blocks().iter().map(|b| b.ulid()).collect();
     let rewritten = db.clean_tombstones().unwrap();
     assert!(rewritten >= 1);

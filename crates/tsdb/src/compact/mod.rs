@@ -50,7 +50,7 @@ pub fn persist_head_range(
 ) -> Result<Option<BlockMeta>, CompactError> {
     let last = maxt - 1;
     let refs: Vec<u64> = head.postings.read().all().to_vec();
-    let mut entries: Vec<Arc<SeriesEntry>> = Vec::new();
+    let mut entries: Vec<(u64, Arc<SeriesEntry>)> = Vec::new();
     for r in refs {
         let Some(entry) = head.series.get(r) else {
             continue;
@@ -67,12 +67,12 @@ pub fn persist_head_range(
                     .is_some_and(|c| c.chunk.num_samples() > 0 && c.maxt >= mint && c.mint <= last)
         };
         if in_range {
-            entries.push(entry);
+            entries.push((r, entry));
         }
     }
     head.symbols.with_resolver(|res| {
         entries.sort_by(|a, b| {
-            let (a, b) = (&a.labels, &b.labels);
+            let (a, b) = (&a.1.labels, &b.1.labels);
             for (x, y) in a.iter().zip(b.iter()) {
                 if x != y {
                     let o = res.get(*x).cmp(res.get(*y));
@@ -115,7 +115,7 @@ const RELEASE_EVERY_SERIES: usize = 4096;
 /// The head's series of one range, in label order.
 struct HeadSource<'h> {
     head: &'h Head,
-    entries: Vec<Arc<SeriesEntry>>,
+    entries: Vec<(u64, Arc<SeriesEntry>)>,
     next: usize,
     mint: i64,
     last: i64,
@@ -128,7 +128,7 @@ impl SeriesSource for HeadSource<'_> {
         let mut ids: Vec<u32> = self
             .entries
             .iter()
-            .flat_map(|e| e.labels.iter().copied())
+            .flat_map(|(_, e)| e.labels.iter().copied())
             .collect();
         ids.sort_unstable();
         ids.dedup();
@@ -150,7 +150,7 @@ impl SeriesSource for HeadSource<'_> {
         labels: &mut Labels,
         chunks: &mut Vec<BlockChunk>,
     ) -> Result<bool, BlockError> {
-        let Some(entry) = self.entries.get(self.next) else {
+        let Some((r, entry)) = self.entries.get(self.next) else {
             self.head.mapper.release_pages();
             return Ok(false);
         };
@@ -161,8 +161,11 @@ impl SeriesSource for HeadSource<'_> {
             self.head.mapper.release_pages();
         }
         *labels = self.head.resolve_labels(&entry.labels);
-        if let Err(e) = head_chunks_in_range(self.head, labels, entry, self.mint, self.last, chunks)
-        {
+        // Samples deleted from the head stay deleted in the block.
+        let deleted = self.head.tombstones_of(*r);
+        if let Err(e) = head_chunks_in_range(
+            self.head, labels, entry, &deleted, self.mint, self.last, chunks,
+        ) {
             self.failure = Some(e);
             // Stops the write; the error is reported by the caller.
             return Err(BlockError::Io {
@@ -179,16 +182,19 @@ fn head_chunks_in_range(
     head: &Head,
     labels: &Labels,
     entry: &SeriesEntry,
+    deleted: &[(i64, i64)],
     mint: i64,
     last: i64,
     out: &mut Vec<BlockChunk>,
 ) -> Result<(), CompactError> {
     let d = entry.data.lock();
+    let is_deleted = |t: i64| deleted.iter().any(|&(a, b)| t >= a && t <= b);
     let mut push = |bytes: &[u8], cmin: i64, cmax: i64| -> Result<(), CompactError> {
         if cmax < mint || cmin > last {
             return Ok(());
         }
-        if cmin >= mint && cmax <= last {
+        let touched = deleted.iter().any(|&(a, b)| a <= cmax && cmin <= b);
+        if cmin >= mint && cmax <= last && !touched {
             out.push(BlockChunk {
                 mint: cmin,
                 maxt: cmax,
@@ -196,12 +202,13 @@ fn head_chunks_in_range(
             });
             return Ok(());
         }
-        // Straddles the range: keep the samples inside it.
+        // Straddles the range or has deleted samples: keep the samples
+        // inside the range that are not deleted.
         let mut c = XorChunk::new();
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);
         let mut it = XorIterator::new(bytes);
         for (t, v) in it.by_ref() {
-            if t >= mint && t <= last {
+            if t >= mint && t <= last && !is_deleted(t) {
                 c.append(t, v);
                 lo = lo.min(t);
                 hi = hi.max(t);

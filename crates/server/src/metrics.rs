@@ -1,0 +1,340 @@
+//! `GET /metrics`, Ferrite's own metrics, and `GET /api/v1/metadata`.
+//!
+//! The metrics are written by hand in the Prometheus text format 0.0.4
+//! (`# HELP`, `# TYPE`, `name{label="value"} value`), which every Prometheus
+//! scrapes: they are read from the database at scrape time, so there is no
+//! registry to keep in sync. Where a metric means what one of Prometheus'
+//! means, it has Prometheus' name and labels, so dashboards and alerts made
+//! for Prometheus work on Ferrite (`prometheus_tsdb_head_series`,
+//! `prometheus_build_info`, `process_*`, ...). Counters Ferrite does not keep
+//! (compactions run, remote write requests received) are left out rather
+//! than reported as zero.
+//!
+//! `/api/v1/metadata` answers an empty object: Prometheus builds it from its
+//! scrape targets' metadata, and Ferrite neither scrapes nor stores the
+//! metadata that remote write may carry (yet).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Json, Response};
+use serde_json::json;
+
+use crate::AppState;
+
+/// The content type of the text format 0.0.4.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// One metric family being written.
+struct Exposition {
+    out: String,
+}
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) -> &mut Self {
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+        self
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) -> &mut Self {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"{}\"", escape(v));
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {}", format_value(value));
+        self
+    }
+
+    /// A family of one unlabelled sample.
+    fn single(&mut self, name: &str, kind: &str, help: &str, value: f64) {
+        self.family(name, kind, help).sample(name, &[], value);
+    }
+}
+
+/// Label value escaping of the text format.
+fn escape(v: &str) -> String {
+    v.replace('\\', r"\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn format_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Go's names of the architecture, as `prometheus_build_info` reports it.
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "x86" => "386",
+        "aarch64" => "arm64",
+        "powerpc64" => "ppc64",
+        other => other,
+    }
+}
+
+/// The whole exposition.
+pub fn render(s: &AppState) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut e = Exposition { out: String::new() };
+    let head = s.db.head();
+    let stats = &head.stats;
+    let float = [("type", "float")];
+
+    e.family(
+        "prometheus_build_info",
+        "gauge",
+        "A metric with a constant '1' value labeled by version, revision, branch, goversion from which prometheus was built, and the goos and goarch for the build.",
+    )
+    .sample(
+        "prometheus_build_info",
+        &[
+            ("branch", ""),
+            ("goarch", go_arch()),
+            ("goos", std::env::consts::OS),
+            ("goversion", ""),
+            ("revision", ""),
+            ("tags", ""),
+            ("version", env!("CARGO_PKG_VERSION")),
+        ],
+        1.0,
+    );
+    e.single(
+        "prometheus_ready",
+        "gauge",
+        "Whether Prometheus startup was fully completed and the server is ready for normal operation.",
+        1.0,
+    );
+
+    e.single(
+        "prometheus_tsdb_head_series",
+        "gauge",
+        "Total number of series in the head block.",
+        head.num_series() as f64,
+    );
+    e.single(
+        "prometheus_tsdb_head_series_created_total",
+        "counter",
+        "Total number of series created in the head",
+        stats.series_created.load(Relaxed) as f64,
+    );
+    e.family(
+        "prometheus_tsdb_head_samples_appended_total",
+        "counter",
+        "Total number of appended samples.",
+    )
+    .sample(
+        "prometheus_tsdb_head_samples_appended_total",
+        &float,
+        stats.samples_appended.load(Relaxed) as f64,
+    );
+    e.family(
+        "prometheus_tsdb_out_of_bound_samples_total",
+        "counter",
+        "Total number of out of bound samples ingestion failed attempts with out of order support disabled.",
+    )
+    .sample(
+        "prometheus_tsdb_out_of_bound_samples_total",
+        &float,
+        stats.out_of_bounds_samples.load(Relaxed) as f64,
+    );
+    e.family(
+        "prometheus_tsdb_out_of_order_samples_total",
+        "counter",
+        "Total number of out of order samples ingestion failed attempts due to out of order being disabled.",
+    )
+    .sample(
+        "prometheus_tsdb_out_of_order_samples_total",
+        &float,
+        stats.out_of_order_samples.load(Relaxed) as f64,
+    );
+    // As Prometheus: the raw bounds, so an empty head reports the extremes.
+    e.single(
+        "prometheus_tsdb_head_min_time",
+        "gauge",
+        "Minimum time bound of the head block. The unit is decided by the library consumer.",
+        head.min_time() as f64,
+    );
+    e.single(
+        "prometheus_tsdb_head_max_time",
+        "gauge",
+        "Maximum timestamp of the head block. The unit is decided by the library consumer.",
+        head.max_time() as f64,
+    );
+    e.single(
+        "prometheus_tsdb_data_replay_duration_seconds",
+        "gauge",
+        "Time taken to replay the data on disk.",
+        s.db.replay_stats().duration.as_secs_f64(),
+    );
+
+    let blocks = s.db.blocks();
+    e.single(
+        "prometheus_tsdb_blocks_loaded",
+        "gauge",
+        "Number of currently loaded data blocks",
+        blocks.len() as f64,
+    );
+    e.single(
+        "prometheus_tsdb_storage_blocks_bytes",
+        "gauge",
+        "The number of bytes that are currently used for local storage by all blocks.",
+        blocks.iter().map(|b| b.size_bytes()).sum::<u64>() as f64,
+    );
+
+    let start = s
+        .start_time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    e.single(
+        "process_start_time_seconds",
+        "gauge",
+        "Start time of the process since unix epoch in seconds.",
+        start,
+    );
+    if let Some(p) = proc_stats() {
+        e.single(
+            "process_cpu_seconds_total",
+            "counter",
+            "Total user and system CPU time spent in seconds.",
+            p.cpu_seconds,
+        );
+        e.single(
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes.",
+            p.resident_bytes as f64,
+        );
+        e.single(
+            "process_virtual_memory_bytes",
+            "gauge",
+            "Virtual memory size in bytes.",
+            p.virtual_bytes as f64,
+        );
+        e.single(
+            "process_open_fds",
+            "gauge",
+            "Number of open file descriptors.",
+            p.open_fds as f64,
+        );
+    }
+    e.out
+}
+
+/// What `/proc/self` says about the process (Linux only).
+struct ProcStats {
+    cpu_seconds: f64,
+    resident_bytes: u64,
+    virtual_bytes: u64,
+    open_fds: usize,
+}
+
+fn proc_stats() -> Option<ProcStats> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        let n: u64 = line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(n * 1024)
+    };
+    // utime and stime are fields 14 and 15, after the command name, which
+    // may itself hold spaces and parentheses (hence the last ')').
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ProcStats {
+        // USER_HZ, which /proc reports in, is 100 on every Linux ABI.
+        cpu_seconds: ticks as f64 / 100.0,
+        resident_bytes: kb("VmRSS:")?,
+        virtual_bytes: kb("VmSize:")?,
+        open_fds: std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count()),
+    })
+}
+
+/// `GET /metrics`.
+pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
+    // Reads /proc: off the async threads.
+    match tokio::task::spawn_blocking(move || render(&s)).await {
+        Ok(text) => ([(header::CONTENT_TYPE, TEXT_CONTENT_TYPE)], text).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// `GET /api/v1/metadata`: always `{}` (see the module docs), after
+/// checking `limit` and `limit_per_metric` as Prometheus does.
+pub async fn metadata(RawQuery(q): RawQuery) -> Response {
+    let params: Vec<(String, String)> = q
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    for name in ["limit", "limit_per_metric"] {
+        let bad = params
+            .iter()
+            .find(|(k, _)| k == name)
+            .is_some_and(|(_, v)| !v.is_empty() && v.parse::<i64>().is_err());
+        if bad {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({
+                    "status": "error",
+                    "errorType": "bad_data",
+                    "error": format!("{name} must be a number"),
+                })),
+            )
+                .into_response();
+        }
+    }
+    Json(json!({ "status": "success", "data": {} })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_format() {
+        let mut e = Exposition { out: String::new() };
+        e.family("x_total", "counter", "Things.")
+            .sample("x_total", &[("a", "q\"\\\n")], 1.0)
+            .sample("x_total", &[], 0.5);
+        assert_eq!(
+            e.out,
+            "# HELP x_total Things.\n# TYPE x_total counter\nx_total{a=\"q\\\"\\\\\\n\"} 1\nx_total 0.5\n"
+        );
+        // An empty head's bounds: long, but they read back exactly.
+        let max = format_value(i64::MAX as f64);
+        assert_eq!(max.parse::<f64>().ok(), Some(i64::MAX as f64));
+        assert_eq!(format_value(f64::NAN), "NaN");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_proc() {
+        let p = proc_stats().unwrap();
+        assert!(p.resident_bytes > 0 && p.virtual_bytes >= p.resident_bytes);
+        assert!(p.open_fds > 0);
+    }
+}
