@@ -19,7 +19,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -179,30 +179,8 @@ pub async fn snapshot(
 /// Prometheus' snapshot name: `20060102T150405Z` (UTC) and a random
 /// non-negative 63-bit number as 16 hex digits.
 fn snapshot_name(now: SystemTime, random: u64) -> String {
-    let secs = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z-{random:016x}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    let when = chrono::DateTime::<chrono::Utc>::from(now).format("%Y%m%dT%H%M%SZ");
+    format!("{when}-{random:016x}")
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> AdminError + '_ {
@@ -318,7 +296,7 @@ pub async fn clean_tombstones(State(s): State<Arc<AppState>>) -> Result<Response
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn names_like_prometheus() {

@@ -195,45 +195,9 @@ pub fn parse_time(s: &str) -> Result<i64, ApiError> {
 }
 
 fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || (b[10] != b'T' && b[10] != b't') {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut i = 19;
-    let mut ms = 0i64;
-    if b.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        let frac = s.get(start..i)?;
-        let padded: String = frac.chars().chain("000".chars()).take(3).collect();
-        ms = padded.parse().ok()?;
-    }
-    let offset_min = match b.get(i)? {
-        b'Z' | b'z' => 0,
-        b'+' | b'-' => {
-            let sign = if b[i] == b'-' { -1 } else { 1 };
-            sign * (num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?)
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo, d);
-    Some(((days * 86_400 + h * 3600 + mi * 60 + se) - offset_min * 60) * 1000 + ms)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 /// Prometheus' `parseDuration` for `step` and `timeout`: float seconds or a
@@ -472,23 +436,7 @@ pub async fn labels(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let p = Params::parse(q.as_deref(), &headers, &body);
-    let (sets, start, end) = selection(&p, false)?;
-    let db = s.db.clone();
-    let names = tokio::task::spawn_blocking(move || -> Result<Vec<String>, ApiError> {
-        let q = db.querier(start, end);
-        if sets.is_empty() {
-            return q.label_names(&[]).map_err(internal);
-        }
-        let mut all = Vec::new();
-        for ms in &sets {
-            all.extend(q.label_names(ms).map_err(internal)?);
-        }
-        all.sort();
-        all.dedup();
-        Ok(all)
-    })
-    .await
-    .map_err(internal)??;
+    let names = union_over_selectors(&s, &p, |q, ms| q.label_names(ms)).await?;
     Ok(success(json!(names), &[], &[]))
 }
 
@@ -500,24 +448,35 @@ pub async fn label_values(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let p = Params::parse(q.as_deref(), &headers, &body);
-    let (sets, start, end) = selection(&p, false)?;
+    let values = union_over_selectors(&s, &p, move |q, ms| q.label_values(&name, ms)).await?;
+    Ok(success(json!(values), &[], &[]))
+}
+
+/// `list` over the series of each `match[]` selector (all series if none),
+/// as one sorted, deduplicated list.
+async fn union_over_selectors<F>(s: &AppState, p: &Params, list: F) -> Result<Vec<String>, ApiError>
+where
+    F: Fn(&ferrite_tsdb::Querier<'_>, &[Matcher]) -> Result<Vec<String>, ferrite_tsdb::QueryError>
+        + Send
+        + 'static,
+{
+    let (mut sets, start, end) = selection(p, false)?;
+    if sets.is_empty() {
+        sets.push(Vec::new());
+    }
     let db = s.db.clone();
-    let values = tokio::task::spawn_blocking(move || -> Result<Vec<String>, ApiError> {
+    tokio::task::spawn_blocking(move || -> Result<Vec<String>, ApiError> {
         let q = db.querier(start, end);
-        if sets.is_empty() {
-            return q.label_values(&name, &[]).map_err(internal);
-        }
         let mut all = Vec::new();
         for ms in &sets {
-            all.extend(q.label_values(&name, ms).map_err(internal)?);
+            all.extend(list(&q, ms).map_err(internal)?);
         }
         all.sort();
         all.dedup();
         Ok(all)
     })
     .await
-    .map_err(internal)??;
-    Ok(success(json!(values), &[], &[]))
+    .map_err(internal)?
 }
 
 #[cfg(test)]

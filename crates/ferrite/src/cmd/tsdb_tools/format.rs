@@ -188,36 +188,21 @@ pub fn go_duration(ns: i64) -> String {
 /// Go's `time.Unix(ms/1000, 0).UTC().String()`: `2023-11-14 22:13:20 +0000 UTC`.
 pub fn go_utc_time(ms: i64) -> String {
     // Go divides toward zero, as Rust does.
-    let secs = ms / 1000;
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
-    let year = if y < 0 {
-        format!("-{:04}", y.unsigned_abs())
-    } else {
-        format!("{y:04}")
-    };
-    format!(
-        "{year}-{mo:02}-{d:02} {:02}:{:02}:{:02} +0000 UTC",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    )
-}
-
-/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    use chrono::Datelike;
+    match chrono::DateTime::from_timestamp(ms / 1000, 0) {
+        // Go writes the year as a plain number (no `+` past 9999), at least
+        // four digits.
+        Some(t) => {
+            let y = t.year();
+            let year = if y < 0 {
+                format!("-{:04}", y.unsigned_abs())
+            } else {
+                format!("{y:04}")
+            };
+            format!("{year}-{}", t.format("%m-%d %H:%M:%S +0000 UTC"))
+        }
+        None => format!("{ms}ms"),
+    }
 }
 
 /// `units.Base2Bytes(n).String()` of Go's alecthomas/units: every non-zero
