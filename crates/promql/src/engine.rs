@@ -106,6 +106,33 @@ impl RangeData {
         let b = s.partition_point(|&(st, _)| st <= t);
         &s[a..b.max(a)]
     }
+
+    /// [`Self::window`] for steps taken in increasing time: `cursor` holds
+    /// the previous window's bounds and moves forward, so a range query
+    /// walks each series once instead of binary-searching it at every step
+    /// (which misses the cache on long series). Falls back to a search
+    /// when time goes backwards.
+    pub fn window_at(&self, i: usize, step_t: i64, cursor: &mut (usize, usize)) -> &[(i64, f64)] {
+        let t = self.eval_time(step_t);
+        let s = &self.series[i].samples;
+        let (mut a, mut b) = *cursor;
+        let behind =
+            |k: usize, limit: i64| k > 0 && s.get(k - 1).is_some_and(|&(st, _)| st > limit);
+        if a > s.len() || b > s.len() || behind(a, t - self.range) || behind(b, t) {
+            a = s.partition_point(|&(st, _)| st <= t - self.range);
+            b = s.partition_point(|&(st, _)| st <= t);
+        } else {
+            while s.get(a).is_some_and(|&(st, _)| st <= t - self.range) {
+                a += 1;
+            }
+            b = b.max(a);
+            while s.get(b).is_some_and(|&(st, _)| st <= t) {
+                b += 1;
+            }
+        }
+        *cursor = (a, b);
+        &s[a..b.max(a)]
+    }
 }
 
 /// The value of an expression over all steps.
@@ -836,6 +863,42 @@ mod tests {
                     prop_assert_eq!(inst.iter().map(|s| s.f).collect::<Vec<_>>(), from_range);
                     t += step * 15_000;
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn cursor_windows_equal_searched_windows(
+            gaps in proptest::collection::vec(1i64..50, 0..200),
+            steps in proptest::collection::vec(-100i64..3000, 1..60),
+            range in 1i64..300,
+            offset in -50i64..50,
+        ) {
+            let mut t = 0;
+            let samples: Vec<(i64, f64)> = gaps.iter().map(|g| { t += g; (t, t as f64) }).collect();
+            let rd = RangeData {
+                series: vec![RangeSeries { labels: Arc::new(Labels::empty()), samples, drop_name: false }],
+                range,
+                offset,
+                at: None,
+            };
+            let mut cursor = (0, 0);
+            // Mostly increasing, sometimes backwards.
+            for &s in &steps {
+                prop_assert_eq!(rd.window_at(0, s, &mut cursor), rd.window(0, s));
+            }
+            let mut sorted = steps.clone();
+            sorted.sort();
+            let mut cursor = (0, 0);
+            for &s in &sorted {
+                prop_assert_eq!(rd.window_at(0, s, &mut cursor), rd.window(0, s));
             }
         }
     }

@@ -726,6 +726,7 @@ fn eval_range_function(ev: &mut Evaluator, name: &str, args: &[&Expr], ts: &[i64
     }
     let drop = !keeps_name(name);
     let mut out = Vec::with_capacity(ts.len());
+    let mut cursors = vec![(0usize, 0usize); rd.series.len()];
     for (step, &t) in ts.iter().enumerate() {
         if step % 64 == 0 {
             ev.check_deadline()?;
@@ -734,7 +735,7 @@ fn eval_range_function(ev: &mut Evaluator, name: &str, args: &[&Expr], ts: &[i64
         let end = rd.eval_time(t);
         let start = end - rd.range;
         for (i, s) in rd.series.iter().enumerate() {
-            let w = rd.window(i, t);
+            let w = rd.window_at(i, t, &mut cursors[i]);
             if w.is_empty() {
                 continue;
             }
