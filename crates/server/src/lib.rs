@@ -32,6 +32,10 @@ use ferrite_tsdb::{Db, DbOptions};
 use tokio::sync::watch;
 use tracing::{error, info};
 
+/// How long shutdown waits for requests still running to let go of the
+/// database before closing it under them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
 /// How often the compaction loop runs (Prometheus' block reload interval).
 pub const COMPACTION_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -166,10 +170,28 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
             .await?;
         let _ = compactor.await;
         drop(state);
-        // Every handler is done: this is the last reference.
-        match Arc::try_unwrap(db) {
-            Ok(db) => tokio::task::spawn_blocking(move || db.close()).await??,
-            Err(_) => anyhow::bail!("database still in use at shutdown"),
+        // A request whose client went away may still run its blocking part
+        // (an append, a query) holding the database: let it finish, then
+        // close. If one does not finish in time, close the head (WAL and
+        // head chunks flushed) through the shared reference anyway.
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let mut db = db;
+        loop {
+            match Arc::try_unwrap(db) {
+                Ok(owned) => {
+                    tokio::task::spawn_blocking(move || owned.close()).await??;
+                    break;
+                }
+                Err(shared) if Instant::now() >= deadline => {
+                    error!("requests still running at shutdown; closing the WAL under them");
+                    tokio::task::spawn_blocking(move || shared.head().close()).await??;
+                    break;
+                }
+                Err(shared) => {
+                    db = shared;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
         }
         info!("database closed");
         Ok(())
