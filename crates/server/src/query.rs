@@ -292,6 +292,40 @@ fn engine_for(s: &AppState, p: &Params) -> Result<Engine, ApiError> {
     Ok(Engine::new(opts))
 }
 
+impl Params {
+    /// A required parameter, or Prometheus' "missing" error.
+    fn required(&self, name: &str) -> Result<&str, ApiError> {
+        self.get(name)
+            .ok_or_else(|| ApiError::bad_data(format!("invalid parameter \"{name}\": missing")))
+    }
+}
+
+/// Parses parameter `name` with `parse`, naming it in the error.
+fn param_with(
+    name: &str,
+    value: &str,
+    parse: fn(&str) -> Result<i64, ApiError>,
+) -> Result<i64, ApiError> {
+    parse(value)
+        .map_err(|e| ApiError::bad_data(format!("invalid parameter \"{name}\": {}", e.message)))
+}
+
+/// Runs a query on a blocking thread and answers with its result.
+async fn run_query(
+    s: &AppState,
+    p: &Params,
+    f: impl FnOnce(&Engine, &TsdbQueryable) -> ferrite_promql::Result<ferrite_promql::QueryResult>
+        + Send
+        + 'static,
+) -> Result<Response, ApiError> {
+    let engine = engine_for(s, p)?;
+    let db = TsdbQueryable { db: s.db.clone() };
+    let res = tokio::task::spawn_blocking(move || f(&engine, &db))
+        .await
+        .map_err(internal)??;
+    Ok(success(result_json(&res.value), &res.warnings, &res.infos))
+}
+
 pub async fn instant_query(
     State(s): State<Arc<AppState>>,
     RawQuery(q): RawQuery,
@@ -299,26 +333,12 @@ pub async fn instant_query(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let p = Params::parse(q.as_deref(), &headers, &body);
-    let query = p
-        .get("query")
-        .ok_or_else(|| ApiError::bad_data("invalid parameter \"query\": missing"))?
-        .to_owned();
+    let query = p.required("query")?.to_owned();
     let t = match p.get("time") {
-        Some(t) => parse_time(t).map_err(|e| {
-            ApiError::bad_data(format!("invalid parameter \"time\": {}", e.message))
-        })?,
+        Some(t) => param_with("time", t, parse_time)?,
         None => now_ms(),
     };
-    let engine = engine_for(&s, &p)?;
-    let db = TsdbQueryable { db: s.db.clone() };
-    let res = tokio::task::spawn_blocking(move || engine.instant_query(&db, &query, t))
-        .await
-        .map_err(|e| ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            kind: "internal",
-            message: e.to_string(),
-        })??;
-    Ok(success(result_json(&res.value), &res.warnings, &res.infos))
+    run_query(&s, &p, move |e, db| e.instant_query(db, &query, t)).await
 }
 
 pub async fn range_query(
@@ -328,25 +348,15 @@ pub async fn range_query(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let p = Params::parse(q.as_deref(), &headers, &body);
-    let query = p
-        .get("query")
-        .ok_or_else(|| ApiError::bad_data("invalid parameter \"query\": missing"))?
-        .to_owned();
-    let param = |name: &str| {
-        p.get(name)
-            .ok_or_else(|| ApiError::bad_data(format!("invalid parameter \"{name}\": missing")))
-    };
-    let start = parse_time(param("start")?)
-        .map_err(|e| ApiError::bad_data(format!("invalid parameter \"start\": {}", e.message)))?;
-    let end = parse_time(param("end")?)
-        .map_err(|e| ApiError::bad_data(format!("invalid parameter \"end\": {}", e.message)))?;
+    let query = p.required("query")?.to_owned();
+    let start = param_with("start", p.required("start")?, parse_time)?;
+    let end = param_with("end", p.required("end")?, parse_time)?;
     if end < start {
         return Err(ApiError::bad_data(
             "invalid parameter \"end\": end timestamp must not be before start time",
         ));
     }
-    let step = parse_duration(param("step")?)
-        .map_err(|e| ApiError::bad_data(format!("invalid parameter \"step\": {}", e.message)))?;
+    let step = param_with("step", p.required("step")?, parse_duration)?;
     if step <= 0 {
         return Err(ApiError::bad_data(
             "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer",
@@ -358,17 +368,10 @@ pub async fn range_query(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
         ));
     }
-    let engine = engine_for(&s, &p)?;
-    let db = TsdbQueryable { db: s.db.clone() };
-    let res =
-        tokio::task::spawn_blocking(move || engine.range_query(&db, &query, start, end, step))
-            .await
-            .map_err(|e| ApiError {
-                status: StatusCode::INTERNAL_SERVER_ERROR,
-                kind: "internal",
-                message: e.to_string(),
-            })??;
-    Ok(success(result_json(&res.value), &res.warnings, &res.infos))
+    run_query(&s, &p, move |e, db| {
+        e.range_query(db, &query, start, end, step)
+    })
+    .await
 }
 
 /// `match[]`, `start`, `end` of the metadata endpoints.

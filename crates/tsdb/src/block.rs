@@ -117,7 +117,7 @@ impl Block {
             dir: dir.to_owned(),
             source,
         })?;
-        let size_bytes = dir_size(dir)?;
+        let size_bytes = crate::retention::block_size_on_disk(dir).map_err(io_err(dir))? as u64;
         Ok(Block {
             dir: dir.to_owned(),
             meta,
@@ -186,7 +186,9 @@ impl Block {
         Ok((Block::open(&self.dir)?, n))
     }
 
-    /// Bytes of all the block's files, as retention counts them.
+    /// Bytes of the block's files as Prometheus counts them (meta, index,
+    /// chunk segments, tombstones), measured at open: what size retention
+    /// and `prometheus_tsdb_storage_blocks_bytes` use.
     pub fn size_bytes(&self) -> u64 {
         self.size_bytes
     }
@@ -327,21 +329,6 @@ impl Block {
         }
         Ok(values.into_iter().collect())
     }
-}
-
-/// Total size of the files under `dir`.
-fn dir_size(dir: &Path) -> Result<u64, BlockError> {
-    let mut total = 0;
-    for e in fs::read_dir(dir).map_err(io_err(dir))? {
-        let e = e.map_err(io_err(dir))?;
-        let md = e.metadata().map_err(io_err(&e.path()))?;
-        total += if md.is_dir() {
-            dir_size(&e.path())?
-        } else {
-            md.len()
-        };
-    }
-    Ok(total)
 }
 
 /// One chunk handed to [`write_block`].

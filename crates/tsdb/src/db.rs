@@ -29,9 +29,7 @@ use crate::error::DbError;
 use crate::head::{Head, HeadAppender, HeadOptions};
 use crate::querier::Querier;
 use crate::replay::{replay, ReplayStats};
-use crate::retention::{
-    block_size_on_disk, blocks_to_delete, head_size_on_disk, RetentionBlock, RetentionLimits,
-};
+use crate::retention::{blocks_to_delete, head_size_on_disk, RetentionBlock, RetentionLimits};
 
 /// Settings of a database.
 #[derive(Clone, Debug, Default)]
@@ -266,13 +264,13 @@ impl Db {
         if limits.max_bytes > 0 {
             limits.head_bytes = head_size_on_disk(&self.dir).map_err(io_err(&self.dir))?;
         }
-        let mut rblocks = Vec::with_capacity(blocks.len());
-        for b in &blocks {
-            rblocks.push(RetentionBlock {
+        let rblocks: Vec<RetentionBlock> = blocks
+            .iter()
+            .map(|b| RetentionBlock {
                 meta: b.meta().clone(),
-                size_bytes: block_size_on_disk(b.dir()).map_err(io_err(b.dir()))?,
-            });
-        }
+                size_bytes: b.size_bytes() as i64,
+            })
+            .collect();
         let doomed: Vec<BlockUlid> = blocks_to_delete(&rblocks, &limits)
             .into_iter()
             .map(|d| {
