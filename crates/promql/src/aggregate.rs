@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
+use crate::annotations::go_g;
 use crate::engine::{Ev, Evaluator, Samp};
 use crate::functions::{go_float_string, quantile, KahanSum};
 use crate::storage::{Labels, METRIC_NAME};
@@ -77,24 +78,41 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             if params.iter().any(|p| p.is_nan()) {
                 return eval_err("Ratio value is NaN");
             }
-            if let Some(p) = params.iter().find(|&&p| p > 1.0) {
-                ev.warnings.push(format!(
-                    "PromQL warning: ratio value should be between -1 and 1, got {p}, capping to 1"
-                ));
-            } else if let Some(p) = params.iter().find(|&&p| p < -1.0) {
-                ev.warnings.push(format!("PromQL warning: ratio value should be between -1 and 1, got {p}, capping to -1"));
+            let pos = ev.src.agg_param(a);
+            let (min, max) = min_max(params);
+            if max > 1.0 {
+                ev.annos.warn(
+                    format!(
+                        "PromQL warning: ratio value should be between -1 and 1, got {}, capping to 1",
+                        go_g(max)
+                    ),
+                    pos,
+                );
+            }
+            if min < -1.0 {
+                ev.annos.warn(
+                    format!(
+                        "PromQL warning: ratio value should be between -1 and 1, got {}, capping to -1",
+                        go_g(min)
+                    ),
+                    pos,
+                );
             }
         }
         "quantile" => {
-            if let Some(p) = fparam
-                .as_deref()
-                .unwrap_or_default()
-                .iter()
-                .find(|&&p| !(0.0..=1.0).contains(&p))
-            {
-                ev.warnings.push(format!(
-                    "PromQL warning: quantile value should be between 0 and 1, got {p}"
-                ));
+            let params = fparam.as_deref().unwrap_or_default();
+            let pos = ev.src.agg_param(a);
+            // As Prometheus' min/max of the parameter: NaN if any is NaN.
+            if params.iter().any(|p| p.is_nan()) {
+                ev.annos.invalid_quantile(f64::NAN, pos);
+            } else {
+                let (min, max) = min_max(params);
+                if max > 1.0 {
+                    ev.annos.invalid_quantile(max, pos);
+                }
+                if min < 0.0 {
+                    ev.annos.invalid_quantile(min, pos);
+                }
             }
         }
         "count_values" => {
@@ -112,6 +130,15 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         out.push(aggregate_step(&op, vec, &a.modifier, p, sparam.as_deref())?);
     }
     Ok(Ev::Vector(out))
+}
+
+/// The smallest and largest of the values (±Inf when none; NaNs ignored).
+fn min_max(vals: &[f64]) -> (f64, f64) {
+    vals.iter()
+        .filter(|v| !v.is_nan())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
 }
 
 #[derive(Default)]

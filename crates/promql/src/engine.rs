@@ -6,10 +6,13 @@
 //! selected once, over the union of its steps' windows; steps then only
 //! binary-search that sample list.
 //!
-//! Metric-name dropping is "delayed" as in Prometheus v3 (the behaviour of
-//! `EnableDelayedNameRemoval`): operations mark samples with `drop_name`
-//! and the name goes away when the query's result is built, so that e.g.
-//! `label_replace` can still read `__name__` of a `rate()`.
+//! Operations that change what a series measures mark its samples with
+//! `drop_name`. With delayed name removal (Prometheus'
+//! `EnableDelayedNameRemoval`, which its test engine uses) the name goes
+//! away when the query's result is built, so that e.g. `label_replace` can
+//! still read `__name__` of a `rate()`; without it (Prometheus' default)
+//! `Evaluator::settle_names` drops it right after the operation and
+//! refuses series that collapse to one label set.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
 
+use crate::annotations::{Annotations, SourceMap};
 use crate::storage::{is_stale_nan, Labels, MatchType, Matcher, Querier, Queryable, SelectHints};
 use crate::value::{Sample, SeriesResult, Value};
 use crate::{eval_err, Error, Result};
@@ -34,6 +38,13 @@ pub struct EngineOptions {
     /// Step of subqueries written without one (`x[5m:]`); Prometheus uses
     /// the global evaluation interval, the test runner 1m.
     pub default_subquery_step_ms: i64,
+    /// Prometheus' `promql-delayed-name-removal` feature (off by default in
+    /// Prometheus, on in its test engine): the metric name goes away only
+    /// when the query's result is built. Off, operations that change what a
+    /// series measures drop it at once, and a vector in which series then
+    /// collapse to the same label set is an error ("vector cannot contain
+    /// metrics with the same labelset"), where Prometheus checks it.
+    pub delayed_name_removal: bool,
 }
 
 impl Default for EngineOptions {
@@ -43,6 +54,7 @@ impl Default for EngineOptions {
             max_samples: 50_000_000,
             timeout: Duration::from_secs(120),
             default_subquery_step_ms: 60 * 1000,
+            delayed_name_removal: false,
         }
     }
 }
@@ -64,6 +76,9 @@ pub struct Engine {
 }
 
 pub(crate) type Lbl = Arc<Labels>;
+
+/// Prometheus' error for two series with the same labels in one vector.
+pub(crate) const DUPLICATE_LABELSET: &str = "vector cannot contain metrics with the same labelset";
 
 /// A sample of an intermediate instant vector (time is the step's).
 #[derive(Clone, Debug)]
@@ -165,8 +180,11 @@ pub(crate) struct Evaluator<'q> {
     deadline: Instant,
     max_samples: usize,
     default_subquery_step: i64,
-    pub warnings: Vec<String>,
-    pub infos: Vec<String>,
+    /// See [`EngineOptions::delayed_name_removal`].
+    pub delayed_name_removal: bool,
+    pub annos: Annotations,
+    /// Positions in the query text, for annotations.
+    pub src: SourceMap<'q>,
 }
 
 pub(crate) fn duration_ms(d: &Duration) -> i64 {
@@ -201,7 +219,7 @@ impl Engine {
     /// Evaluates `query` at `t` (ms).
     pub fn instant_query(&self, db: &dyn Queryable, query: &str, t: i64) -> Result<QueryResult> {
         let expr = parse(query)?;
-        self.exec(db, &expr, t, t, 0)
+        self.exec(db, query, &expr, t, t, 0)
     }
 
     /// Evaluates `query` at every `step` from `start` to `end` (ms, inclusive).
@@ -232,12 +250,13 @@ impl Engine {
             ))
             }
         }
-        self.exec(db, &expr, start, end, step)
+        self.exec(db, query, &expr, start, end, step)
     }
 
     fn exec(
         &self,
         db: &dyn Queryable,
+        query: &str,
         expr: &Expr,
         start: i64,
         end: i64,
@@ -259,8 +278,9 @@ impl Engine {
             deadline: Instant::now() + self.opts.timeout,
             max_samples: self.opts.max_samples,
             default_subquery_step: self.opts.default_subquery_step_ms,
-            warnings: Vec::new(),
-            infos: Vec::new(),
+            delayed_name_removal: self.opts.delayed_name_removal,
+            annos: Annotations::default(),
+            src: SourceMap::new(query, expr),
         };
         let ts: Vec<i64> = if step == 0 {
             vec![start]
@@ -275,12 +295,33 @@ impl Engine {
         } else {
             range_value(res, &ts)?
         };
+        let (warnings, infos) = ev.annos.render(query);
         Ok(QueryResult {
             value,
-            warnings: ev.warnings,
-            infos: ev.infos,
+            warnings,
+            infos,
         })
     }
+}
+
+/// Whether a label set has labels that dropping the metric name removes.
+fn has_metadata(l: &Labels) -> bool {
+    l.has(crate::storage::METRIC_NAME) || l.has("__type__") || l.has("__unit__")
+}
+
+/// Refuses a step in which two samples have the same labels (compared by
+/// pointer: callers share one `Arc` per distinct label set).
+fn check_step_duplicates(steps: &[Vec<Samp>]) -> Result<()> {
+    let mut seen: std::collections::HashSet<*const Labels> = std::collections::HashSet::new();
+    for vec in steps {
+        seen.clear();
+        for s in vec {
+            if !seen.insert(Arc::as_ptr(&s.labels)) {
+                return eval_err(DUPLICATE_LABELSET);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn final_labels(s: &Samp) -> Labels {
@@ -308,7 +349,7 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
             let mut seen = std::collections::HashSet::new();
             for s in &out {
                 if !seen.insert(&s.labels) {
-                    return eval_err("vector cannot contain metrics with the same labelset");
+                    return eval_err(DUPLICATE_LABELSET);
                 }
             }
             Value::Vector(out)
@@ -332,7 +373,7 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
             out.sort_by(|a, b| a.labels.cmp(&b.labels));
             for w in out.windows(2) {
                 if w[0].labels == w[1].labels {
-                    return eval_err("vector cannot contain metrics with the same labelset");
+                    return eval_err(DUPLICATE_LABELSET);
                 }
             }
             Value::Matrix(out)
@@ -365,7 +406,7 @@ fn range_value(res: Ev, ts: &[i64]) -> Result<Value> {
                     };
                     let pts = &mut out[idx].points;
                     if pts.last().is_some_and(|&(t, _)| t == ts[i]) {
-                        return eval_err("vector cannot contain metrics with the same labelset");
+                        return eval_err(DUPLICATE_LABELSET);
                     }
                     pts.push((ts[i], s.f));
                 }
@@ -708,18 +749,88 @@ impl<'q> Evaluator<'q> {
                             s.drop_name = true;
                         }
                     }
-                    Ok(Ev::Vector(steps))
+                    self.settle_names(Ev::Vector(steps))
                 }
                 other => eval_err(format!("unary expression only allowed on expressions of type scalar or instant vector, got \"{}\"", other.type_name())),
             },
             Expr::VectorSelector(vs) => Ok(Ev::Vector(self.eval_vector_selector(vs, ts, false)?)),
             Expr::MatrixSelector(ms) => Ok(Ev::Matrix(self.eval_matrix_selector(&ms.vs, duration_ms(&ms.range), ts)?)),
             Expr::Subquery(sq) => Ok(Ev::Matrix(self.eval_subquery(sq, ts)?)),
-            Expr::Binary(b) => crate::binary::eval_binary(self, b, ts),
+            Expr::Binary(b) => {
+                let r = crate::binary::eval_binary(self, b, ts)?;
+                self.settle_names(r)
+            }
             Expr::Aggregate(a) => crate::aggregate::eval_aggregate(self, a, ts),
-            Expr::Call(c) => crate::functions::eval_call(self, c, ts),
+            Expr::Call(c) => {
+                let r = crate::functions::eval_call(self, c, ts)?;
+                match c.func.name {
+                    // Prometheus merges their output series, refusing two
+                    // with the same labels at one time.
+                    "label_replace" | "label_join" => {
+                        if let Ev::Vector(steps) = &r {
+                            check_step_duplicates(steps)?;
+                        }
+                        Ok(r)
+                    }
+                    // Range functions settle names themselves, per series.
+                    name if crate::functions::is_range_function(name) => Ok(r),
+                    _ => self.settle_names(r),
+                }
+            }
             Expr::Extension(_) => eval_err("extension expressions are not supported"),
         }
+    }
+
+    /// Without delayed name removal: drops the metric name of the samples
+    /// marked to lose it, then refuses steps in which two samples ended up
+    /// with the same labels (as Prometheus checks the output of functions,
+    /// operators and unary minus). The check only runs when dropping names
+    /// actually merged label sets, and compares shared label pointers, so
+    /// it costs a pointer lookup per sample.
+    pub fn settle_names(&self, ev: Ev) -> Result<Ev> {
+        if self.delayed_name_removal {
+            return Ok(ev);
+        }
+        let Ev::Vector(mut steps) = ev else {
+            return Ok(ev);
+        };
+        if !steps.iter().flatten().any(|s| s.drop_name) {
+            return Ok(Ev::Vector(steps));
+        }
+        // Input label set (by pointer, and whether its name goes) -> output;
+        // outputs interned by value so equal sets share one pointer.
+        let mut out_of: HashMap<(*const Labels, bool), Lbl> = HashMap::new();
+        let mut interned: std::collections::HashSet<Lbl> = std::collections::HashSet::new();
+        for s in steps.iter_mut().flatten() {
+            let key = (Arc::as_ptr(&s.labels), s.drop_name);
+            let new = match out_of.get(&key) {
+                Some(l) => l.clone(),
+                None => {
+                    let l = if s.drop_name && has_metadata(&s.labels) {
+                        let mut l = (*s.labels).clone();
+                        l.drop_metric_name();
+                        Arc::new(l)
+                    } else {
+                        s.labels.clone()
+                    };
+                    let l = match interned.get(&l) {
+                        Some(k) => k.clone(),
+                        None => {
+                            interned.insert(l.clone());
+                            l
+                        }
+                    };
+                    out_of.insert(key, l.clone());
+                    l
+                }
+            };
+            s.labels = new;
+            s.drop_name = false;
+        }
+        if interned.len() < out_of.len() {
+            check_step_duplicates(&steps)?;
+        }
+        Ok(Ev::Vector(steps))
     }
 
     /// Evaluates an expression that must be a scalar (a function or
@@ -843,6 +954,221 @@ mod tests {
         });
         let e = eng.instant_query(&db, "m", 0).unwrap_err();
         assert_eq!(e.to_string(), "query timed out in expression evaluation");
+    }
+
+    fn delayed() -> Engine {
+        Engine::new(EngineOptions {
+            delayed_name_removal: true,
+            ..Default::default()
+        })
+    }
+
+    /// `a{job="x"}` and `b{job="x"}` at 0 and 60s; `a{job="y"}` at 0 and
+    /// `b{job="y"}` at 600s.
+    fn two_names() -> MemStorage {
+        let mut db = MemStorage::new();
+        for name in ["a", "b"] {
+            let l = Labels::from_pairs(&[("__name__", name), ("job", "x")]);
+            db.add(l.clone(), 0, 1.0);
+            db.add(l, 60_000, 2.0);
+        }
+        db.add(
+            Labels::from_pairs(&[("__name__", "a"), ("job", "y")]),
+            0,
+            1.0,
+        );
+        db.add(
+            Labels::from_pairs(&[("__name__", "b"), ("job", "y")]),
+            600_000,
+            1.0,
+        );
+        db
+    }
+
+    #[test]
+    fn dropped_names_may_not_collide_without_delayed_removal() {
+        let db = two_names();
+        let eng = Engine::default();
+        assert!(!eng.opts.delayed_name_removal);
+        for q in [
+            r#"count(count_over_time({__name__=~".+"}[1h]))"#,
+            r#"rate({job="x"}[5m])"#,
+            r#"abs({job="x"})"#,
+            r#"-{job="x"}"#,
+            r#"sum({job="x"} * 2)"#,
+            r#"timestamp({job="x"})"#,
+        ] {
+            let e = eng.instant_query(&db, q, 60_000).unwrap_err();
+            assert_eq!(e.to_string(), DUPLICATE_LABELSET, "{q}");
+            let e = eng.range_query(&db, q, 0, 60_000, 30_000).unwrap_err();
+            assert_eq!(e.to_string(), DUPLICATE_LABELSET, "{q} (range)");
+        }
+        // Functions that keep the name, comparisons and single series are fine.
+        for q in [
+            r#"count(last_over_time({job="x"}[1h]))"#,
+            r#"count({job="x"} > 0)"#,
+            r#"count(rate(a[5m]))"#,
+            // One sample per series: rate has no output, nothing collides.
+            r#"count(rate({job="y"}[5m])) or vector(0)"#,
+        ] {
+            eng.instant_query(&db, q, 60_000).unwrap();
+        }
+        // Names are gone right away: label_replace cannot read them.
+        let v = instant_with(
+            &eng,
+            &db,
+            r#"label_replace(rate(a{job="x"}[5m]), "n", "$1", "__name__", "(.*)")"#,
+            60_000,
+        );
+        assert_eq!(v[0].labels.get("n"), "");
+        let v = instant_with(
+            &delayed(),
+            &db,
+            r#"label_replace(rate(a{job="x"}[5m]), "n", "$1", "__name__", "(.*)")"#,
+            60_000,
+        );
+        assert_eq!(v[0].labels.get("n"), "a");
+    }
+
+    #[test]
+    fn range_functions_check_whole_series_operators_each_step() {
+        let db = two_names();
+        let eng = Engine::default();
+        // a{job="y"} has output at 0, b{job="y"} at 600s only: a range
+        // function's result series still share a label set (Prometheus
+        // checks them as a whole), an operator's never meet in one step.
+        let e = eng
+            .range_query(
+                &db,
+                r#"count_over_time({job="y"}[1m])"#,
+                0,
+                600_000,
+                600_000,
+            )
+            .unwrap_err();
+        assert_eq!(e.to_string(), DUPLICATE_LABELSET);
+        let r = eng
+            .range_query(&db, r#"abs({job="y"})"#, 0, 600_000, 600_000)
+            .unwrap();
+        let Value::Matrix(m) = r.value else { panic!() };
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].points, vec![(0, 1.0), (600_000, 1.0)]);
+    }
+
+    #[test]
+    fn delayed_removal_checks_only_the_result() {
+        let db = two_names();
+        let eng = delayed();
+        let v = instant_with(
+            &eng,
+            &db,
+            r#"count(count_over_time({__name__=~".+"}[1h]))"#,
+            60_000,
+        );
+        // b{job="y"} (at 600s) is not in the window yet.
+        assert_eq!(v[0].f, 3.0);
+        let e = eng
+            .instant_query(&db, r#"rate({job="x"}[5m])"#, 60_000)
+            .unwrap_err();
+        assert_eq!(e.to_string(), DUPLICATE_LABELSET);
+    }
+
+    #[test]
+    fn label_replace_refuses_merged_series_in_both_modes() {
+        let db = two_names();
+        for eng in [Engine::default(), delayed()] {
+            let q = r#"sum(label_replace({job="x"}, "__name__", "same", "", ""))"#;
+            let e = eng.instant_query(&db, q, 60_000).unwrap_err();
+            assert_eq!(e.to_string(), DUPLICATE_LABELSET);
+        }
+    }
+
+    #[test]
+    fn label_names_are_checked_as_prometheus_decodes_them() {
+        let db = db_with(&[(0, 1.0)]);
+        let eng = Engine::default();
+        let e = eng
+            .instant_query(&db, r#"label_replace(m, "\xff", "", "src", "(.*)")"#, 0)
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("invalid destination label name in label_replace()"));
+        let e = eng
+            .instant_query(&db, r#"label_join(m, "dst", "", ("\377"))"#, 0)
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("invalid source label name in label_join()"));
+        // A character (not a lone byte) is a valid UTF-8 name.
+        let v = instant_with(&eng, &db, r#"label_replace(m, "\u00ff", "v", "", "")"#, 0);
+        assert_eq!(v[0].labels.get("ÿ"), "v");
+    }
+
+    fn instant_with(eng: &Engine, db: &MemStorage, q: &str, t: i64) -> Vec<Sample> {
+        match eng.instant_query(db, q, t).unwrap().value {
+            Value::Vector(v) => v,
+            other => panic!("not a vector: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn annotations_carry_positions() {
+        let mut db = db_with(&[(0, 1.0), (60_000, 2.0)]);
+        for (le, v) in [("0.1", 2.0), ("1", 1.0), ("10", 5.0), ("+Inf", 4.0)] {
+            let l = Labels::from_pairs(&[("__name__", "h_bucket"), ("le", le)]);
+            db.add(l.clone(), 0, v);
+            db.add(l, 60_000, v);
+        }
+        let eng = delayed();
+        let r = eng
+            .range_query(&db, "sum(sort(m))", 0, 60_000, 60_000)
+            .unwrap();
+        assert_eq!(
+            r.warnings,
+            vec![format!("{} (1:5)", crate::annotations::SORT_WARNING)]
+        );
+        assert!(eng
+            .instant_query(&db, "sort(m)", 0)
+            .unwrap()
+            .warnings
+            .is_empty());
+        let r = eng.instant_query(&db, "quantile(NaN, m)", 0).unwrap();
+        assert_eq!(
+            r.warnings,
+            vec!["PromQL warning: quantile value should be between 0 and 1, got NaN (1:10)"]
+        );
+        let r = eng
+            .instant_query(&db, "quantile_over_time(1.5, m[1m])", 60_000)
+            .unwrap();
+        assert_eq!(
+            r.warnings,
+            vec!["PromQL warning: quantile value should be between 0 and 1, got 1.5 (1:20)"]
+        );
+        let r = eng
+            .range_query(&db, "histogram_quantile(0.5, h_bucket)", 0, 60_000, 60_000)
+            .unwrap();
+        assert_eq!(
+            r.infos,
+            vec![format!(
+                "{} for metric name \"h_bucket\", from buckets 1 to +Inf, with a max diff of 1, over 2 samples from 1970-01-01T00:00:00Z to 1970-01-01T00:01:00Z (1:25)",
+                crate::annotations::MONOTONICITY_INFO
+            )]
+        );
+        let r = eng
+            .instant_query(&db, "histogram_quantile(0.5, m)", 0)
+            .unwrap();
+        assert_eq!(
+            r.warnings,
+            vec!["PromQL warning: bucket label \"le\" is missing or has a malformed value of \"\" for metric name \"m\" (1:25)"]
+        );
+        // Without delayed name removal the name is gone already.
+        let r = Engine::default()
+            .instant_query(&db, "histogram_quantile(0.5, m)", 0)
+            .unwrap();
+        assert_eq!(
+            r.warnings,
+            vec!["PromQL warning: bucket label \"le\" is missing or has a malformed value of \"\" (1:25)"]
+        );
     }
 
     proptest! {

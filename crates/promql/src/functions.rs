@@ -11,6 +11,8 @@ use std::sync::Arc;
 use promql_parser::parser::{Call, Expr};
 
 use crate::aggregate::{avg, variance};
+use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
+use crate::engine::DUPLICATE_LABELSET;
 use crate::engine::{Ev, Evaluator, Lbl, RangeData, Samp};
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
@@ -301,7 +303,7 @@ fn matrix_arg_index(name: &str) -> usize {
     }
 }
 
-fn is_range_function(name: &str) -> bool {
+pub(crate) fn is_range_function(name: &str) -> bool {
     matches!(
         name,
         "rate"
@@ -338,7 +340,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
     let name = call.func.name;
     let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
     if is_range_function(name) {
-        return eval_range_function(ev, name, &args, ts);
+        return eval_range_function(ev, call, &args, ts);
     }
     match name {
         "time" => Ok(Ev::Scalar(ts.iter().map(|&t| t as f64 / 1000.0).collect())),
@@ -465,6 +467,10 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             Ok(Ev::Vector(map_values(v, |_, x| Some(date_part(name, x)))))
         }
         "sort" | "sort_desc" => {
+            if ts.len() > 1 {
+                let pos = ev.src.call(call);
+                ev.annos.warn(SORT_WARNING.to_string(), pos);
+            }
             let mut v = ev.eval_vector(args[0], ts)?;
             let desc = name == "sort_desc";
             for vec in &mut v {
@@ -489,7 +495,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                     "invalid regular expression in label_replace(): {e}"
                 ))
             })?;
-            if !crate::aggregate::valid_label_name(&dst) {
+            if !valid_label_name_arg(ev, call, 1, &dst) {
                 return eval_err(format!(
                     "invalid destination label name in label_replace(): {dst}"
                 ));
@@ -513,10 +519,14 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let dst = string_arg(ev, args[1], ts)?;
             let sep = string_arg(ev, args[2], ts)?;
             let mut srcs = Vec::new();
-            for a in &args[3..] {
-                srcs.push(string_arg(ev, a, ts)?);
+            for (i, a) in args.iter().enumerate().skip(3) {
+                let src = string_arg(ev, a, ts)?;
+                if !valid_label_name_arg(ev, call, i, &src) {
+                    return eval_err(format!("invalid source label name in label_join(): {src}"));
+                }
+                srcs.push(src);
             }
-            if !crate::aggregate::valid_label_name(&dst) {
+            if !valid_label_name_arg(ev, call, 1, &dst) {
                 return eval_err(format!(
                     "invalid destination label name in label_join(): {dst}"
                 ));
@@ -574,14 +584,19 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let q = ev.eval_scalar(args[0], ts)?;
             let v = ev.eval_vector(args[1], ts)?;
             let mut out = Vec::with_capacity(ts.len());
-            if let Some(p) = q.iter().find(|&&p| !(0.0..=1.0).contains(&p)) {
-                ev.warnings.push(format!(
-                    "PromQL warning: quantile value should be between 0 and 1, got {p}"
-                ));
-            }
+            let q_pos = ev.src.call_arg(call, 0);
+            let hist = HistArg {
+                pos: ev.src.call_arg(call, 1),
+                monotonicity_info: true,
+            };
             for (i, vec) in v.into_iter().enumerate() {
                 let qi = q[i];
-                out.push(classic_histogram_step(ev, vec, |b| bucket_quantile(qi, b)));
+                if !(0.0..=1.0).contains(&qi) {
+                    ev.annos.invalid_quantile(qi, q_pos);
+                }
+                out.push(classic_histogram_step(ev, &hist, ts[i], vec, |b| {
+                    bucket_quantile_checked(qi, b)
+                }));
             }
             Ok(Ev::Vector(out))
         }
@@ -590,10 +605,14 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let hi = ev.eval_scalar(args[1], ts)?;
             let v = ev.eval_vector(args[2], ts)?;
             let mut out = Vec::with_capacity(ts.len());
+            let hist = HistArg {
+                pos: ev.src.call_arg(call, 2),
+                monotonicity_info: false,
+            };
             for (i, vec) in v.into_iter().enumerate() {
                 let (l, u) = (lo[i], hi[i]);
-                out.push(classic_histogram_step(ev, vec, |b| {
-                    bucket_fraction(l, u, b)
+                out.push(classic_histogram_step(ev, &hist, ts[i], vec, |b| {
+                    (bucket_fraction(l, u, b), None)
                 }));
             }
             Ok(Ev::Vector(out))
@@ -605,6 +624,45 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             Ok(Ev::Vector(v.into_iter().map(|_| Vec::new()).collect()))
         }
         other => eval_err(format!("function {other:?} is not supported")),
+    }
+}
+
+/// Whether the string argument `i` of `call` (evaluated to `s`) is a valid
+/// label name: not empty and UTF-8. A literal is judged by its text, decoded
+/// as Prometheus (Go) does, since an escape like `\xff` is a raw byte there
+/// while the parser turns it into a character.
+fn valid_label_name_arg(ev: &Evaluator, call: &Call, i: usize, s: &str) -> bool {
+    if !crate::aggregate::valid_label_name(s) {
+        return false;
+    }
+    let is_literal = call
+        .args
+        .args
+        .get(i)
+        .is_some_and(|e| matches!(unwrap_parens(e), Expr::StringLiteral(_)));
+    if !is_literal {
+        return true;
+    }
+    let raw = ev
+        .src
+        .call_arg(call, i)
+        .map(|p| {
+            // Skip the parentheses of `("name")`.
+            let q = ev.src.query().as_bytes();
+            let mut p = p;
+            while q
+                .get(p)
+                .is_some_and(|c| *c == b'(' || c.is_ascii_whitespace())
+            {
+                p += 1;
+            }
+            p
+        })
+        .and_then(|p| ev.src.string_literal_at(p))
+        .and_then(go_unquote_bytes);
+    match raw {
+        Some(bytes) => !bytes.is_empty() && std::str::from_utf8(&bytes).is_ok(),
+        None => true,
     }
 }
 
@@ -653,9 +711,11 @@ fn map_values(v: Vec<Vec<Samp>>, f: impl Fn(usize, f64) -> Option<f64>) -> Vec<V
         .collect()
 }
 
-/// Rewrites labels (None keeps them), per distinct label set.
+/// Rewrites labels (None keeps them), per distinct label set. Equal
+/// results share one `Arc` (so duplicates can be found by pointer).
 fn map_labels(v: Vec<Vec<Samp>>, f: impl Fn(&Labels) -> Option<Labels>) -> Vec<Vec<Samp>> {
     let mut cache: std::collections::HashMap<Lbl, Lbl> = std::collections::HashMap::new();
+    let mut interned: std::collections::HashSet<Lbl> = std::collections::HashSet::new();
     v.into_iter()
         .map(|vec| {
             vec.into_iter()
@@ -663,9 +723,16 @@ fn map_labels(v: Vec<Vec<Samp>>, f: impl Fn(&Labels) -> Option<Labels>) -> Vec<V
                     let new = cache
                         .entry(s.labels.clone())
                         .or_insert_with(|| {
-                            f(&s.labels)
+                            let l = f(&s.labels)
                                 .map(Arc::new)
-                                .unwrap_or_else(|| s.labels.clone())
+                                .unwrap_or_else(|| s.labels.clone());
+                            match interned.get(&l) {
+                                Some(k) => k.clone(),
+                                None => {
+                                    interned.insert(l.clone());
+                                    l
+                                }
+                            }
                         })
                         .clone();
                     s.labels = new;
@@ -704,7 +771,8 @@ fn absent_labels(e: &Expr) -> Labels {
     Labels::new(seen.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))))
 }
 
-fn eval_range_function(ev: &mut Evaluator, name: &str, args: &[&Expr], ts: &[i64]) -> Result<Ev> {
+fn eval_range_function(ev: &mut Evaluator, call: &Call, args: &[&Expr], ts: &[i64]) -> Result<Ev> {
+    let name = call.func.name;
     let mi = matrix_arg_index(name);
     let scalar_arg = match name {
         "quantile_over_time" => Some(ev.eval_scalar(args[0], ts)?),
@@ -712,19 +780,21 @@ fn eval_range_function(ev: &mut Evaluator, name: &str, args: &[&Expr], ts: &[i64
         _ => None,
     };
     let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
-    if name == "quantile_over_time" {
-        if let Some(p) = scalar_arg
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .find(|&&p| !(0.0..=1.0).contains(&p))
-        {
-            ev.warnings.push(format!(
-                "PromQL warning: quantile value should be between 0 and 1, got {p}"
-            ));
-        }
-    }
+    let check_quantile = name == "quantile_over_time";
+    let q_pos = if check_quantile {
+        ev.src.call_arg(call, 0)
+    } else {
+        None
+    };
     let drop = !keeps_name(name);
+    // Without delayed name removal the name goes now, and series that
+    // then share a label set are an error (checked once, per series).
+    let strip = drop && !ev.delayed_name_removal;
+    let mut stripped: Vec<Option<Lbl>> = if strip {
+        vec![None; rd.series.len()]
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::with_capacity(ts.len());
     let mut cursors = vec![(0usize, 0usize); rd.series.len()];
     for (step, &t) in ts.iter().enumerate() {
@@ -734,22 +804,45 @@ fn eval_range_function(ev: &mut Evaluator, name: &str, args: &[&Expr], ts: &[i64
         let mut vec = Vec::new();
         let end = rd.eval_time(t);
         let start = end - rd.range;
+        let p = scalar_arg.as_ref().map(|v| v[step]).unwrap_or(0.0);
+        let mut any_window = false;
         for (i, s) in rd.series.iter().enumerate() {
             let w = rd.window_at(i, t, &mut cursors[i]);
             if w.is_empty() {
                 continue;
             }
-            let p = scalar_arg.as_ref().map(|v| v[step]).unwrap_or(0.0);
+            any_window = true;
             let v = range_fn(name, w, start, end, t, p);
             if let Some(f) = v {
+                let labels = if strip {
+                    stripped[i]
+                        .get_or_insert_with(|| {
+                            let mut l = (*s.labels).clone();
+                            l.drop_metric_name();
+                            Arc::new(l)
+                        })
+                        .clone()
+                } else {
+                    s.labels.clone()
+                };
                 vec.push(Samp {
-                    labels: s.labels.clone(),
+                    labels,
                     f,
-                    drop_name: drop || s.drop_name,
+                    drop_name: !strip && (drop || s.drop_name),
                 });
             }
         }
+        if check_quantile && any_window && !(0.0..=1.0).contains(&p) {
+            ev.annos.invalid_quantile(p, q_pos);
+        }
         out.push(vec);
+    }
+    if strip {
+        let mut seen: Vec<&Labels> = stripped.iter().flatten().map(|l| l.as_ref()).collect();
+        seen.sort_unstable();
+        if seen.windows(2).any(|w| w[0] == w[1]) {
+            return eval_err(DUPLICATE_LABELSET);
+        }
     }
     Ok(Ev::Vector(out))
 }
@@ -812,7 +905,7 @@ fn range_fn(
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -864,26 +957,49 @@ pub fn date_part(name: &str, secs: f64) -> f64 {
     }
 }
 
+/// The histogram argument of `histogram_quantile`/`histogram_fraction`:
+/// where it starts (for annotations) and whether forced monotonicity is
+/// reported.
+struct HistArg {
+    pos: Option<usize>,
+    monotonicity_info: bool,
+}
+
+/// Where and by how much bucket counts had to be raised to be monotonic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ForcedMonotonicity {
+    pub min_bucket: f64,
+    pub max_bucket: f64,
+    pub max_diff: f64,
+}
+
 /// Groups one step's classic bucket series (`le` labels) into histograms
 /// and computes `f` of each one's (upper bound, cumulative count) buckets.
 fn classic_histogram_step(
     ev: &mut Evaluator,
+    arg: &HistArg,
+    t: i64,
     vec: Vec<Samp>,
-    f: impl Fn(Vec<(f64, f64)>) -> f64,
+    f: impl Fn(Vec<(f64, f64)>) -> (f64, Option<ForcedMonotonicity>),
 ) -> Vec<Samp> {
     struct Hist {
         labels: Labels,
+        name: Lbl,
         buckets: Vec<(f64, f64)>,
     }
+    // Prometheus names the metric in these annotations only when the name
+    // is still there (delayed name removal).
+    let named = ev.delayed_name_removal;
     let mut hists: Vec<Hist> = Vec::new();
     let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
     for s in &vec {
         let le_s = s.labels.get("le");
         let Some(le) = parse_go_float(le_s).filter(|_| !le_s.is_empty()) else {
-            ev.warnings.push(format!(
-                "PromQL warning: bucket label \"le\" is missing or has a malformed value of {le_s:?} for metric name {:?}",
-                s.labels.metric_name()
-            ));
+            let text = format!(
+                "PromQL warning: bucket label \"le\" is missing or has a malformed value of {le_s:?}"
+            );
+            let name = if named { s.labels.metric_name() } else { "" };
+            ev.annos.warn(with_metric_name(&text, name), arg.pos);
             continue;
         };
         let mut l = (*s.labels).clone();
@@ -892,39 +1008,70 @@ fn classic_histogram_step(
         let i = *index.entry(l.clone()).or_insert_with(|| {
             hists.push(Hist {
                 labels: l,
+                name: s.labels.clone(),
                 buckets: Vec::new(),
             });
             hists.len() - 1
         });
         hists[i].buckets.push((le, s.f));
     }
-    hists
-        .into_iter()
-        .map(|h| Samp {
+    let mut out = Vec::with_capacity(hists.len());
+    for h in hists {
+        let (v, forced) = f(h.buckets);
+        if let (Some(m), true) = (forced, arg.monotonicity_info) {
+            let name = if named { h.name.metric_name() } else { "" };
+            ev.annos.forced_monotonicity(
+                name,
+                arg.pos,
+                Monotonicity {
+                    min_ts: t,
+                    max_ts: t,
+                    min_bucket: m.min_bucket,
+                    max_bucket: m.max_bucket,
+                    max_diff: m.max_diff,
+                    merged: 0,
+                },
+            );
+        }
+        out.push(Samp {
             labels: Arc::new(h.labels),
-            f: f(h.buckets),
+            f: v,
             drop_name: true,
-        })
-        .collect()
+        });
+    }
+    out
 }
 
 /// The φ-quantile from cumulative (upper bound, count) buckets, linearly
 /// interpolated inside the bucket that holds the rank.
-pub fn bucket_quantile(q: f64, mut b: Vec<(f64, f64)>) -> f64 {
+pub fn bucket_quantile(q: f64, b: Vec<(f64, f64)>) -> f64 {
+    bucket_quantile_checked(q, b).0
+}
+
+/// Relative differences between neighbouring bucket counts below this are
+/// floating-point noise, evened out silently.
+const SMALL_DELTA_TOLERANCE: f64 = 1e-12;
+
+/// [`bucket_quantile`], also telling whether the counts had to be forced
+/// to be monotonic (non-decreasing with the bound) and where.
+pub fn bucket_quantile_checked(
+    q: f64,
+    mut b: Vec<(f64, f64)>,
+) -> (f64, Option<ForcedMonotonicity>) {
     if q.is_nan() {
-        return f64::NAN;
+        return (f64::NAN, None);
     }
     if q < 0.0 {
-        return f64::NEG_INFINITY;
+        return (f64::NEG_INFINITY, None);
     }
     if q > 1.0 {
-        return f64::INFINITY;
+        return (f64::INFINITY, None);
     }
     b.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
     if b.last().is_none_or(|l| l.0 != f64::INFINITY) {
-        return f64::NAN;
+        return (f64::NAN, None);
     }
-    // Coalesce equal bounds, then force counts monotonic.
+    // Coalesce equal bounds.
     let mut c: Vec<(f64, f64)> = Vec::with_capacity(b.len());
     for (ub, n) in b {
         match c.last_mut() {
@@ -932,28 +1079,47 @@ pub fn bucket_quantile(q: f64, mut b: Vec<(f64, f64)>) -> f64 {
             _ => c.push((ub, n)),
         }
     }
-    let mut max = f64::NEG_INFINITY;
-    for x in &mut c {
-        if x.1 < max {
-            x.1 = max;
-        } else {
-            max = x.1;
+    // Even out tiny differences, then raise any decrease to the count
+    // before it.
+    let mut forced: Option<ForcedMonotonicity> = None;
+    let mut prev = c[0].1;
+    for x in c.iter_mut().skip(1) {
+        let cur = x.1;
+        if cur == prev {
+            continue;
         }
+        if crate::promqltest::almost_equal(prev, cur, SMALL_DELTA_TOLERANCE) {
+            x.1 = prev;
+            continue;
+        }
+        if cur < prev {
+            x.1 = prev;
+            let m = forced.get_or_insert(ForcedMonotonicity {
+                min_bucket: f64::INFINITY,
+                max_bucket: f64::NEG_INFINITY,
+                max_diff: 0.0,
+            });
+            m.min_bucket = m.min_bucket.min(x.0);
+            m.max_bucket = m.max_bucket.max(x.0);
+            m.max_diff = m.max_diff.max(prev - cur);
+            continue;
+        }
+        prev = cur;
     }
     if c.len() < 2 {
-        return f64::NAN;
+        return (f64::NAN, forced);
     }
     let total = c[c.len() - 1].1;
     if total == 0.0 || total.is_nan() {
-        return f64::NAN;
+        return (f64::NAN, forced);
     }
     let mut rank = q * total;
     let idx = c[..c.len() - 1].partition_point(|x| x.1 < rank);
     if idx == c.len() - 1 {
-        return c[c.len() - 2].0;
+        return (c[c.len() - 2].0, forced);
     }
     if idx == 0 && c[0].0 <= 0.0 {
-        return c[0].0;
+        return (c[0].0, forced);
     }
     let (mut start, mut count) = (0.0, c[idx].1);
     let end = c[idx].0;
@@ -962,7 +1128,7 @@ pub fn bucket_quantile(q: f64, mut b: Vec<(f64, f64)>) -> f64 {
         count -= c[idx - 1].1;
         rank -= c[idx - 1].1;
     }
-    start + (end - start) * (rank / count)
+    (start + (end - start) * (rank / count), forced)
 }
 
 /// The estimated fraction of observations in [lower, upper] from

@@ -5,13 +5,16 @@
 //!   through, and [`MemStorage`], an in-memory implementation;
 //! - [`engine`]: parsing (with `promql-parser`) and evaluation of instant and
 //!   range queries; [`functions`], [`aggregate`], [`binary`] hold the parts;
-//! - [`promqltest`]: a runner for Prometheus' own `.test` files.
+//! - [`promqltest`]: a runner for Prometheus' own `.test` files;
+//! - `annotations`: warnings and infos in Prometheus' texts, with the
+//!   positions in the query text they refer to.
 //!
 //! Evaluation is step-vectorised: every expression is evaluated once for all
 //! steps of a query, each selector selecting its series once over the span
 //! its steps need. Native histograms are not supported.
 
 pub mod aggregate;
+mod annotations;
 pub mod binary;
 pub mod engine;
 pub mod functions;

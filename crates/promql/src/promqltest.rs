@@ -106,9 +106,12 @@ impl Report {
 }
 
 /// Runs test files with the engine Prometheus' runner uses (5m lookback,
-/// 1m default subquery step).
+/// 1m default subquery step, delayed name removal).
 pub fn run_files(paths: &[PathBuf]) -> Report {
-    let engine = Engine::new(EngineOptions::default());
+    let engine = Engine::new(EngineOptions {
+        delayed_name_removal: true,
+        ..EngineOptions::default()
+    });
     let mut report = Report::default();
     for p in paths {
         let file = p
