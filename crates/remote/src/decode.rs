@@ -309,25 +309,56 @@ pub fn decode_request(
     body: &[u8],
     opts: &DecodeOptions,
 ) -> Result<WriteRequest, RequestError> {
+    let mut raw = Vec::new();
+    let message = read_body(content_type, content_encoding, body, opts, &mut raw)?;
+    decode_message(message, &raw, opts)
+}
+
+/// The steps of [`decode_request`] before the protobuf: checks the headers
+/// and decompresses the body into `raw` (a buffer the caller may reuse).
+/// Returns the message type the body holds.
+pub fn read_body(
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    body: &[u8],
+    opts: &DecodeOptions,
+    raw: &mut Vec<u8>,
+) -> Result<MessageType, RequestError> {
     if let Some(enc) = content_encoding {
         if !enc.is_empty() && enc != SNAPPY_ENCODING {
             return Err(RequestError::UnsupportedEncoding(enc.to_owned()));
         }
     }
-    let raw = decompress(body, opts.max_decoded_size)?;
+    decompress_into(body, opts.max_decoded_size, raw)?;
     let message = MessageType::from_content_type(content_type)?;
     if !opts.accepted.contains(message) {
         return Err(RequestError::not_accepted(message, opts.accepted));
     }
+    Ok(message)
+}
+
+/// The last step of [`decode_request`]: the protobuf of a decompressed body.
+pub fn decode_message(
+    message: MessageType,
+    raw: &[u8],
+    opts: &DecodeOptions,
+) -> Result<WriteRequest, RequestError> {
     Ok(match message {
-        MessageType::V1 => convert_v1(&decode_v1(&raw)?, opts.validation),
-        MessageType::V2 => convert_v2(&decode_v2(&raw)?, opts.validation),
+        MessageType::V1 => convert_v1(&decode_v1(raw)?, opts.validation),
+        MessageType::V2 => convert_v2(&decode_v2(raw)?, opts.validation),
     })
 }
 
 /// Snappy block format, as Go's `snappy.Decode`, refusing bodies whose
 /// header announces more than `limit` bytes before decompressing.
 pub fn decompress(body: &[u8], limit: usize) -> Result<Vec<u8>, RequestError> {
+    let mut out = Vec::new();
+    decompress_into(body, limit, &mut out)?;
+    Ok(out)
+}
+
+/// [`decompress`] into a buffer the caller reuses.
+pub fn decompress_into(body: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), RequestError> {
     // The header is a Go uvarint; Go refuses an empty body and lengths
     // above 2^32-1 as corrupt (snap would accept the empty body).
     let len = uvarint(body).ok_or(RequestError::Snappy)?;
@@ -337,9 +368,15 @@ pub fn decompress(body: &[u8], limit: usize) -> Result<Vec<u8>, RequestError> {
     if len > limit as u64 {
         return Err(RequestError::TooLarge { size: len, limit });
     }
-    snap::raw::Decoder::new()
-        .decompress_vec(body)
-        .map_err(|_| RequestError::Snappy)
+    out.clear();
+    out.resize(len as usize, 0);
+    match snap::raw::Decoder::new().decompress(body, out) {
+        Ok(n) if n == out.len() => Ok(()),
+        _ => {
+            out.clear();
+            Err(RequestError::Snappy)
+        }
+    }
 }
 
 /// Go's `binary.Uvarint`, `None` where it reports n <= 0.
@@ -374,36 +411,72 @@ pub fn decode_v2(raw: &[u8]) -> Result<v2::Request, RequestError> {
 }
 
 /// Sorts and validates raw labels; `Err` is the series' problem.
-fn validate(raw: &mut [(&[u8], &[u8])], scheme: ValidationScheme) -> Result<Labels, SeriesError> {
+fn validate<'a>(
+    raw: &mut [(&'a [u8], &'a [u8])],
+    scheme: ValidationScheme,
+) -> Result<Labels, SeriesError> {
+    let mut pairs = Vec::with_capacity(raw.len());
+    validate_pairs(raw, scheme, &mut pairs)?;
+    Ok(Labels::from_sorted(
+        pairs
+            .into_iter()
+            .map(|(n, v)| Label {
+                name: n.to_owned(),
+                value: v.to_owned(),
+            })
+            .collect(),
+    ))
+}
+
+/// Sorts and validates raw labels as Prometheus' receiver does; on success
+/// `out` holds the label set (sorted, empty values dropped).
+pub(crate) fn validate_pairs<'a>(
+    raw: &mut [(&'a [u8], &'a [u8])],
+    scheme: ValidationScheme,
+    out: &mut Vec<(&'a str, &'a str)>,
+) -> Result<(), SeriesError> {
+    out.clear();
     // Stable, like Go's insertion sort for the small sets series have.
     raw.sort_by(|a, b| a.0.cmp(b.0));
-    let has_name = raw.iter().any(|(n, _)| *n == METRIC_NAME.as_bytes());
-    let valid = raw.iter().all(|(n, v)| {
-        (*n != METRIC_NAME.as_bytes() || scheme.is_valid_metric_name(v))
-            && scheme.is_valid_label_name(n)
-            && std::str::from_utf8(v).is_ok()
-    });
+    let mut has_name = false;
+    let mut valid = true;
+    for &(n, v) in raw.iter() {
+        let is_name = n == METRIC_NAME.as_bytes();
+        has_name |= is_name;
+        let (Ok(ns), Ok(vs)) = (std::str::from_utf8(n), std::str::from_utf8(v)) else {
+            valid = false;
+            break;
+        };
+        // Both are valid UTF-8 here, so the UTF-8 scheme only needs non-empty.
+        let (name_ok, metric_ok) = match scheme {
+            ValidationScheme::Utf8 => (!n.is_empty(), !is_name || !v.is_empty()),
+            ValidationScheme::Legacy => (
+                is_legacy_label_name(n),
+                !is_name || scheme.is_valid_metric_name(v),
+            ),
+        };
+        if !name_ok || !metric_ok {
+            valid = false;
+            break;
+        }
+        if !vs.is_empty() {
+            out.push((ns, vs));
+        }
+    }
     if !has_name || !valid {
+        out.clear();
         return Err(SeriesError::InvalidLabels {
             labels: labels_string(raw),
         });
     }
     if let Some(w) = raw.windows(2).find(|w| w[0].0 == w[1].0) {
+        out.clear();
         return Err(SeriesError::DuplicateLabel {
             labels: labels_string(raw),
             name: String::from_utf8_lossy(w[0].0).into_owned(),
         });
     }
-    let v = raw
-        .iter()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(n, v)| Label {
-            // Both are valid UTF-8 here (checked above).
-            name: String::from_utf8_lossy(n).into_owned(),
-            value: String::from_utf8_lossy(v).into_owned(),
-        })
-        .collect();
-    Ok(Labels::from_sorted(v))
+    Ok(())
 }
 
 fn lossy(b: &[u8]) -> String {

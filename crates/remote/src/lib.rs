@@ -30,12 +30,15 @@ pub mod decode;
 pub mod proto;
 pub mod response;
 pub mod text;
+pub mod view;
 
 pub use decode::{
-    decode_request, decode_v1, decode_v2, decompress, Exemplar, MetricMetadata, MetricType, Sample,
-    Series, SeriesError, ValidationScheme, Verdict, WriteRequest,
+    decode_message, decode_request, decode_v1, decode_v2, decompress, decompress_into, read_body,
+    Exemplar, MetricMetadata, MetricType, Sample, Series, SeriesError, ValidationScheme, Verdict,
+    WriteRequest,
 };
 pub use response::{WriteStats, SUCCESS_STATUS};
+pub use view::{SeriesView, V1View};
 
 use std::fmt;
 

@@ -750,7 +750,7 @@ impl Applier<'_> {
                         })
                     })
             };
-            if let Some(existing) = head.series.lookup(hash, same) {
+            if let Some((existing, _)) = head.series.lookup(hash, same) {
                 if existing != r {
                     stats.duplicate_series_refs += 1;
                     aliases.insert(r, existing);

@@ -371,3 +371,48 @@ fn samples_before_their_series_record_are_dropped_like_prometheus() {
     assert_eq!(db.replay_stats().samples_unknown_series, 1);
     assert_eq!(all_samples(&db)[0].1, vec![(2000, 2.0)]);
 }
+
+#[test]
+fn append_by_pairs_finds_the_same_series_as_by_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let pairs = [("__name__", "up"), ("instance", "a:9100"), ("job", "node")];
+    let mut app = db.appender();
+    let r1 = app.append(&ls(&pairs), 1000, 1.0).unwrap();
+    let r2 = app.append_pairs(&pairs, 2000, 2.0).unwrap();
+    assert_eq!(r1, r2);
+    // A label set that is a prefix of another is another series.
+    let r3 = app.append_pairs(&pairs[..2], 2000, 3.0).unwrap();
+    assert_ne!(r1, r3);
+    assert_eq!(
+        app.append_pairs(&[], 3000, 1.0),
+        Err(AppendError::InvalidLabels(
+            ferrite_tsdb::labels::LabelsError::Empty
+        ))
+    );
+    assert!(matches!(
+        app.append_pairs(&[("a", "1"), ("a", "2")], 3000, 1.0),
+        Err(AppendError::InvalidLabels(_))
+    ));
+    assert!(matches!(
+        app.append_pairs(&[("", "1")], 3000, 1.0),
+        Err(AppendError::InvalidLabels(_))
+    ));
+    // As in Prometheus, appends are checked against committed data; one
+    // out of order within the batch is dropped at commit.
+    assert_eq!(app.append_pairs(&pairs, 1500, 9.0), Ok(r1));
+    app.commit().unwrap();
+    let mut app = db.appender();
+    assert_eq!(
+        app.append_pairs(&pairs, 1500, 9.0),
+        Err(AppendError::OutOfOrder)
+    );
+    app.rollback().unwrap();
+    let want = vec![
+        (ls(&pairs[..2]), vec![(2000, 3.0)]),
+        (ls(&pairs), vec![(1000, 1.0), (2000, 2.0)]),
+    ];
+    assert_eq!(all_samples(&db), want);
+    db.close().unwrap();
+    assert_reopens_clean(dir.path(), &want);
+}

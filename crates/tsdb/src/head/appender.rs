@@ -62,7 +62,27 @@ impl<'h> HeadAppender<'h> {
     pub fn append(&mut self, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendError> {
         labels.validate()?;
         self.check_bounds(t)?;
-        let (r, entry) = self.get_or_create(labels);
+        let pairs = labels
+            .as_slice()
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        let (r, entry) = self.get_or_create(pairs, labels.len());
+        self.append_entry(r, entry, t, v)?;
+        Ok(r)
+    }
+
+    /// [`HeadAppender::append`] for a label set given as (name, value)
+    /// pairs sorted by name, as receivers decode them in place: no
+    /// [`Labels`] is built unless the series is new.
+    pub fn append_pairs(
+        &mut self,
+        pairs: &[(&str, &str)],
+        t: i64,
+        v: f64,
+    ) -> Result<u64, AppendError> {
+        check_pairs(pairs)?;
+        self.check_bounds(t)?;
+        let (r, entry) = self.get_or_create(pairs.iter().copied(), pairs.len());
         self.append_entry(r, entry, t, v)?;
         Ok(r)
     }
@@ -89,25 +109,25 @@ impl<'h> HeadAppender<'h> {
         Ok(())
     }
 
-    fn get_or_create(&mut self, labels: &Labels) -> (u64, Arc<SeriesEntry>) {
+    fn get_or_create<'s>(
+        &mut self,
+        pairs: impl Iterator<Item = (&'s str, &'s str)> + Clone,
+        len: usize,
+    ) -> (u64, Arc<SeriesEntry>) {
         let head = self.head;
-        let hash = hash_labels(labels.iter().map(|l| (l.name.as_str(), l.value.as_str())));
+        let hash = hash_labels(pairs.clone());
         let same = |ids: &[u32]| {
-            ids.len() == labels.len() * 2
+            ids.len() == len * 2
                 && head.symbols.with_resolver(|res| {
                     ids.chunks_exact(2)
-                        .zip(labels.iter())
-                        .all(|(p, l)| res.get(p[0]) == l.name && res.get(p[1]) == l.value)
+                        .zip(pairs.clone())
+                        .all(|(p, (n, v))| res.get(p[0]) == n && res.get(p[1]) == v)
                 })
         };
         let (r, entry, created) = head.series.get_or_insert(hash, same, || {
-            let mut ids = Vec::with_capacity(labels.len() * 2);
-            head.symbols.intern_all(
-                labels
-                    .iter()
-                    .flat_map(|l| [l.name.as_str(), l.value.as_str()]),
-                &mut ids,
-            );
+            let mut ids = Vec::with_capacity(len * 2);
+            head.symbols
+                .intern_all(pairs.clone().flat_map(|(n, v)| [n, v]), &mut ids);
             let r = head.next_series_ref();
             let entry = Arc::new(SeriesEntry {
                 labels: ids.into_boxed_slice(),
@@ -239,6 +259,20 @@ impl<'h> HeadAppender<'h> {
         }
         Ok(())
     }
+}
+
+/// The checks [`Labels::validate`] makes, on pairs sorted by name.
+fn check_pairs(pairs: &[(&str, &str)]) -> Result<(), LabelsError> {
+    if pairs.is_empty() {
+        return Err(LabelsError::Empty);
+    }
+    if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(LabelsError::DuplicateName(w[0].0.to_owned()));
+    }
+    if let Some((_, v)) = pairs.iter().find(|(n, _)| n.is_empty()) {
+        return Err(LabelsError::EmptyName((*v).to_owned()));
+    }
+    Ok(())
 }
 
 impl Drop for HeadAppender<'_> {

@@ -22,24 +22,25 @@ pub struct SeriesEntry {
     pub data: Mutex<MemSeries>,
 }
 
-enum RefList {
-    One(u64),
-    Many(Vec<u64>),
+/// The series under one label-set hash: almost always one.
+enum HashSlot {
+    One((u64, Arc<SeriesEntry>)),
+    Many(Vec<(u64, Arc<SeriesEntry>)>),
 }
 
-impl RefList {
-    fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        let (one, many): (Option<u64>, &[u64]) = match self {
-            RefList::One(r) => (Some(*r), &[]),
-            RefList::Many(v) => (None, v.as_slice()),
-        };
-        one.into_iter().chain(many.iter().copied())
+impl HashSlot {
+    fn as_slice(&self) -> &[(u64, Arc<SeriesEntry>)] {
+        match self {
+            HashSlot::One(p) => std::slice::from_ref(p),
+            HashSlot::Many(v) => v,
+        }
     }
 }
 
 type RefStripe = RwLock<FastMap<u64, Arc<SeriesEntry>>>;
-type HashStripe = RwLock<FastMap<u64, RefList>>;
+type HashStripe = RwLock<FastMap<u64, HashSlot>>;
 
+/// Both maps of the head's series.
 pub struct SeriesRegistry {
     by_ref: Box<[RefStripe]>,
     by_hash: Box<[HashStripe]>,
@@ -57,17 +58,19 @@ pub fn hash_labels<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
     h.finish()
 }
 
-/// Records `r` under `hash` in a hash stripe.
-fn add_ref(hs: &mut FastMap<u64, RefList>, hash: u64, r: u64) {
-    match hs.get_mut(&hash) {
+/// Records series `r` under `hash` in a hash stripe.
+fn add_to_slot(hs: &mut FastMap<u64, HashSlot>, hash: u64, r: u64, e: Arc<SeriesEntry>) {
+    match hs.remove(&hash) {
         None => {
-            hs.insert(hash, RefList::One(r));
+            hs.insert(hash, HashSlot::One((r, e)));
         }
-        Some(RefList::One(o)) => {
-            let o = *o;
-            hs.insert(hash, RefList::Many(vec![o, r]));
+        Some(HashSlot::One(o)) => {
+            hs.insert(hash, HashSlot::Many(vec![o, (r, e)]));
         }
-        Some(RefList::Many(v)) => v.push(r),
+        Some(HashSlot::Many(mut v)) => {
+            v.push((r, e));
+            hs.insert(hash, HashSlot::Many(v));
+        }
     }
 }
 
@@ -78,6 +81,9 @@ impl Default for SeriesRegistry {
 }
 
 impl SeriesRegistry {
+    /// References to a series the registry itself holds (both maps).
+    pub const HELD_REFS: usize = 2;
+
     pub fn new() -> Self {
         SeriesRegistry {
             by_ref: (0..STRIPES).map(|_| RwLock::default()).collect(),
@@ -97,39 +103,44 @@ impl SeriesRegistry {
         self.ref_stripe(r).read().get(&r).cloned()
     }
 
-    /// Finds the ref of a label set. `same` tells whether a candidate's
+    /// Finds the series of a label set. `same` tells whether a candidate's
     /// interned labels equal the wanted ones.
-    pub fn lookup(&self, hash: u64, same: impl Fn(&[SymbolId]) -> bool) -> Option<u64> {
+    pub fn lookup(
+        &self,
+        hash: u64,
+        same: impl Fn(&[SymbolId]) -> bool,
+    ) -> Option<(u64, Arc<SeriesEntry>)> {
         let hs = self.hash_stripe(hash).read();
-        let list = hs.get(&hash)?;
-        let found = list
+        hs.get(&hash)?
+            .as_slice()
             .iter()
-            .find(|&r| self.get(r).is_some_and(|e| same(&e.labels)));
-        found
+            .find(|(_, e)| same(&e.labels))
+            .cloned()
     }
 
-    /// Returns the existing ref of a label set or inserts a new series made by
-    /// `make` (which returns its ref and entry). The hash stripe stays locked
-    /// in between, so two appenders never create the same series twice.
+    /// Returns the existing series of a label set or inserts a new one made
+    /// by `make` (which returns its ref and entry). The hash stripe stays
+    /// write-locked from the second look to the insert, so two appenders
+    /// never create the same series twice.
     pub fn get_or_insert(
         &self,
         hash: u64,
         same: impl Fn(&[SymbolId]) -> bool,
         make: impl FnOnce() -> (u64, Arc<SeriesEntry>),
     ) -> (u64, Arc<SeriesEntry>, bool) {
+        if let Some((r, e)) = self.lookup(hash, &same) {
+            return (r, e, false);
+        }
         let mut hs = self.hash_stripe(hash).write();
-        if let Some(list) = hs.get(&hash) {
-            for r in list.iter() {
-                if let Some(e) = self.get(r) {
-                    if same(&e.labels) {
-                        return (r, e, false);
-                    }
-                }
-            }
+        if let Some((r, e)) = hs
+            .get(&hash)
+            .and_then(|slot| slot.as_slice().iter().find(|(_, e)| same(&e.labels)))
+        {
+            return (*r, e.clone(), false);
         }
         let (r, entry) = make();
         self.ref_stripe(r).write().insert(r, entry.clone());
-        add_ref(&mut hs, hash, r);
+        add_to_slot(&mut hs, hash, r, entry.clone());
         (r, entry, true)
     }
 
@@ -140,10 +151,10 @@ impl SeriesRegistry {
             if rs.contains_key(&r) {
                 return false;
             }
-            rs.insert(r, entry);
+            rs.insert(r, entry.clone());
         }
         let mut hs = self.hash_stripe(hash).write();
-        add_ref(&mut hs, hash, r);
+        add_to_slot(&mut hs, hash, r, entry);
         true
     }
 
@@ -164,16 +175,25 @@ impl SeriesRegistry {
         }
         rs.remove(&r);
         drop(rs);
-        let now_empty = match hs.get_mut(&hash) {
-            Some(RefList::One(o)) => *o == r,
-            Some(RefList::Many(v)) => {
-                v.retain(|&x| x != r);
-                v.is_empty()
+        match hs.remove(&hash) {
+            Some(HashSlot::One(o)) if o.0 != r => {
+                hs.insert(hash, HashSlot::One(o));
             }
-            None => false,
-        };
-        if now_empty {
-            hs.remove(&hash);
+            Some(HashSlot::Many(mut v)) => {
+                v.retain(|(x, _)| *x != r);
+                match v.len() {
+                    0 => {}
+                    1 => {
+                        if let Some(o) = v.pop() {
+                            hs.insert(hash, HashSlot::One(o));
+                        }
+                    }
+                    _ => {
+                        hs.insert(hash, HashSlot::Many(v));
+                    }
+                }
+            }
+            _ => {}
         }
         true
     }

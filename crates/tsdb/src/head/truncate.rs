@@ -14,7 +14,7 @@ use ferrite_wal::checkpoint::{delete_checkpoints, write_checkpoint};
 use ferrite_wal::list_segments;
 use tracing::{info, warn};
 
-use super::registry::hash_labels;
+use super::registry::{hash_labels, SeriesRegistry};
 use super::Head;
 use crate::error::HeadError;
 
@@ -53,7 +53,8 @@ impl Head {
             let hash = hash_labels(labels.iter().map(|l| (l.name.as_str(), l.value.as_str())));
             // Ours and the registry's references only: no appender holds it.
             let gone = self.series.remove_if(hash, r, |e| {
-                Arc::strong_count(e) == 2 && !e.data.lock().truncate_chunks_before(mint)
+                Arc::strong_count(e) == SeriesRegistry::HELD_REFS + 1
+                    && !e.data.lock().truncate_chunks_before(mint)
             });
             if gone {
                 removed.push(r);

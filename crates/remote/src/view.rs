@@ -1,0 +1,378 @@
+//! Reading remote write 1.0 requests in place: the ingest hot path.
+//!
+//! Decoding a 1.0 request with prost allocates two buffers per label and
+//! several vectors per series; at hundreds of thousands of samples a second
+//! the allocator becomes the receiver's main cost. [`V1View`] walks the
+//! protobuf where it lies instead: label names and values are `&str`s into
+//! the decompressed body and samples are read as the caller appends them.
+//!
+//! It understands only the shape senders use for float samples — series
+//! made of labels and samples. Anything else (exemplars, native histograms,
+//! metadata, unknown fields, other wire types) or any malformed byte makes
+//! [`V1View::new`] return `None`, and the caller takes the general path
+//! ([`crate::decode_request`]), which gives the exact answer, errors
+//! included. Where `new` accepts a body, what the view yields is what the
+//! general path yields (a property test checks this): protobuf's
+//! last-field-wins rule for repeated scalars, defaults for absent fields,
+//! and the same label validation ([`validate_pairs`]).
+
+use crate::decode::validate_pairs;
+use crate::{SeriesError, ValidationScheme};
+
+/// Field keys (field number << 3 | wire type) the view accepts.
+const KEY_TIMESERIES: u64 = 1 << 3 | 2;
+const KEY_LABELS: u64 = 1 << 3 | 2;
+const KEY_SAMPLES: u64 = 2 << 3 | 2;
+const KEY_NAME: u64 = 1 << 3 | 2;
+const KEY_VALUE: u64 = 2 << 3 | 2;
+const KEY_SAMPLE_VALUE: u64 = 1 << 3 | 1;
+const KEY_SAMPLE_TIMESTAMP: u64 = 2 << 3;
+
+/// A protobuf varint; `None` when truncated or longer than 10 bytes, or
+/// when the 10th byte overflows 64 bits (prost refuses those).
+#[inline]
+fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    // Keys and most lengths are one byte.
+    let first = *b.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(u64::from(first));
+    }
+    let mut x = 0u64;
+    for i in 0..10 {
+        let c = *b.get(*pos + i)?;
+        if i == 9 && c > 1 {
+            return None;
+        }
+        x |= u64::from(c & 0x7f) << (7 * i);
+        if c < 0x80 {
+            *pos += i + 1;
+            return Some(x);
+        }
+    }
+    None
+}
+
+/// One field of a message: its key and payload.
+#[derive(Clone, Copy)]
+enum Field<'a> {
+    Len(&'a [u8]),
+    Varint(u64),
+    Fixed64(u64),
+}
+
+/// Iterates the fields of a message whose structure has been checked.
+struct Fields<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Fields { b, pos: 0 }
+    }
+
+    /// The next field, `Some(Err(()))` for bytes the view does not accept.
+    #[inline]
+    fn next_field(&mut self) -> Option<Result<(u64, Field<'a>), ()>> {
+        if self.pos >= self.b.len() {
+            return None;
+        }
+        Some(self.read())
+    }
+
+    #[inline]
+    fn read(&mut self) -> Result<(u64, Field<'a>), ()> {
+        let key = varint(self.b, &mut self.pos).ok_or(())?;
+        let field = match key & 7 {
+            0 => Field::Varint(varint(self.b, &mut self.pos).ok_or(())?),
+            1 => {
+                let end = self.pos.checked_add(8).ok_or(())?;
+                let bytes: [u8; 8] = self
+                    .b
+                    .get(self.pos..end)
+                    .and_then(|s| s.try_into().ok())
+                    .ok_or(())?;
+                self.pos = end;
+                Field::Fixed64(u64::from_le_bytes(bytes))
+            }
+            2 => {
+                let len = varint(self.b, &mut self.pos).ok_or(())?;
+                let len = usize::try_from(len).map_err(|_| ())?;
+                let end = self.pos.checked_add(len).ok_or(())?;
+                let s = self.b.get(self.pos..end).ok_or(())?;
+                self.pos = end;
+                Field::Len(s)
+            }
+            _ => return Err(()),
+        };
+        Ok((key, field))
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (u64, Field<'a>);
+
+    /// Stops at the first field it does not accept; [`V1View::new`] has
+    /// made sure there is none.
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_field()?.ok()
+    }
+}
+
+/// Checks every field of `msg` with `check(key, field)`.
+fn all_fields<'a>(msg: &'a [u8], mut check: impl FnMut(u64, Field<'a>) -> bool) -> bool {
+    let mut f = Fields::new(msg);
+    while let Some(r) = f.next_field() {
+        match r {
+            Ok((k, v)) if check(k, v) => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn is_label(msg: &[u8]) -> bool {
+    all_fields(msg, |k, f| {
+        matches!((k, f), (KEY_NAME | KEY_VALUE, Field::Len(_)))
+    })
+}
+
+fn is_sample(msg: &[u8]) -> bool {
+    all_fields(msg, |k, f| {
+        matches!(
+            (k, f),
+            (KEY_SAMPLE_VALUE, Field::Fixed64(_)) | (KEY_SAMPLE_TIMESTAMP, Field::Varint(_))
+        )
+    })
+}
+
+/// A `Label` message's (name, value); absent fields are empty, a repeated
+/// field keeps its last value.
+#[inline]
+fn label(msg: &[u8]) -> (&[u8], &[u8]) {
+    let (mut name, mut value): (&[u8], &[u8]) = (&[], &[]);
+    for (k, f) in Fields::new(msg) {
+        match (k, f) {
+            (KEY_NAME, Field::Len(s)) => name = s,
+            (KEY_VALUE, Field::Len(s)) => value = s,
+            _ => {}
+        }
+    }
+    (name, value)
+}
+
+/// A `Sample` message's (timestamp, value), with the same rules.
+#[inline]
+fn sample(msg: &[u8]) -> (i64, f64) {
+    let (mut t, mut v) = (0i64, 0u64);
+    for (k, f) in Fields::new(msg) {
+        match (k, f) {
+            (KEY_SAMPLE_VALUE, Field::Fixed64(x)) => v = x,
+            (KEY_SAMPLE_TIMESTAMP, Field::Varint(x)) => t = x as i64,
+            _ => {}
+        }
+    }
+    (t, f64::from_bits(v))
+}
+
+/// A decompressed 1.0 request of the common shape, read in place.
+pub struct V1View<'a> {
+    raw: &'a [u8],
+    series: usize,
+    samples: usize,
+}
+
+impl<'a> V1View<'a> {
+    /// Checks the whole message; `None` if it has anything but series of
+    /// labels and float samples, or is malformed (use the general path).
+    pub fn new(raw: &'a [u8]) -> Option<Self> {
+        let (mut series, mut samples) = (0usize, 0usize);
+        let ok = all_fields(raw, |k, f| {
+            let (KEY_TIMESERIES, Field::Len(ts)) = (k, f) else {
+                return false;
+            };
+            series += 1;
+            all_fields(ts, |k, f| match (k, f) {
+                (KEY_LABELS, Field::Len(l)) => is_label(l),
+                (KEY_SAMPLES, Field::Len(s)) => {
+                    samples += 1;
+                    is_sample(s)
+                }
+                _ => false,
+            })
+        });
+        ok.then_some(V1View {
+            raw,
+            series,
+            samples,
+        })
+    }
+
+    /// Number of series in the request.
+    pub fn series_count(&self) -> usize {
+        self.series
+    }
+
+    /// Number of float samples in the request.
+    pub fn sample_count(&self) -> usize {
+        self.samples
+    }
+
+    /// The series, in request order.
+    pub fn series(&self) -> impl Iterator<Item = SeriesView<'a>> + 'a {
+        Fields::new(self.raw).filter_map(|(_, f)| match f {
+            Field::Len(msg) => Some(SeriesView { msg }),
+            _ => None,
+        })
+    }
+}
+
+/// One `TimeSeries` message of a [`V1View`].
+#[derive(Clone, Copy)]
+pub struct SeriesView<'a> {
+    msg: &'a [u8],
+}
+
+impl<'a> SeriesView<'a> {
+    /// The raw (name, value) pairs in request order.
+    pub fn raw_labels(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        Fields::new(self.msg).filter_map(|(k, f)| match (k, f) {
+            (KEY_LABELS, Field::Len(l)) => Some(label(l)),
+            _ => None,
+        })
+    }
+
+    /// The series' labels as the general path validates them: sorted by
+    /// name, empty values dropped, into `out`. `raw` is scratch space.
+    pub fn labels(
+        &self,
+        scheme: ValidationScheme,
+        raw: &mut Vec<(&'a [u8], &'a [u8])>,
+        out: &mut Vec<(&'a str, &'a str)>,
+    ) -> Result<(), SeriesError> {
+        raw.clear();
+        raw.extend(self.raw_labels());
+        validate_pairs(raw, scheme, out)
+    }
+
+    /// Reads the series in one walk: its labels validated into `out` (as
+    /// [`SeriesView::labels`]) and its samples into `samples`. On `Err`,
+    /// `samples` still holds the series' samples.
+    pub fn read(
+        &self,
+        scheme: ValidationScheme,
+        raw: &mut Vec<(&'a [u8], &'a [u8])>,
+        out: &mut Vec<(&'a str, &'a str)>,
+        samples: &mut Vec<(i64, f64)>,
+    ) -> Result<(), SeriesError> {
+        raw.clear();
+        samples.clear();
+        for (k, f) in Fields::new(self.msg) {
+            match (k, f) {
+                (KEY_LABELS, Field::Len(l)) => raw.push(label(l)),
+                (KEY_SAMPLES, Field::Len(s)) => samples.push(sample(s)),
+                _ => {}
+            }
+        }
+        validate_pairs(raw, scheme, out)
+    }
+
+    /// The samples as (timestamp, value), in request order.
+    pub fn samples(&self) -> impl Iterator<Item = (i64, f64)> + 'a {
+        Fields::new(self.msg).filter_map(|(k, f)| match (k, f) {
+            (KEY_SAMPLES, Field::Len(s)) => Some(sample(s)),
+            _ => None,
+        })
+    }
+
+    /// Number of samples of the series.
+    pub fn sample_count(&self) -> usize {
+        Fields::new(self.msg)
+            .filter(|(k, _)| *k == KEY_SAMPLES)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::v1;
+    use prost::Message;
+
+    fn request() -> v1::WriteRequest {
+        v1::WriteRequest {
+            timeseries: vec![
+                v1::TimeSeries {
+                    labels: vec![
+                        v1::Label {
+                            name: b"job".to_vec(),
+                            value: b"a".to_vec(),
+                        },
+                        v1::Label {
+                            name: b"__name__".to_vec(),
+                            value: b"up".to_vec(),
+                        },
+                        v1::Label {
+                            name: b"empty".to_vec(),
+                            value: Vec::new(),
+                        },
+                    ],
+                    samples: vec![
+                        v1::Sample {
+                            value: 1.5,
+                            timestamp: 1000,
+                        },
+                        v1::Sample {
+                            value: -2.0,
+                            timestamp: -5,
+                        },
+                    ],
+                    ..Default::default()
+                },
+                v1::TimeSeries::default(),
+            ],
+            metadata: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn reads_labels_and_samples() {
+        let raw = request().encode_to_vec();
+        let view = V1View::new(&raw).expect("common shape");
+        assert_eq!((view.series_count(), view.sample_count()), (2, 2));
+        let series: Vec<_> = view.series().collect();
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        series[0]
+            .labels(ValidationScheme::Utf8, &mut scratch, &mut out)
+            .unwrap();
+        assert_eq!(out, [("__name__", "up"), ("job", "a")]);
+        assert_eq!(
+            series[0].samples().collect::<Vec<_>>(),
+            [(1000, 1.5), (-5, -2.0)]
+        );
+        assert_eq!(series[1].sample_count(), 0);
+        assert!(series[1]
+            .labels(ValidationScheme::Utf8, &mut scratch, &mut out)
+            .is_err());
+    }
+
+    #[test]
+    fn other_shapes_take_the_general_path() {
+        let mut r = request();
+        r.metadata.push(v1::MetricMetadata {
+            r#type: 1,
+            metric_family_name: b"up".to_vec(),
+            help: Vec::new(),
+            unit: Vec::new(),
+        });
+        assert!(V1View::new(&r.encode_to_vec()).is_none());
+        let mut r = request();
+        r.timeseries[0].exemplars.push(v1::Exemplar::default());
+        assert!(V1View::new(&r.encode_to_vec()).is_none());
+        let raw = request().encode_to_vec();
+        assert!(V1View::new(&raw[..raw.len() - 1]).is_none());
+        assert!(V1View::new(&[0xff]).is_none());
+        assert!(V1View::new(&[]).is_some());
+    }
+}
