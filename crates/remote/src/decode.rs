@@ -479,6 +479,58 @@ pub(crate) fn validate_pairs<'a>(
     Ok(())
 }
 
+/// Every rule of [`validate_pairs`] but one: the UTF-8 validity of the
+/// labels that stay (those with non-empty values), which `kept` receives as
+/// bytes, sorted. So `raw` is valid iff this holds and `kept` is UTF-8 —
+/// which a receiver need not check when `kept` equals a stored label set.
+pub(crate) fn validate_structure<'a>(
+    raw: &mut [(&'a [u8], &'a [u8])],
+    scheme: ValidationScheme,
+    kept: &mut Vec<(&'a [u8], &'a [u8])>,
+) -> bool {
+    kept.clear();
+    raw.sort_by(|a, b| a.0.cmp(b.0));
+    let mut has_name = false;
+    for &(n, v) in raw.iter() {
+        let is_name = n == METRIC_NAME.as_bytes();
+        has_name |= is_name;
+        let ok = match scheme {
+            // A dropped label's name is checked here, a kept one's later.
+            ValidationScheme::Utf8 => {
+                !n.is_empty()
+                    && (!v.is_empty() || std::str::from_utf8(n).is_ok())
+                    && (!is_name || !v.is_empty())
+            }
+            ValidationScheme::Legacy => {
+                is_legacy_label_name(n) && (!is_name || scheme.is_valid_metric_name(v))
+            }
+        };
+        if !ok {
+            return false;
+        }
+        if !v.is_empty() {
+            kept.push((n, v));
+        }
+    }
+    has_name && !raw.windows(2).any(|w| w[0].0 == w[1].0)
+}
+
+/// The UTF-8 check [`validate_structure`] leaves out: `kept` as strings.
+pub(crate) fn utf8_pairs<'a>(
+    kept: &[(&'a [u8], &'a [u8])],
+    out: &mut Vec<(&'a str, &'a str)>,
+) -> bool {
+    out.clear();
+    for &(n, v) in kept {
+        let (Ok(n), Ok(v)) = (std::str::from_utf8(n), std::str::from_utf8(v)) else {
+            out.clear();
+            return false;
+        };
+        out.push((n, v));
+    }
+    true
+}
+
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -38,7 +38,7 @@ pub use decode::{
     WriteRequest,
 };
 pub use response::{WriteStats, SUCCESS_STATUS};
-pub use view::{SeriesView, V1View};
+pub use view::{utf8_labels, SeriesView, V1View};
 
 use std::fmt;
 

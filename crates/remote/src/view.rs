@@ -16,7 +16,7 @@
 //! last-field-wins rule for repeated scalars, defaults for absent fields,
 //! and the same label validation ([`validate_pairs`]).
 
-use crate::decode::validate_pairs;
+use crate::decode::{utf8_pairs, validate_pairs, validate_structure};
 use crate::{SeriesError, ValidationScheme};
 
 /// Field keys (field number << 3 | wire type) the view accepts.
@@ -145,6 +145,12 @@ fn is_sample(msg: &[u8]) -> bool {
             (KEY_SAMPLE_VALUE, Field::Fixed64(_)) | (KEY_SAMPLE_TIMESTAMP, Field::Varint(_))
         )
     })
+}
+
+/// The label set [`SeriesView::read_unchecked`] kept, as strings, if it is
+/// valid UTF-8 (then the series is valid).
+pub fn utf8_labels<'a>(kept: &[(&'a [u8], &'a [u8])], out: &mut Vec<(&'a str, &'a str)>) -> bool {
+    utf8_pairs(kept, out)
 }
 
 /// A `Label` message's (name, value); absent fields are empty, a repeated
@@ -276,6 +282,30 @@ impl<'a> SeriesView<'a> {
             }
         }
         validate_pairs(raw, scheme, out)
+    }
+
+    /// [`SeriesView::read`] without the UTF-8 check of the labels that
+    /// stay: `false` if the series is invalid for any other reason, else
+    /// `kept` holds its label set as bytes (sorted, no empty values). The
+    /// series is valid iff [`utf8_labels`] then accepts `kept`, or `kept`
+    /// equals a label set known to be valid.
+    pub fn read_unchecked(
+        &self,
+        scheme: ValidationScheme,
+        raw: &mut Vec<(&'a [u8], &'a [u8])>,
+        kept: &mut Vec<(&'a [u8], &'a [u8])>,
+        samples: &mut Vec<(i64, f64)>,
+    ) -> bool {
+        raw.clear();
+        samples.clear();
+        for (k, f) in Fields::new(self.msg) {
+            match (k, f) {
+                (KEY_LABELS, Field::Len(l)) => raw.push(label(l)),
+                (KEY_SAMPLES, Field::Len(s)) => samples.push(sample(s)),
+                _ => {}
+            }
+        }
+        validate_structure(raw, scheme, kept)
     }
 
     /// The samples as (timestamp, value), in request order.

@@ -5,7 +5,7 @@
 
 use ferrite_remote::decode::convert_v1;
 use ferrite_remote::proto::v1;
-use ferrite_remote::{decode_v1, SeriesError, V1View, ValidationScheme};
+use ferrite_remote::{decode_v1, utf8_labels, SeriesError, V1View, ValidationScheme};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -39,16 +39,27 @@ fn series() -> impl Strategy<Value = v1::TimeSeries> {
 type Read = (Vec<(String, String)>, Vec<(i64, u64)>);
 
 /// What the view reads: valid series and the errors of refused ones.
-fn through_view(view: &V1View<'_>) -> (Vec<Read>, Vec<SeriesError>, usize) {
+fn through_view(
+    view: &V1View<'_>,
+    scheme: ValidationScheme,
+) -> (Vec<Read>, Vec<SeriesError>, usize) {
     let (mut ok, mut errs, mut invalid) = (Vec::new(), Vec::new(), 0);
     let (mut raw, mut pairs) = (Vec::new(), Vec::new());
     let mut samples = Vec::new();
     for s in view.series() {
-        let one_walk = s.read(ValidationScheme::Utf8, &mut raw, &mut pairs, &mut samples);
+        let one_walk = s.read(scheme, &mut raw, &mut pairs, &mut samples);
         let bits = |v: &[(i64, f64)]| v.iter().map(|&(t, x)| (t, x.to_bits())).collect::<Vec<_>>();
         assert_eq!(bits(&samples), bits(&s.samples().collect::<Vec<_>>()));
-        let labels = s.labels(ValidationScheme::Utf8, &mut raw, &mut pairs);
+        let labels = s.labels(scheme, &mut raw, &mut pairs);
         assert_eq!(one_walk, labels);
+        // The split check: structure, then UTF-8 of what stays.
+        let (mut kept, mut strs) = (Vec::new(), Vec::new());
+        let split = s.read_unchecked(scheme, &mut raw, &mut kept, &mut samples)
+            && utf8_labels(&kept, &mut strs);
+        assert_eq!(split, labels.is_ok());
+        if split {
+            assert_eq!(strs, pairs);
+        }
         match labels {
             Ok(()) => ok.push((
                 pairs
@@ -66,11 +77,8 @@ fn through_view(view: &V1View<'_>) -> (Vec<Read>, Vec<SeriesError>, usize) {
     (ok, errs, invalid)
 }
 
-fn through_prost(raw: &[u8]) -> (Vec<Read>, Vec<SeriesError>, usize) {
-    let req = convert_v1(
-        &decode_v1(raw).expect("the view accepted it"),
-        ValidationScheme::Utf8,
-    );
+fn through_prost(raw: &[u8], scheme: ValidationScheme) -> (Vec<Read>, Vec<SeriesError>, usize) {
+    let req = convert_v1(&decode_v1(raw).expect("the view accepted it"), scheme);
     let ok = req
         .series
         .iter()
@@ -98,7 +106,9 @@ proptest! {
         ts in proptest::collection::vec(series(), 0..5),
         damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
         cut in proptest::option::of(any::<prop::sample::Index>()),
+        legacy in any::<bool>(),
     ) {
+        let scheme = if legacy { ValidationScheme::Legacy } else { ValidationScheme::Utf8 };
         let mut raw = v1::WriteRequest { timeseries: ts, metadata: vec![] }.encode_to_vec();
         let pristine = damage.is_empty() && cut.is_none();
         if !raw.is_empty() {
@@ -112,8 +122,8 @@ proptest! {
         }
         match V1View::new(&raw) {
             Some(view) => {
-                let got = through_view(&view);
-                prop_assert_eq!(&got, &through_prost(&raw));
+                let got = through_view(&view, scheme);
+                prop_assert_eq!(&got, &through_prost(&raw, scheme));
                 let samples: usize = view.series().map(|s| s.sample_count()).sum();
                 prop_assert_eq!(view.sample_count(), samples);
             }
@@ -139,8 +149,8 @@ fn repeated_scalar_fields_keep_the_last() {
     let mut raw = vec![0x0a, ts.len() as u8];
     raw.extend_from_slice(&ts);
     let view = V1View::new(&raw).expect("common shape");
-    let got = through_view(&view);
-    assert_eq!(got, through_prost(&raw));
+    let got = through_view(&view, ValidationScheme::Utf8);
+    assert_eq!(got, through_prost(&raw, ValidationScheme::Utf8));
     assert_eq!(
         got.0,
         vec![(

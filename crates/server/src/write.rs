@@ -22,8 +22,8 @@ use axum::response::{IntoResponse, Response};
 use std::cell::RefCell;
 
 use ferrite_remote::{
-    decode_message, read_body, DecodeOptions, MessageType, V1View, Verdict, WriteRequest,
-    WriteStats,
+    decode_message, read_body, utf8_labels, DecodeOptions, MessageType, V1View, Verdict,
+    WriteRequest, WriteStats,
 };
 use ferrite_tsdb::{AppendError, Db};
 use tracing::warn;
@@ -116,23 +116,30 @@ fn decode_and_append(
 /// the whole request back.
 pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
     let mut app = db.appender();
-    let (mut raw, mut pairs, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut raw, mut kept, mut pairs, mut samples) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for series in view.series() {
-        if series
-            .read(opts.validation, &mut raw, &mut pairs, &mut samples)
-            .is_err()
-        {
+        if !series.read_unchecked(opts.validation, &mut raw, &mut kept, &mut samples) {
             continue;
         }
         let mut series_ref = None;
         for &(t, v) in &samples {
             let res = match series_ref {
                 Some(r) => app.append_ref(r, t, v),
-                None => app.append_pairs(&pairs, t, v).map(|r| series_ref = Some(r)),
+                // A known series' labels are valid; a new one's are checked.
+                None => match app.append_existing(&kept, t, v) {
+                    Ok(Some(r)) => {
+                        series_ref = Some(r);
+                        Ok(())
+                    }
+                    Ok(None) if !utf8_labels(&kept, &mut pairs) => break,
+                    Ok(None) => app.append_pairs(&pairs, t, v).map(|r| series_ref = Some(r)),
+                    Err(e) => Err(e),
+                },
             };
             if let Err(e) = res {
                 if refused_sample(&e) {
-                    warn!(series = ?pairs, timestamp = t, error = %e, "sample from remote write refused");
+                    warn!(series = %ferrite_remote::text::labels_string(&kept), timestamp = t, error = %e, "sample from remote write refused");
                 }
                 let _ = app.rollback();
                 return Answer {
@@ -170,6 +177,16 @@ pub struct Answer {
     message: Option<String>,
     /// 2.0 only.
     stats: Option<WriteStats>,
+}
+
+impl Answer {
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
 }
 
 impl IntoResponse for Answer {

@@ -19,6 +19,7 @@ use super::series::{Appendable, MemSeries};
 use super::Head;
 use crate::error::HeadError;
 use crate::labels::{Labels, LabelsError};
+use crate::symbols::SymbolTable;
 
 /// Why a sample was refused. The messages are Prometheus' own.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -87,6 +88,30 @@ impl<'h> HeadAppender<'h> {
         Ok(r)
     }
 
+    /// Appends a sample to the existing series with these labels, given
+    /// as byte pairs sorted by name with no empty values. `Ok(None)` when
+    /// there is no such series: then nothing was checked or changed, and
+    /// the caller validates the labels and uses
+    /// [`HeadAppender::append_pairs`]. This lets receivers skip UTF-8
+    /// checks for known series (their labels were checked at creation).
+    pub fn append_existing(
+        &mut self,
+        pairs: &[(&[u8], &[u8])],
+        t: i64,
+        v: f64,
+    ) -> Result<Option<u64>, AppendError> {
+        let head = self.head;
+        let hash = hash_labels(pairs.iter().copied());
+        let Some((r, entry)) = head.series.lookup(hash, |ids| {
+            same_labels(&head.symbols, ids, pairs.iter().copied(), pairs.len())
+        }) else {
+            return Ok(None);
+        };
+        self.check_bounds(t)?;
+        self.append_entry(r, entry, t, v)?;
+        Ok(Some(r))
+    }
+
     /// Appends a sample to a series known by ref.
     pub fn append_ref(&mut self, series_ref: u64, t: i64, v: f64) -> Result<(), AppendError> {
         self.check_bounds(t)?;
@@ -116,14 +141,7 @@ impl<'h> HeadAppender<'h> {
     ) -> (u64, Arc<SeriesEntry>) {
         let head = self.head;
         let hash = hash_labels(pairs.clone());
-        let same = |ids: &[u32]| {
-            ids.len() == len * 2
-                && head.symbols.with_resolver(|res| {
-                    ids.chunks_exact(2)
-                        .zip(pairs.clone())
-                        .all(|(p, (n, v))| res.get(p[0]) == n && res.get(p[1]) == v)
-                })
-        };
+        let same = |ids: &[u32]| same_labels(&head.symbols, ids, pairs.clone(), len);
         let (r, entry, created) = head.series.get_or_insert(hash, same, || {
             let mut ids = Vec::with_capacity(len * 2);
             head.symbols
@@ -259,6 +277,21 @@ impl<'h> HeadAppender<'h> {
         }
         Ok(())
     }
+}
+
+/// Whether interned labels `ids` are the `len` pairs of `pairs`.
+fn same_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+    symbols: &SymbolTable,
+    ids: &[u32],
+    pairs: impl Iterator<Item = (N, V)>,
+    len: usize,
+) -> bool {
+    ids.len() == len * 2
+        && symbols.with_resolver(|res| {
+            ids.chunks_exact(2).zip(pairs).all(|(p, (n, v))| {
+                res.get(p[0]).as_bytes() == n.as_ref() && res.get(p[1]).as_bytes() == v.as_ref()
+            })
+        })
 }
 
 /// The checks [`Labels::validate`] makes, on pairs sorted by name.

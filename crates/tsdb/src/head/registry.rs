@@ -46,13 +46,14 @@ pub struct SeriesRegistry {
     by_hash: Box<[HashStripe]>,
 }
 
-/// Hash of a label set given as (name, value) string pairs.
-pub fn hash_labels<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
+/// Hash of a label set given as (name, value) pairs of strings or bytes
+/// (both hash alike).
+pub fn hash_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: impl Iterator<Item = (N, V)>) -> u64 {
     let mut h = foldhash::fast::FixedState::with_seed(0x0066_6572_7269_7465).build_hasher();
     for (n, v) in pairs {
-        h.write(n.as_bytes());
+        h.write(n.as_ref());
         h.write_u8(0xff);
-        h.write(v.as_bytes());
+        h.write(v.as_ref());
         h.write_u8(0xff);
     }
     h.finish()
