@@ -132,19 +132,55 @@ fn all_fields<'a>(msg: &'a [u8], mut check: impl FnMut(u64, Field<'a>) -> bool) 
     true
 }
 
+/// A `Label` as senders encode it — name, then value, both shorter than
+/// 128 bytes — read without the general field loop.
+#[inline]
+fn canonical_label(msg: &[u8]) -> Option<(&[u8], &[u8])> {
+    let [KEY_NAME_BYTE, n, rest @ ..] = msg else {
+        return None;
+    };
+    if *n >= 0x80 {
+        return None;
+    }
+    let (name, rest) = rest.split_at_checked(usize::from(*n))?;
+    let [KEY_VALUE_BYTE, v, value @ ..] = rest else {
+        return None;
+    };
+    (usize::from(*v) == value.len()).then_some((name, value))
+}
+
+/// A `Sample` as senders encode it — value, then timestamp.
+#[inline]
+fn canonical_sample(msg: &[u8]) -> Option<(i64, f64)> {
+    let [KEY_SAMPLE_VALUE_BYTE, v @ .., KEY_SAMPLE_TIMESTAMP_BYTE] = msg.get(..10)? else {
+        return None;
+    };
+    let v = u64::from_le_bytes(v.try_into().ok()?);
+    let mut pos = 10;
+    let t = varint(msg, &mut pos)?;
+    (pos == msg.len()).then_some((t as i64, f64::from_bits(v)))
+}
+
+const KEY_NAME_BYTE: u8 = KEY_NAME as u8;
+const KEY_VALUE_BYTE: u8 = KEY_VALUE as u8;
+const KEY_SAMPLE_VALUE_BYTE: u8 = KEY_SAMPLE_VALUE as u8;
+const KEY_SAMPLE_TIMESTAMP_BYTE: u8 = KEY_SAMPLE_TIMESTAMP as u8;
+
 fn is_label(msg: &[u8]) -> bool {
-    all_fields(msg, |k, f| {
-        matches!((k, f), (KEY_NAME | KEY_VALUE, Field::Len(_)))
-    })
+    canonical_label(msg).is_some()
+        || all_fields(msg, |k, f| {
+            matches!((k, f), (KEY_NAME | KEY_VALUE, Field::Len(_)))
+        })
 }
 
 fn is_sample(msg: &[u8]) -> bool {
-    all_fields(msg, |k, f| {
-        matches!(
-            (k, f),
-            (KEY_SAMPLE_VALUE, Field::Fixed64(_)) | (KEY_SAMPLE_TIMESTAMP, Field::Varint(_))
-        )
-    })
+    canonical_sample(msg).is_some()
+        || all_fields(msg, |k, f| {
+            matches!(
+                (k, f),
+                (KEY_SAMPLE_VALUE, Field::Fixed64(_)) | (KEY_SAMPLE_TIMESTAMP, Field::Varint(_))
+            )
+        })
 }
 
 /// The label set [`SeriesView::read_unchecked`] kept, as strings, if it is
@@ -157,6 +193,9 @@ pub fn utf8_labels<'a>(kept: &[(&'a [u8], &'a [u8])], out: &mut Vec<(&'a str, &'
 /// field keeps its last value.
 #[inline]
 fn label(msg: &[u8]) -> (&[u8], &[u8]) {
+    if let Some(l) = canonical_label(msg) {
+        return l;
+    }
     let (mut name, mut value): (&[u8], &[u8]) = (&[], &[]);
     for (k, f) in Fields::new(msg) {
         match (k, f) {
@@ -171,6 +210,9 @@ fn label(msg: &[u8]) -> (&[u8], &[u8]) {
 /// A `Sample` message's (timestamp, value), with the same rules.
 #[inline]
 fn sample(msg: &[u8]) -> (i64, f64) {
+    if let Some(s) = canonical_sample(msg) {
+        return s;
+    }
     let (mut t, mut v) = (0i64, 0u64);
     for (k, f) in Fields::new(msg) {
         match (k, f) {

@@ -115,31 +115,41 @@ fn decode_and_append(
 /// same request decoded: invalid series are dropped, an append error rolls
 /// the whole request back.
 pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
-    let mut app = db.appender();
-    let (mut raw, mut kept, mut pairs, mut samples) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for series in view.series() {
-        if !series.read_unchecked(opts.validation, &mut raw, &mut kept, &mut samples) {
+    // Read every series first, then find the known ones in one batch.
+    let (mut raw, mut kept, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    let mut all_kept: Vec<(&[u8], &[u8])> = Vec::new();
+    let mut all_samples: Vec<(i64, f64)> = Vec::with_capacity(view.sample_count());
+    // (labels range in all_kept, samples range in all_samples) per valid series
+    let mut series: Vec<(usize, usize, usize, usize)> = Vec::with_capacity(view.series_count());
+    for s in view.series() {
+        if !s.read_unchecked(opts.validation, &mut raw, &mut kept, &mut samples)
+            || samples.is_empty()
+        {
             continue;
         }
+        let (k, n) = (all_kept.len(), all_samples.len());
+        all_kept.extend_from_slice(&kept);
+        all_samples.extend_from_slice(&samples);
+        series.push((k, all_kept.len(), n, all_samples.len()));
+    }
+    let sets: Vec<&[(&[u8], &[u8])]> = series.iter().map(|&(a, b, _, _)| &all_kept[a..b]).collect();
+    let mut app = db.appender();
+    let mut found = Vec::new();
+    app.find_existing(&sets, &mut found);
+    let mut pairs = Vec::new();
+    for ((&(_, _, s0, s1), kept), found) in series.iter().zip(&sets).zip(&found) {
         let mut series_ref = None;
-        for &(t, v) in &samples {
-            let res = match series_ref {
-                Some(r) => app.append_ref(r, t, v),
+        for &(t, v) in &all_samples[s0..s1] {
+            let res = match (found, series_ref) {
+                (Some(f), _) => app.append_found(f, t, v).map(|_| ()),
+                (None, Some(r)) => app.append_ref(r, t, v),
                 // A known series' labels are valid; a new one's are checked.
-                None => match app.append_existing(&kept, t, v) {
-                    Ok(Some(r)) => {
-                        series_ref = Some(r);
-                        Ok(())
-                    }
-                    Ok(None) if !utf8_labels(&kept, &mut pairs) => break,
-                    Ok(None) => app.append_pairs(&pairs, t, v).map(|r| series_ref = Some(r)),
-                    Err(e) => Err(e),
-                },
+                (None, None) if !utf8_labels(kept, &mut pairs) => break,
+                (None, None) => app.append_pairs(&pairs, t, v).map(|r| series_ref = Some(r)),
             };
             if let Err(e) = res {
                 if refused_sample(&e) {
-                    warn!(series = %ferrite_remote::text::labels_string(&kept), timestamp = t, error = %e, "sample from remote write refused");
+                    warn!(series = %ferrite_remote::text::labels_string(kept), timestamp = t, error = %e, "sample from remote write refused");
                 }
                 let _ = app.rollback();
                 return Answer {

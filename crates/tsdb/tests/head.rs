@@ -416,3 +416,54 @@ fn append_by_pairs_finds_the_same_series_as_by_labels() {
     db.close().unwrap();
     assert_reopens_clean(dir.path(), &want);
 }
+
+#[test]
+fn batch_lookup_finds_known_series_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut app = db.appender();
+    let mut refs = Vec::new();
+    for i in 0..300 {
+        let v = i.to_string();
+        refs.push(
+            app.append_pairs(&[("__name__", "m"), ("i", &v)], 1000, 1.0)
+                .unwrap(),
+        );
+    }
+    app.commit().unwrap();
+    let values: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    let owned: Vec<[(&[u8], &[u8]); 2]> = values
+        .iter()
+        .rev()
+        .map(|v| {
+            [
+                (b"__name__".as_slice(), b"m".as_slice()),
+                (b"i", v.as_bytes()),
+            ]
+        })
+        .collect();
+    let sets: Vec<&[(&[u8], &[u8])]> = owned.iter().map(|s| s.as_slice()).collect();
+    let mut app = db.appender();
+    let mut found = Vec::new();
+    app.find_existing(&sets, &mut found);
+    assert_eq!(found.len(), 600);
+    for (k, f) in found.iter().enumerate() {
+        let i = 599 - k;
+        match f {
+            Some(f) => {
+                assert!(i < 300, "set {i} is not a series");
+                assert_eq!(f.series_ref(), refs[i]);
+                assert_eq!(app.append_found(f, 2000, 2.0), Ok(refs[i]));
+            }
+            None => assert!(i >= 300, "series {i} not found"),
+        }
+    }
+    // The bounds and order rules apply as to any append.
+    let f = found[599].as_ref().unwrap();
+    assert_eq!(app.append_found(f, 500, 2.0), Err(AppendError::OutOfOrder));
+    app.commit().unwrap();
+    assert_eq!(all_samples(&db).len(), 300);
+    assert!(all_samples(&db)
+        .iter()
+        .all(|(_, s)| s == &[(1000, 1.0), (2000, 2.0)]));
+}

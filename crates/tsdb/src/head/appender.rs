@@ -19,7 +19,7 @@ use super::series::{Appendable, MemSeries};
 use super::Head;
 use crate::error::HeadError;
 use crate::labels::{Labels, LabelsError};
-use crate::symbols::SymbolTable;
+use crate::symbols::{Resolver, SymbolTable};
 
 /// Why a sample was refused. The messages are Prometheus' own.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -88,28 +88,40 @@ impl<'h> HeadAppender<'h> {
         Ok(r)
     }
 
-    /// Appends a sample to the existing series with these labels, given
-    /// as byte pairs sorted by name with no empty values. `Ok(None)` when
-    /// there is no such series: then nothing was checked or changed, and
-    /// the caller validates the labels and uses
-    /// [`HeadAppender::append_pairs`]. This lets receivers skip UTF-8
-    /// checks for known series (their labels were checked at creation).
-    pub fn append_existing(
-        &mut self,
-        pairs: &[(&[u8], &[u8])],
-        t: i64,
-        v: f64,
-    ) -> Result<Option<u64>, AppendError> {
+    /// Finds the existing series of many label sets at once, each given as
+    /// byte pairs sorted by name with no empty values; `out[i]` is `None`
+    /// where there is none. Nothing is checked or changed: the caller
+    /// validates the labels of sets not found and uses
+    /// [`HeadAppender::append_pairs`] for them. This lets receivers skip
+    /// UTF-8 checks for known series (checked at creation), and one batch
+    /// is much faster than a lookup per set (see `lookup_batch`). Append
+    /// to what was found with [`HeadAppender::append_found`].
+    pub fn find_existing(&self, sets: &[&[(&[u8], &[u8])]], out: &mut Vec<Option<FoundSeries>>) {
         let head = self.head;
-        let hash = hash_labels(pairs.iter().copied());
-        let Some((r, entry)) = head.series.lookup(hash, |ids| {
-            same_labels(&head.symbols, ids, pairs.iter().copied(), pairs.len())
-        }) else {
-            return Ok(None);
-        };
+        let hashes: Vec<u64> = sets
+            .iter()
+            .map(|ps| hash_labels(ps.iter().copied()))
+            .collect();
+        let mut found = Vec::new();
+        head.series.lookup_batch(
+            &hashes,
+            &head.symbols,
+            |i, ids, res| same_resolved(res, ids, sets[i].iter().copied(), sets[i].len()),
+            &mut found,
+        );
+        out.clear();
+        out.extend(
+            found
+                .into_iter()
+                .map(|f| f.map(|(series_ref, entry)| FoundSeries { series_ref, entry })),
+        );
+    }
+
+    /// Appends a sample to a series [`HeadAppender::find_existing`] found.
+    pub fn append_found(&mut self, s: &FoundSeries, t: i64, v: f64) -> Result<u64, AppendError> {
         self.check_bounds(t)?;
-        self.append_entry(r, entry, t, v)?;
-        Ok(Some(r))
+        self.append_entry(s.series_ref, s.entry.clone(), t, v)?;
+        Ok(s.series_ref)
     }
 
     /// Appends a sample to a series known by ref.
@@ -279,6 +291,19 @@ impl<'h> HeadAppender<'h> {
     }
 }
 
+/// A series found by [`HeadAppender::find_existing`]; holding it keeps
+/// the series from being garbage-collected.
+pub struct FoundSeries {
+    series_ref: u64,
+    entry: Arc<SeriesEntry>,
+}
+
+impl FoundSeries {
+    pub fn series_ref(&self) -> u64 {
+        self.series_ref
+    }
+}
+
 /// Whether interned labels `ids` are the `len` pairs of `pairs`.
 fn same_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     symbols: &SymbolTable,
@@ -286,11 +311,19 @@ fn same_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     pairs: impl Iterator<Item = (N, V)>,
     len: usize,
 ) -> bool {
+    ids.len() == len * 2 && symbols.with_resolver(|res| same_resolved(res, ids, pairs, len))
+}
+
+/// [`same_labels`] with the symbol table already read-locked.
+fn same_resolved<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+    res: &Resolver<'_>,
+    ids: &[u32],
+    pairs: impl Iterator<Item = (N, V)>,
+    len: usize,
+) -> bool {
     ids.len() == len * 2
-        && symbols.with_resolver(|res| {
-            ids.chunks_exact(2).zip(pairs).all(|(p, (n, v))| {
-                res.get(p[0]).as_bytes() == n.as_ref() && res.get(p[1]).as_bytes() == v.as_ref()
-            })
+        && ids.chunks_exact(2).zip(pairs).all(|(p, (n, v))| {
+            res.get(p[0]).as_bytes() == n.as_ref() && res.get(p[1]).as_bytes() == v.as_ref()
         })
 }
 

@@ -10,11 +10,16 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::series::MemSeries;
-use crate::symbols::SymbolId;
+use crate::symbols::{Resolver, SymbolId, SymbolTable};
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 const STRIPES: usize = 512;
+/// Fewer stripes for the label-set map: readers share them, and a batch
+/// lookup locks each stripe once for all its sets (see `lookup_batch`),
+/// which wants many sets per stripe. Series creation, the only writer,
+/// is serialised by the postings lock anyway.
+const HASH_STRIPES: usize = 32;
 
 /// A series: immutable interned labels (name, value, name, value, ...) and its data.
 pub struct SeriesEntry {
@@ -59,6 +64,20 @@ pub fn hash_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: impl Iterator<Item = (
     h.finish()
 }
 
+/// Asks the CPU to bring the cache line at `p` closer; a hint only.
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never
+    // dereferences its address (it cannot fault).
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Records series `r` under `hash` in a hash stripe.
 fn add_to_slot(hs: &mut FastMap<u64, HashSlot>, hash: u64, r: u64, e: Arc<SeriesEntry>) {
     match hs.remove(&hash) {
@@ -88,7 +107,7 @@ impl SeriesRegistry {
     pub fn new() -> Self {
         SeriesRegistry {
             by_ref: (0..STRIPES).map(|_| RwLock::default()).collect(),
-            by_hash: (0..STRIPES).map(|_| RwLock::default()).collect(),
+            by_hash: (0..HASH_STRIPES).map(|_| RwLock::default()).collect(),
         }
     }
 
@@ -97,7 +116,7 @@ impl SeriesRegistry {
     }
 
     fn hash_stripe(&self, h: u64) -> &HashStripe {
-        &self.by_hash[(h as usize) % STRIPES]
+        &self.by_hash[(h as usize) % HASH_STRIPES]
     }
 
     pub fn get(&self, r: u64) -> Option<Arc<SeriesEntry>> {
@@ -117,6 +136,58 @@ impl SeriesRegistry {
             .iter()
             .find(|(_, e)| same(&e.labels))
             .cloned()
+    }
+
+    /// Looks up many label sets at once: `out[i]` gets the series whose
+    /// hash is `hashes[i]` and for which `same(i, ids, resolver)` holds.
+    /// Sets are grouped by stripe so that each stripe and the symbol table
+    /// are read-locked once per group, not once per set: without atomic
+    /// operations between them the lookups' cache misses overlap.
+    pub fn lookup_batch(
+        &self,
+        hashes: &[u64],
+        symbols: &SymbolTable,
+        same: impl Fn(usize, &[SymbolId], &Resolver<'_>) -> bool,
+        out: &mut Vec<Option<(u64, Arc<SeriesEntry>)>>,
+    ) {
+        out.clear();
+        out.resize(hashes.len(), None);
+        let mut order: Vec<(u32, u32)> = hashes
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| (((h as usize) % HASH_STRIPES) as u32, i as u32))
+            .collect();
+        order.sort_unstable();
+        // Software pipeline: the entry of the set AHEAD places on is
+        // prefetched, then its labels HALF as far on, so that by the time a
+        // set is compared both are (likely) in cache.
+        const AHEAD: usize = 6;
+        const HALF: usize = 3;
+        for group in order.chunk_by(|a, b| a.0 == b.0) {
+            let hs = self.by_hash[group[0].0 as usize].read();
+            let first = |k: usize| {
+                let &(_, i) = group.get(k)?;
+                let slot = hs.get(&hashes[i as usize])?;
+                slot.as_slice().first().map(|(_, e)| e)
+            };
+            symbols.with_resolver(|res| {
+                for (k, &(_, i)) in group.iter().enumerate() {
+                    if let Some(e) = first(k + AHEAD) {
+                        prefetch(Arc::as_ptr(e));
+                    }
+                    if let Some(e) = first(k + HALF) {
+                        prefetch(e.labels.as_ptr());
+                    }
+                    let i = i as usize;
+                    out[i] = hs.get(&hashes[i]).and_then(|slot| {
+                        slot.as_slice()
+                            .iter()
+                            .find(|(_, e)| same(i, &e.labels, res))
+                            .cloned()
+                    });
+                }
+            });
+        }
     }
 
     /// Returns the existing series of a label set or inserts a new one made
