@@ -464,3 +464,11 @@ pub(crate) fn delete_block_dir(path: &Path) -> Result<(), DbError> {
     fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
     Ok(())
 }
+
+impl Db {
+    /// The head's cardinality lists for `/api/v1/status/tsdb` (Prometheus'
+    /// `DB.Head().Stats("__name__", limit)`), each at most `limit` long.
+    pub fn head_cardinality(&self, limit: usize) -> crate::head::CardinalityStats {
+        self.head.cardinality_stats("__name__", limit)
+    }
+}

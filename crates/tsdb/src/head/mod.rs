@@ -10,6 +10,7 @@
 //! commit/rollback logic. WAL replay is in `crate::replay`.
 
 mod appender;
+mod cardinality;
 pub(crate) mod registry;
 pub mod series;
 mod truncate;
@@ -21,7 +22,8 @@ use std::sync::Arc;
 use ferrite_wal::{WalOptions, WalWriter};
 use parking_lot::{Mutex, RwLock};
 
-pub use appender::{AppendError, HeadAppender};
+pub use appender::{AppendError, FoundSeries, HeadAppender};
+pub use cardinality::{CardinalityStat, CardinalityStats};
 pub(crate) use registry::SeriesRegistry;
 pub use series::ChunkOpts;
 pub use truncate::TruncateStats;
