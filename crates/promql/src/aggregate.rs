@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
+use promql_parser::parser::{AggregateExpr, Call, Expr, LabelModifier};
 
 use crate::annotations::go_g;
 use crate::engine::{Ev, Evaluator, Samp};
@@ -58,6 +58,16 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             },
             _ => fparam = Some(ev.eval_scalar(p, ts)?),
         }
+    }
+    if let Some(call) = fusable_range_call(&op, a) {
+        // The range function's results go straight into the groups' per
+        // step accumulators, without an instant vector per step.
+        ev.check_deadline()?;
+        let kind = AggKind::of(&op).unwrap_or(AggKind::Sum);
+        let mut sink = AggSink::new(kind, &a.modifier, ts.len());
+        let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+        crate::functions::range_function_into(ev, call, &args, ts, &mut sink)?;
+        return Ok(Ev::Vector(sink.finish()));
     }
     let input = ev.eval_vector(&a.expr, ts)?;
     match op.as_str() {
@@ -130,6 +140,195 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         out.push(aggregate_step(&op, vec, &a.modifier, p, sparam.as_deref())?);
     }
     Ok(Ev::Vector(out))
+}
+
+/// The range-function call an aggregation can take its values from
+/// directly: aggregations without a parameter whose value is a running
+/// reduction, over a range function (`sum(rate(x[5m]))`).
+fn fusable_range_call<'e>(op: &str, a: &'e AggregateExpr) -> Option<&'e Call> {
+    if a.param.is_some() || AggKind::of(op).is_none() {
+        return None;
+    }
+    let mut e: &Expr = &a.expr;
+    while let Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    match e {
+        Expr::Call(c) if crate::functions::is_range_function(c.func.name) => Some(c),
+        _ => None,
+    }
+}
+
+/// The aggregations [`AggSink`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AggKind {
+    Sum,
+    Avg,
+    Count,
+    Group,
+    Min,
+    Max,
+    Stddev,
+    Stdvar,
+}
+
+impl AggKind {
+    fn of(op: &str) -> Option<AggKind> {
+        Some(match op {
+            "sum" => AggKind::Sum,
+            "avg" => AggKind::Avg,
+            "count" => AggKind::Count,
+            "group" => AggKind::Group,
+            "min" => AggKind::Min,
+            "max" => AggKind::Max,
+            "stddev" => AggKind::Stddev,
+            "stdvar" => AggKind::Stdvar,
+            _ => return None,
+        })
+    }
+}
+
+/// A group's running reduction at one step: the same arithmetic, in the
+/// same order, as [`aggregate_step`] applies to the step's members.
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    n: u64,
+    sum: KahanSum,
+    /// avg: the incremental mean; min/max: the value; stddev: Welford's mean.
+    x: f64,
+    /// stddev: Welford's sum of squares.
+    m2: f64,
+    /// avg: a member was ±Inf or NaN.
+    inf_nan: bool,
+    drop_name: bool,
+}
+
+/// Aggregates a range function's results as they come, per group and step.
+struct AggSink<'m> {
+    kind: AggKind,
+    modifier: &'m Option<LabelModifier>,
+    steps: usize,
+    /// Group of each series seen so far (by series number).
+    series_group: Vec<Option<usize>>,
+    index: HashMap<Labels, usize>,
+    groups: Vec<Arc<Labels>>,
+    /// `groups.len() * steps` cells, group-major.
+    cells: Vec<Cell>,
+    /// Per step, the groups in order of their first member.
+    order: Vec<Vec<u32>>,
+}
+
+impl<'m> AggSink<'m> {
+    fn new(kind: AggKind, modifier: &'m Option<LabelModifier>, steps: usize) -> Self {
+        AggSink {
+            kind,
+            modifier,
+            steps,
+            series_group: Vec::new(),
+            index: HashMap::new(),
+            groups: Vec::new(),
+            cells: Vec::new(),
+            order: vec![Vec::new(); steps],
+        }
+    }
+
+    fn group_of(&mut self, series: usize, labels: &Labels) -> usize {
+        if let Some(Some(g)) = self.series_group.get(series) {
+            return *g;
+        }
+        let gl = group_labels(labels, self.modifier);
+        let g = match self.index.get(&gl) {
+            Some(&g) => g,
+            None => {
+                let g = self.groups.len();
+                self.index.insert(gl.clone(), g);
+                self.groups.push(Arc::new(gl));
+                self.cells
+                    .resize(self.cells.len() + self.steps, Cell::default());
+                g
+            }
+        };
+        if self.series_group.len() <= series {
+            self.series_group.resize(series + 1, None);
+        }
+        self.series_group[series] = Some(g);
+        g
+    }
+
+    fn finish(self) -> Vec<Vec<Samp>> {
+        let mut out = Vec::with_capacity(self.steps);
+        for (step, order) in self.order.iter().enumerate() {
+            let mut vec = Vec::with_capacity(order.len());
+            for &g in order {
+                let c = &self.cells[g as usize * self.steps + step];
+                let n = c.n as f64;
+                let f = match self.kind {
+                    AggKind::Sum => c.sum.value(),
+                    AggKind::Avg => {
+                        let s = c.sum.value();
+                        if s.is_finite() || c.inf_nan {
+                            s / n
+                        } else {
+                            c.x
+                        }
+                    }
+                    AggKind::Count => n,
+                    AggKind::Group => 1.0,
+                    AggKind::Min | AggKind::Max => c.x,
+                    AggKind::Stddev => (c.m2 / n).sqrt(),
+                    AggKind::Stdvar => c.m2 / n,
+                };
+                vec.push(Samp {
+                    labels: self.groups[g as usize].clone(),
+                    f,
+                    drop_name: c.drop_name,
+                });
+            }
+            out.push(vec);
+        }
+        out
+    }
+}
+
+impl crate::functions::RangeSink for AggSink<'_> {
+    fn push(&mut self, step: usize, series: usize, labels: &Arc<Labels>, v: f64, drop_name: bool) {
+        let g = self.group_of(series, labels);
+        let c = &mut self.cells[g * self.steps + step];
+        if c.n == 0 {
+            self.order[step].push(g as u32);
+            c.x = match self.kind {
+                AggKind::Min | AggKind::Max => f64::NAN,
+                _ => 0.0,
+            };
+        }
+        c.n += 1;
+        c.drop_name |= drop_name;
+        let n = c.n as f64;
+        match self.kind {
+            AggKind::Sum => c.sum.add(v),
+            AggKind::Avg => {
+                c.sum.add(v);
+                c.inf_nan |= v.is_infinite() || v.is_nan();
+                c.x += v / n - c.x / n;
+            }
+            AggKind::Count | AggKind::Group => {}
+            AggKind::Min => {
+                if c.x.is_nan() || v < c.x {
+                    c.x = v;
+                }
+            }
+            AggKind::Max => {
+                if c.x.is_nan() || v > c.x {
+                    c.x = v;
+                }
+            }
+            AggKind::Stddev | AggKind::Stdvar => {
+                let d = v - c.x;
+                c.x += d / n;
+                c.m2 += d * (v - c.x);
+            }
+        }
+    }
 }
 
 /// The smallest and largest of the values (±Inf when none; NaNs ignored).
@@ -284,5 +483,73 @@ pub(crate) fn is_aggregation(e: &Expr, op: &str) -> bool {
         Expr::Aggregate(a) => a.op.to_string() == op,
         Expr::Paren(p) => is_aggregation(&p.expr, op),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod fused_tests {
+    use crate::storage::{Labels, MemStorage};
+    use crate::{Engine, Value};
+    use proptest::prelude::*;
+
+    fn matrix(
+        eng: &Engine,
+        db: &MemStorage,
+        q: &str,
+        end: i64,
+        step: i64,
+    ) -> Vec<(Labels, Vec<(i64, u64)>)> {
+        let r = eng.range_query(db, q, 0, end, step).unwrap();
+        let Value::Matrix(m) = r.value else {
+            panic!("{q}: not a matrix")
+        };
+        // Bits, so that NaN equals NaN and -0 differs from 0.
+        m.into_iter()
+            .map(|s| {
+                (
+                    s.labels,
+                    s.points.iter().map(|&(t, v)| (t, v.to_bits())).collect(),
+                )
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        // The streaming range function (a matrix selector read series by
+        // series) and the aggregation fused onto it give what the general
+        // path gives: a subquery holding the same samples (one every 10s,
+        // the subquery's step) and an aggregation over an operator's result.
+        #[test]
+        fn fused_and_streaming_equal_general(
+            vals in proptest::collection::vec(proptest::collection::vec(
+                prop_oneof![8 => -50.0f64..50.0, 1 => Just(0.0), 1 => Just(f64::INFINITY), 1 => Just(f64::NAN)], 30), 1..5),
+            groups in proptest::collection::vec(0u8..3, 5),
+            step in 1i64..40,
+        ) {
+            let mut db = MemStorage::new();
+            for (i, vs) in vals.iter().enumerate() {
+                let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string()), ("g", &groups[i].to_string())]);
+                for (k, &v) in vs.iter().enumerate() {
+                    db.add(l.clone(), k as i64 * 10_000, v);
+                }
+            }
+            let end = 300_000;
+            let step = step * 7_000;
+            for eng in [Engine::default(), Engine::new(crate::EngineOptions { delayed_name_removal: true, ..Default::default() })] {
+                for f in ["rate", "increase", "delta", "sum_over_time", "avg_over_time", "max_over_time", "count_over_time", "last_over_time", "stddev_over_time", "changes", "deriv"] {
+                    let plain = matrix(&eng, &db, &format!("{f}(m[1m])"), end, step);
+                    let sub = matrix(&eng, &db, &format!("{f}(m[1m:10s])"), end, step);
+                    prop_assert_eq!(&plain, &sub, "{}", f);
+                    for op in ["sum", "avg", "count", "min", "max", "group", "stddev", "stdvar"] {
+                        for by in ["", " by (g)", " without (i)"] {
+                            let fused = matrix(&eng, &db, &format!("{op}{by} ({f}(m[1m]))"), end, step);
+                            let general = matrix(&eng, &db, &format!("{op}{by} (1 * {f}(m[1m:10s]))"), end, step);
+                            prop_assert_eq!(&fused, &general, "{} {} {}", op, by, f);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

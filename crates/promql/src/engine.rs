@@ -22,7 +22,9 @@ use promql_parser::label::MatchOp;
 use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
 
 use crate::annotations::{Annotations, SourceMap};
-use crate::storage::{is_stale_nan, Labels, MatchType, Matcher, Querier, Queryable, SelectHints};
+use crate::storage::{
+    is_stale_nan, Labels, LazySeries, MatchType, Matcher, Querier, Queryable, SelectHints,
+};
 use crate::value::{Sample, SeriesResult, Value};
 use crate::{eval_err, Error, Result};
 
@@ -127,27 +129,42 @@ impl RangeData {
     /// walks each series once instead of binary-searching it at every step
     /// (which misses the cache on long series). Falls back to a search
     /// when time goes backwards.
+    #[cfg(test)]
     pub fn window_at(&self, i: usize, step_t: i64, cursor: &mut (usize, usize)) -> &[(i64, f64)] {
-        let t = self.eval_time(step_t);
-        let s = &self.series[i].samples;
-        let (mut a, mut b) = *cursor;
-        let behind =
-            |k: usize, limit: i64| k > 0 && s.get(k - 1).is_some_and(|&(st, _)| st > limit);
-        if a > s.len() || b > s.len() || behind(a, t - self.range) || behind(b, t) {
-            a = s.partition_point(|&(st, _)| st <= t - self.range);
-            b = s.partition_point(|&(st, _)| st <= t);
-        } else {
-            while s.get(a).is_some_and(|&(st, _)| st <= t - self.range) {
-                a += 1;
-            }
-            b = b.max(a);
-            while s.get(b).is_some_and(|&(st, _)| st <= t) {
-                b += 1;
-            }
-        }
-        *cursor = (a, b);
-        &s[a..b.max(a)]
+        window_in(
+            &self.series[i].samples,
+            self.eval_time(step_t),
+            self.range,
+            cursor,
+        )
     }
+}
+
+/// The samples of `s` in the window (t - range, t], found from `cursor` (the
+/// previous window's bounds, moved forward) when time goes forward, by
+/// binary search when it goes backwards. See [`RangeData::window_at`].
+pub(crate) fn window_in<'s>(
+    s: &'s [(i64, f64)],
+    t: i64,
+    range: i64,
+    cursor: &mut (usize, usize),
+) -> &'s [(i64, f64)] {
+    let (mut a, mut b) = *cursor;
+    let behind = |k: usize, limit: i64| k > 0 && s.get(k - 1).is_some_and(|&(st, _)| st > limit);
+    if a > s.len() || b > s.len() || behind(a, t - range) || behind(b, t) {
+        a = s.partition_point(|&(st, _)| st <= t - range);
+        b = s.partition_point(|&(st, _)| st <= t);
+    } else {
+        while s.get(a).is_some_and(|&(st, _)| st <= t - range) {
+            a += 1;
+        }
+        b = b.max(a);
+        while s.get(b).is_some_and(|&(st, _)| st <= t) {
+            b += 1;
+        }
+    }
+    *cursor = (a, b);
+    &s[a..b.max(a)]
 }
 
 /// The value of an expression over all steps.
@@ -354,21 +371,26 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
             }
             Value::Vector(out)
         }
-        Ev::Matrix(rd) => {
+        Ev::Matrix(mut rd) => {
             let mut out = Vec::new();
             for i in 0..rd.series.len() {
                 let w = rd.window(i, t);
                 if w.is_empty() {
                     continue;
                 }
+                // The window's bounds in the series, to move its samples
+                // out rather than copy them.
+                let a = w.as_ptr() as usize - rd.series[i].samples.as_ptr() as usize;
+                let a = a / std::mem::size_of::<(i64, f64)>();
+                let b = a + w.len();
                 let mut labels = (*rd.series[i].labels).clone();
                 if rd.series[i].drop_name {
                     labels.drop_metric_name();
                 }
-                out.push(SeriesResult {
-                    labels,
-                    points: w.to_vec(),
-                });
+                let mut points = std::mem::take(&mut rd.series[i].samples);
+                points.truncate(b);
+                points.drain(..a);
+                out.push(SeriesResult { labels, points });
             }
             out.sort_by(|a, b| a.labels.cmp(&b.labels));
             for w in out.windows(2) {
@@ -565,24 +587,21 @@ impl<'q> Evaluator<'q> {
         }
     }
 
-    /// Selects a selector's series over [mint, maxt], merging `or` alternatives.
-    fn select(
-        &self,
-        vs: &VectorSelector,
-        mint: i64,
-        maxt: i64,
-    ) -> Result<Vec<crate::storage::Series>> {
+    /// Selects a selector's series over [mint, maxt], merging `or`
+    /// alternatives; samples are read when needed.
+    fn select(&self, vs: &VectorSelector, mint: i64, maxt: i64) -> Result<Vec<LazySeries<'q>>> {
         let sets = selector_matchers(vs)?;
         let hints = SelectHints {
             start: mint,
             end: maxt,
         };
+        let querier: &'q dyn Querier = self.querier;
         if sets.len() == 1 {
-            return Ok(self.querier.select(&sets[0], hints)?);
+            return Ok(querier.select_lazy(&sets[0], hints)?);
         }
         let mut all = Vec::new();
         for set in &sets {
-            all.extend(self.querier.select(set, hints)?);
+            all.extend(querier.select_lazy(set, hints)?);
         }
         all.sort_by(|a, b| a.labels.cmp(&b.labels));
         all.dedup_by(|a, b| a.labels == b.labels);
@@ -606,14 +625,20 @@ impl<'q> Evaluator<'q> {
         let series = self.select(vs, lo - self.lookback + 1, hi)?;
         let mut out: Vec<Vec<Samp>> = vec![Vec::new(); ts.len()];
         let mut total = 0usize;
+        let mut buf = Vec::new();
         for s in series {
+            s.source.read_into(&mut buf)?;
+            if buf.is_empty() {
+                continue;
+            }
+            let samples = &buf[..];
             let labels = Arc::new(s.labels);
             for (i, &e) in etimes.iter().enumerate() {
-                let idx = s.samples.partition_point(|&(t, _)| t <= e);
+                let idx = samples.partition_point(|&(t, _)| t <= e);
                 if idx == 0 {
                     continue;
                 }
-                let (st, v) = s.samples[idx - 1];
+                let (st, v) = samples[idx - 1];
                 if st > e - self.lookback && !is_stale_nan(v) {
                     out[i].push(Samp {
                         labels: labels.clone(),
@@ -634,42 +659,69 @@ impl<'q> Evaluator<'q> {
         Ok(out)
     }
 
-    fn eval_matrix_selector(
+    /// A matrix selector's series (samples not read yet) and its window
+    /// parameters (a [`RangeData`] without series).
+    pub(crate) fn matrix_selection(
         &mut self,
         vs: &VectorSelector,
         range: i64,
         ts: &[i64],
-    ) -> Result<RangeData> {
+    ) -> Result<(Vec<LazySeries<'q>>, RangeData)> {
         self.check_deadline()?;
         let off = offset_ms(&vs.offset);
         let at = self.at_ms(&vs.at);
         let lo = ts.iter().map(|&t| at.unwrap_or(t) - off).min().unwrap_or(0);
         let hi = ts.iter().map(|&t| at.unwrap_or(t) - off).max().unwrap_or(0);
         let series = self.select(vs, lo - range + 1, hi)?;
-        let mut total = 0;
-        let series: Vec<RangeSeries> = series
-            .into_iter()
-            .map(|s| {
-                let samples: Vec<(i64, f64)> = s
-                    .samples
-                    .into_iter()
-                    .filter(|&(_, v)| !is_stale_nan(v))
-                    .collect();
-                total += samples.len();
-                RangeSeries {
-                    labels: Arc::new(s.labels),
-                    samples,
-                    drop_name: false,
-                }
-            })
-            .collect();
-        self.count_samples(total)?;
-        Ok(RangeData {
+        Ok((
             series,
-            range,
-            offset: off,
-            at,
-        })
+            RangeData {
+                series: Vec::new(),
+                range,
+                offset: off,
+                at,
+            },
+        ))
+    }
+
+    /// Reads a selected series' samples into `buf` without staleness
+    /// markers (range vectors never hold them).
+    pub(crate) fn read_range_samples(
+        &self,
+        s: &LazySeries<'_>,
+        buf: &mut Vec<(i64, f64)>,
+    ) -> Result<()> {
+        s.source.read_into(buf)?;
+        buf.retain(|&(_, v)| !is_stale_nan(v));
+        Ok(())
+    }
+
+    fn eval_matrix_selector(
+        &mut self,
+        vs: &VectorSelector,
+        range: i64,
+        ts: &[i64],
+    ) -> Result<RangeData> {
+        let (selected, mut rd) = self.matrix_selection(vs, range, ts)?;
+        let mut total = 0;
+        let mut buf = Vec::new();
+        let mut series = Vec::with_capacity(selected.len());
+        for s in selected {
+            self.read_range_samples(&s, &mut buf)?;
+            if buf.is_empty() {
+                continue;
+            }
+            total += buf.len();
+            self.count_samples(total)?;
+            let cap = buf.len();
+            series.push(RangeSeries {
+                labels: Arc::new(s.labels),
+                samples: std::mem::replace(&mut buf, Vec::with_capacity(cap)),
+                drop_name: false,
+            });
+        }
+        rd.series = series;
+        Ok(rd)
     }
 
     fn eval_subquery(&mut self, sq: &parser::SubqueryExpr, ts: &[i64]) -> Result<RangeData> {

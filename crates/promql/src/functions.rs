@@ -13,7 +13,7 @@ use promql_parser::parser::{Call, Expr};
 use crate::aggregate::{avg, variance};
 use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
-use crate::engine::{Ev, Evaluator, Lbl, RangeData, Samp};
+use crate::engine::{window_in, Ev, Evaluator, Lbl, RangeData, Samp};
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 
@@ -772,14 +772,110 @@ fn absent_labels(e: &Expr) -> Labels {
 }
 
 fn eval_range_function(ev: &mut Evaluator, call: &Call, args: &[&Expr], ts: &[i64]) -> Result<Ev> {
+    let mut out: Vec<Vec<Samp>> = vec![Vec::new(); ts.len()];
+    range_function_into(ev, call, args, ts, &mut out)?;
+    Ok(Ev::Vector(out))
+}
+
+/// Where a range function's results go, one at a time. For each series
+/// (numbered in selection order) results come in step order, and series
+/// come in order, so a step's results arrive in series order.
+pub(crate) trait RangeSink {
+    fn push(&mut self, step: usize, series: usize, labels: &Lbl, f: f64, drop_name: bool);
+}
+
+/// The instant vector of every step.
+impl RangeSink for Vec<Vec<Samp>> {
+    fn push(&mut self, step: usize, _series: usize, labels: &Lbl, f: f64, drop_name: bool) {
+        self[step].push(Samp {
+            labels: labels.clone(),
+            f,
+            drop_name,
+        });
+    }
+}
+
+/// A range function applied to one series after another.
+struct RangeJob<'a> {
+    func: RangeFn,
+    ts: &'a [i64],
+    scalar_arg: Option<&'a [f64]>,
+    drop: bool,
+    /// Drop the name now (see [`Evaluator::settle_names`]).
+    strip: bool,
+    /// Per step: whether some series had samples in the window (only
+    /// tracked for `quantile_over_time`'s parameter check).
+    any_window: Vec<bool>,
+    /// The stripped labels of the series that had output.
+    stripped: Vec<Lbl>,
+}
+
+impl RangeJob<'_> {
+    fn series(
+        &mut self,
+        spec: &RangeData,
+        i: usize,
+        labels: &Lbl,
+        drop_name: bool,
+        samples: &[(i64, f64)],
+        sink: &mut dyn RangeSink,
+    ) {
+        let mut cursor = (0usize, 0usize);
+        let mut out_labels: Option<Lbl> = None;
+        let track = !self.any_window.is_empty();
+        for (step, &t) in self.ts.iter().enumerate() {
+            let end = spec.eval_time(t);
+            let w = window_in(samples, end, spec.range, &mut cursor);
+            if w.is_empty() {
+                continue;
+            }
+            if track {
+                self.any_window[step] = true;
+            }
+            let p = self.scalar_arg.map_or(0.0, |v| v[step]);
+            let Some(f) = self.func.apply(w, end - spec.range, end, t, p) else {
+                continue;
+            };
+            let l = match &out_labels {
+                Some(l) => l,
+                None => {
+                    let l = if self.strip {
+                        let mut l = (**labels).clone();
+                        l.drop_metric_name();
+                        let l = Arc::new(l);
+                        self.stripped.push(l.clone());
+                        l
+                    } else {
+                        labels.clone()
+                    };
+                    out_labels.insert(l)
+                }
+            };
+            sink.push(step, i, l, f, !self.strip && (self.drop || drop_name));
+        }
+    }
+}
+
+/// Evaluates a range-vector function call for all steps into `sink`. A
+/// matrix selector argument is read one series at a time (into one reused
+/// buffer), never holding all of its samples at once.
+pub(crate) fn range_function_into(
+    ev: &mut Evaluator,
+    call: &Call,
+    args: &[&Expr],
+    ts: &[i64],
+    sink: &mut dyn RangeSink,
+) -> Result<()> {
     let name = call.func.name;
+    let Some(func) = RangeFn::of(name) else {
+        return eval_err(format!("unknown range function {name:?}"));
+    };
     let mi = matrix_arg_index(name);
     let scalar_arg = match name {
         "quantile_over_time" => Some(ev.eval_scalar(args[0], ts)?),
         "predict_linear" => Some(ev.eval_scalar(args[1], ts)?),
         _ => None,
     };
-    let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
     let check_quantile = name == "quantile_over_time";
     let q_pos = if check_quantile {
         ev.src.call_arg(call, 0)
@@ -790,117 +886,161 @@ fn eval_range_function(ev: &mut Evaluator, call: &Call, args: &[&Expr], ts: &[i6
     // Without delayed name removal the name goes now, and series that
     // then share a label set are an error (checked once, per series).
     let strip = drop && !ev.delayed_name_removal;
-    let mut stripped: Vec<Option<Lbl>> = if strip {
-        vec![None; rd.series.len()]
-    } else {
-        Vec::new()
+    let mut job = RangeJob {
+        func,
+        ts,
+        scalar_arg: scalar_arg.as_deref(),
+        drop,
+        strip,
+        any_window: vec![false; if check_quantile { ts.len() } else { 0 }],
+        stripped: Vec::new(),
     };
-    let mut out = Vec::with_capacity(ts.len());
-    let mut cursors = vec![(0usize, 0usize); rd.series.len()];
-    for (step, &t) in ts.iter().enumerate() {
-        if step % 64 == 0 {
-            ev.check_deadline()?;
-        }
-        let mut vec = Vec::new();
-        let end = rd.eval_time(t);
-        let start = end - rd.range;
-        let p = scalar_arg.as_ref().map(|v| v[step]).unwrap_or(0.0);
-        let mut any_window = false;
-        for (i, s) in rd.series.iter().enumerate() {
-            let w = rd.window_at(i, t, &mut cursors[i]);
-            if w.is_empty() {
-                continue;
-            }
-            any_window = true;
-            let v = range_fn(name, w, start, end, t, p);
-            if let Some(f) = v {
-                let labels = if strip {
-                    stripped[i]
-                        .get_or_insert_with(|| {
-                            let mut l = (*s.labels).clone();
-                            l.drop_metric_name();
-                            Arc::new(l)
-                        })
-                        .clone()
-                } else {
-                    s.labels.clone()
-                };
-                vec.push(Samp {
-                    labels,
-                    f,
-                    drop_name: !strip && (drop || s.drop_name),
-                });
+    match unwrap_parens(args[mi]) {
+        Expr::MatrixSelector(ms) => {
+            let range = crate::engine::duration_ms(&ms.range);
+            let (selected, spec) = ev.matrix_selection(&ms.vs, range, ts)?;
+            let mut buf = Vec::new();
+            let mut total = 0;
+            for (i, s) in selected.into_iter().enumerate() {
+                ev.check_deadline()?;
+                ev.read_range_samples(&s, &mut buf)?;
+                if buf.is_empty() {
+                    continue;
+                }
+                total += buf.len();
+                ev.count_samples(total)?;
+                job.series(&spec, i, &Arc::new(s.labels), false, &buf, sink);
             }
         }
-        if check_quantile && any_window && !(0.0..=1.0).contains(&p) {
-            ev.annos.invalid_quantile(p, q_pos);
+        _ => {
+            let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
+            for (i, s) in rd.series.iter().enumerate() {
+                ev.check_deadline()?;
+                job.series(&rd, i, &s.labels, s.drop_name, &s.samples, sink);
+            }
         }
-        out.push(vec);
+    }
+    if check_quantile {
+        for (step, &any) in job.any_window.iter().enumerate() {
+            let p = job.scalar_arg.map_or(0.0, |v| v[step]);
+            if any && !(0.0..=1.0).contains(&p) {
+                ev.annos.invalid_quantile(p, q_pos);
+            }
+        }
     }
     if strip {
-        let mut seen: Vec<&Labels> = stripped.iter().flatten().map(|l| l.as_ref()).collect();
+        let mut seen: Vec<&Labels> = job.stripped.iter().map(|l| l.as_ref()).collect();
         seen.sort_unstable();
         if seen.windows(2).any(|w| w[0] == w[1]) {
             return eval_err(DUPLICATE_LABELSET);
         }
     }
-    Ok(Ev::Vector(out))
+    Ok(())
 }
 
-fn range_fn(
-    name: &str,
-    w: &[(i64, f64)],
-    start: i64,
-    end: i64,
-    step_t: i64,
-    p: f64,
-) -> Option<f64> {
-    let vals = || w.iter().map(|&(_, v)| v);
-    match name {
-        "rate" => extrapolated_rate(w, start, end, true, true),
-        "increase" => extrapolated_rate(w, start, end, true, false),
-        "delta" => extrapolated_rate(w, start, end, false, false),
-        "irate" => instant_delta(w, true),
-        "idelta" => instant_delta(w, false),
-        "deriv" => {
-            if w.len() < 2 {
-                return None;
+/// A range-vector function, resolved from its name once per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RangeFn {
+    Rate,
+    Increase,
+    Delta,
+    Irate,
+    Idelta,
+    Deriv,
+    PredictLinear,
+    AvgOverTime,
+    SumOverTime,
+    MinOverTime,
+    MaxOverTime,
+    CountOverTime,
+    LastOverTime,
+    FirstOverTime,
+    PresentOverTime,
+    QuantileOverTime,
+    StddevOverTime,
+    StdvarOverTime,
+    Changes,
+    Resets,
+}
+
+impl RangeFn {
+    fn of(name: &str) -> Option<RangeFn> {
+        use RangeFn::*;
+        Some(match name {
+            "rate" => Rate,
+            "increase" => Increase,
+            "delta" => Delta,
+            "irate" => Irate,
+            "idelta" => Idelta,
+            "deriv" => Deriv,
+            "predict_linear" => PredictLinear,
+            "avg_over_time" => AvgOverTime,
+            "sum_over_time" => SumOverTime,
+            "min_over_time" => MinOverTime,
+            "max_over_time" => MaxOverTime,
+            "count_over_time" => CountOverTime,
+            "last_over_time" => LastOverTime,
+            "first_over_time" => FirstOverTime,
+            "present_over_time" => PresentOverTime,
+            "quantile_over_time" => QuantileOverTime,
+            "stddev_over_time" => StddevOverTime,
+            "stdvar_over_time" => StdvarOverTime,
+            "changes" => Changes,
+            "resets" => Resets,
+            _ => return None,
+        })
+    }
+
+    /// The function's value for window `w` = (start, end] of step `step_t`;
+    /// `p` is its scalar parameter, if it has one.
+    fn apply(self, w: &[(i64, f64)], start: i64, end: i64, step_t: i64, p: f64) -> Option<f64> {
+        use RangeFn::*;
+        let vals = || w.iter().map(|&(_, v)| v);
+        match self {
+            Rate => extrapolated_rate(w, start, end, true, true),
+            Increase => extrapolated_rate(w, start, end, true, false),
+            Delta => extrapolated_rate(w, start, end, false, false),
+            Irate => instant_delta(w, true),
+            Idelta => instant_delta(w, false),
+            Deriv => {
+                if w.len() < 2 {
+                    return None;
+                }
+                Some(linear_regression(w, w[0].0).0)
             }
-            Some(linear_regression(w, w[0].0).0)
-        }
-        "predict_linear" => {
-            if w.len() < 2 {
-                return None;
+            PredictLinear => {
+                if w.len() < 2 {
+                    return None;
+                }
+                let (slope, intercept) = linear_regression(w, step_t);
+                Some(slope * p + intercept)
             }
-            let (slope, intercept) = linear_regression(w, step_t);
-            Some(slope * p + intercept)
+            AvgOverTime => Some(avg(&vals().collect::<Vec<_>>())),
+            SumOverTime => {
+                let mut k = KahanSum::default();
+                vals().for_each(|v| k.add(v));
+                Some(k.value())
+            }
+            MinOverTime => {
+                Some(vals().fold(f64::NAN, |m, v| if m.is_nan() || v < m { v } else { m }))
+            }
+            MaxOverTime => {
+                Some(vals().fold(f64::NAN, |m, v| if m.is_nan() || v > m { v } else { m }))
+            }
+            CountOverTime => Some(w.len() as f64),
+            LastOverTime => w.last().map(|&(_, v)| v),
+            FirstOverTime => w.first().map(|&(_, v)| v),
+            PresentOverTime => Some(1.0),
+            QuantileOverTime => Some(quantile(p, vals().collect())),
+            StddevOverTime => Some(variance(&vals().collect::<Vec<_>>()).sqrt()),
+            StdvarOverTime => Some(variance(&vals().collect::<Vec<_>>())),
+            Changes => Some(
+                w.windows(2)
+                    .filter(|p| p[1].1 != p[0].1 && !(p[1].1.is_nan() && p[0].1.is_nan()))
+                    .count() as f64,
+            ),
+            Resets => Some(w.windows(2).filter(|p| p[1].1 < p[0].1).count() as f64),
         }
-        "avg_over_time" => Some(avg(&vals().collect::<Vec<_>>())),
-        "sum_over_time" => {
-            let mut k = KahanSum::default();
-            vals().for_each(|v| k.add(v));
-            Some(k.value())
-        }
-        "min_over_time" => {
-            Some(vals().fold(f64::NAN, |m, v| if m.is_nan() || v < m { v } else { m }))
-        }
-        "max_over_time" => {
-            Some(vals().fold(f64::NAN, |m, v| if m.is_nan() || v > m { v } else { m }))
-        }
-        "count_over_time" => Some(w.len() as f64),
-        "last_over_time" => w.last().map(|&(_, v)| v),
-        "first_over_time" => w.first().map(|&(_, v)| v),
-        "present_over_time" => Some(1.0),
-        "quantile_over_time" => Some(quantile(p, vals().collect())),
-        "stddev_over_time" => Some(variance(&vals().collect::<Vec<_>>()).sqrt()),
-        "stdvar_over_time" => Some(variance(&vals().collect::<Vec<_>>())),
-        "changes" => Some(
-            w.windows(2)
-                .filter(|p| p[1].1 != p[0].1 && !(p[1].1.is_nan() && p[0].1.is_nan()))
-                .count() as f64,
-        ),
-        "resets" => Some(w.windows(2).filter(|p| p[1].1 < p[0].1).count() as f64),
-        _ => None,
     }
 }
 

@@ -24,8 +24,8 @@ pub mod value;
 
 pub use engine::{Engine, EngineOptions, QueryResult};
 pub use storage::{
-    is_stale_nan, Labels, MatchType, Matcher, MemStorage, Querier, Queryable, SelectHints, Series,
-    StorageError, STALE_NAN,
+    is_stale_nan, Labels, LazySeries, MatchType, Matcher, MemStorage, Querier, Queryable,
+    SampleSource, SelectHints, Series, StorageError, STALE_NAN,
 };
 pub use value::{Sample, SeriesResult, Value};
 

@@ -59,6 +59,18 @@ impl Labels {
         Labels(v)
     }
 
+    /// Builds a label set from pairs already sorted by name with unique
+    /// names (as storage keeps them), without re-sorting; empty values are
+    /// dropped. Falls back to [`Self::new`] if the pairs are not sorted.
+    pub fn from_sorted(pairs: Vec<(String, String)>) -> Self {
+        if pairs.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Self::new(pairs);
+        }
+        let mut v = pairs;
+        v.retain(|(_, val)| !val.is_empty());
+        Labels(v)
+    }
+
     /// Convenience for tests: `Labels::from_pairs(&[("__name__", "up")])`.
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
         Self::new(pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())))
@@ -216,6 +228,45 @@ pub struct Series {
     pub samples: Vec<(i64, f64)>,
 }
 
+/// Reads the samples of one selected series on demand, so that the engine
+/// can walk many long series holding one at a time (in a buffer it reuses)
+/// instead of all of them at once.
+pub trait SampleSource {
+    /// Replaces `out`'s contents with the series' samples in the selection's
+    /// range, in time order (staleness markers included).
+    fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError>;
+}
+
+impl SampleSource for Vec<(i64, f64)> {
+    fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError> {
+        out.clear();
+        out.extend_from_slice(self);
+        Ok(())
+    }
+}
+
+impl SampleSource for &[(i64, f64)] {
+    fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError> {
+        out.clear();
+        out.extend_from_slice(self);
+        Ok(())
+    }
+}
+
+/// A selected series whose samples are read when needed.
+pub struct LazySeries<'a> {
+    pub labels: Labels,
+    pub source: Box<dyn SampleSource + 'a>,
+}
+
+impl fmt::Debug for LazySeries<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazySeries")
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Something that can open a [`Querier`] for a time range.
 pub trait Queryable {
     /// Opens a querier for [mint, maxt] (ms, inclusive).
@@ -229,6 +280,25 @@ pub trait Querier {
     /// sample there may be omitted.
     fn select(&self, matchers: &[Matcher], hints: SelectHints)
         -> Result<Vec<Series>, StorageError>;
+
+    /// [`Self::select`] with samples read on demand: the same series in the
+    /// same order, except that series without samples in range may be
+    /// included (their source then reads nothing). The default reads every
+    /// series through `select`; storages that can decode lazily override it.
+    fn select_lazy(
+        &self,
+        matchers: &[Matcher],
+        hints: SelectHints,
+    ) -> Result<Vec<LazySeries<'_>>, StorageError> {
+        Ok(self
+            .select(matchers, hints)?
+            .into_iter()
+            .map(|s| LazySeries {
+                labels: s.labels,
+                source: Box::new(s.samples),
+            })
+            .collect())
+    }
 
     /// Label names of the series matching `matchers` (all series if empty), sorted.
     fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, StorageError>;
@@ -295,24 +365,56 @@ impl Queryable for MemStorage {
     }
 }
 
+impl<'a> MemQuerier<'a> {
+    /// The matching series with samples in range, and those samples.
+    fn in_range<'m>(
+        &'m self,
+        matchers: &'m [Matcher],
+        hints: SelectHints,
+    ) -> impl Iterator<Item = (&'a Labels, &'a [(i64, f64)])> + 'm
+    where
+        'a: 'm,
+    {
+        let lo = hints.start.max(self.mint);
+        let hi = hints.end.min(self.maxt);
+        let db: &'a MemStorage = self.db;
+        db.series.iter().filter_map(move |(ls, samples)| {
+            if !matchers.iter().all(|m| m.matches_labels(ls)) {
+                return None;
+            }
+            let a = samples.partition_point(|&(t, _)| t < lo);
+            let b = samples.partition_point(|&(t, _)| t <= hi);
+            (a < b).then(|| (ls, &samples[a..b]))
+        })
+    }
+}
+
 impl Querier for MemQuerier<'_> {
     fn select(
         &self,
         matchers: &[Matcher],
         hints: SelectHints,
     ) -> Result<Vec<Series>, StorageError> {
-        let lo = hints.start.max(self.mint);
-        let hi = hints.end.min(self.maxt);
+        Ok(self
+            .in_range(matchers, hints)
+            .map(|(ls, samples)| Series {
+                labels: ls.clone(),
+                samples: samples.to_vec(),
+            })
+            .collect())
+    }
+
+    fn select_lazy(
+        &self,
+        matchers: &[Matcher],
+        hints: SelectHints,
+    ) -> Result<Vec<LazySeries<'_>>, StorageError> {
         let mut out = Vec::new();
-        for (ls, samples) in self.db.matching(matchers) {
-            let a = samples.partition_point(|&(t, _)| t < lo);
-            let b = samples.partition_point(|&(t, _)| t <= hi);
-            if a < b {
-                out.push(Series {
-                    labels: ls.clone(),
-                    samples: samples[a..b].to_vec(),
-                });
-            }
+        for (ls, samples) in self.in_range(matchers, hints) {
+            out.push(LazySeries {
+                labels: ls.clone(),
+                source: Box::new(samples),
+            });
         }
         Ok(out)
     }

@@ -12,13 +12,15 @@
 //!   `label/<name>/values` over `ferrite-promql`;
 //! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`;
 //! - [`admin`]: `/api/v1/admin/tsdb/*` (`--web.enable-admin-api`);
-//! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`.
+//! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`;
+//! - [`web`]: connection cap and request read timeout (`--web.*`).
 
 pub mod admin;
 pub mod metrics;
 pub mod query;
 pub mod selector;
 pub mod status;
+pub mod web;
 pub mod write;
 
 use std::net::SocketAddr;
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 use axum::routing::{get, post};
 use axum::Router;
 use ferrite_tsdb::{Db, DbOptions};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tracing::{error, info};
 
 /// How long shutdown waits for requests still running to let go of the
@@ -56,6 +58,36 @@ pub struct ServerOptions {
     pub engine: ferrite_promql::EngineOptions,
     /// Every flag as given or defaulted, for `/api/v1/status/flags`.
     pub flags: Vec<(String, String)>,
+    /// HTTP limits and layout.
+    pub web: WebOptions,
+}
+
+/// HTTP limits and layout (`--web.*`, `--query.max-concurrency`).
+#[derive(Clone, Debug)]
+pub struct WebOptions {
+    /// `--web.route-prefix`: `/`, or a path without a trailing slash under
+    /// which every endpoint is served.
+    pub route_prefix: String,
+    /// `--web.max-connections`: connections beyond it wait to be accepted;
+    /// 0 means no limit.
+    pub max_connections: usize,
+    /// `--web.read-timeout`: the longest reading a request body may take;
+    /// zero means no limit.
+    pub read_timeout: Duration,
+    /// `--query.max-concurrency`: queries beyond it wait for a slot.
+    pub max_concurrent_queries: usize,
+}
+
+impl Default for WebOptions {
+    /// Prometheus' defaults.
+    fn default() -> Self {
+        WebOptions {
+            route_prefix: "/".into(),
+            max_connections: 512,
+            read_timeout: Duration::from_secs(300),
+            max_concurrent_queries: 20,
+        }
+    }
 }
 
 /// State shared by the handlers.
@@ -65,6 +97,8 @@ pub struct AppState {
     pub opts: ServerOptions,
     pub started: Instant,
     pub start_time: std::time::SystemTime,
+    /// `--query.max-concurrency` slots.
+    pub query_slots: Semaphore,
 }
 
 /// A server that is listening; [`RunningServer::shutdown`] stops it cleanly.
@@ -88,8 +122,28 @@ impl RunningServer {
     }
 }
 
-/// The routes, over a shared state.
+/// The routes, over a shared state, under `--web.route-prefix`.
 pub fn router(state: Arc<AppState>) -> Router {
+    let prefix = match state.opts.web.route_prefix.trim_matches('/') {
+        "" => String::new(),
+        p => format!("/{p}"),
+    };
+    let read_timeout = state.opts.web.read_timeout;
+    let mut routes = routes(state);
+    if !read_timeout.is_zero() {
+        routes = routes.layer(axum::middleware::from_fn_with_state(
+            read_timeout,
+            web::read_body_within,
+        ));
+    }
+    if prefix.is_empty() {
+        routes
+    } else {
+        Router::new().nest(&prefix, routes)
+    }
+}
+
+fn routes(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/-/healthy", get(status::healthy).head(status::healthy))
         .route("/-/ready", get(status::ready).head(status::ready))
@@ -134,12 +188,15 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let db = Arc::new(db);
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let addr = listener.local_addr()?;
+    let listener = web::LimitedListener::new(listener, opts.web.max_connections);
+    let query_slots = Semaphore::new(opts.web.max_concurrent_queries.max(1));
     let state = Arc::new(AppState {
         db: db.clone(),
         engine: opts.engine.clone(),
         opts,
         started: Instant::now(),
         start_time: std::time::SystemTime::now(),
+        query_slots,
     });
     let app = router(state.clone());
     let (stop, mut stopped) = watch::channel(false);

@@ -14,13 +14,13 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use ferrite_promql::{
-    Engine, Labels as QLabels, MatchType as QMatchType, Matcher as QMatcher, Querier, Queryable,
-    SelectHints, Series, StorageError, Value,
+    Engine, Labels as QLabels, LazySeries, MatchType as QMatchType, Matcher as QMatcher, Querier,
+    Queryable, SampleSource, SelectHints, Series, StorageError, Value,
 };
-use ferrite_tsdb::{Db, MatchType, Matcher};
+use ferrite_tsdb::{Db, MatchType, Matcher, QuerySeries};
 use serde_json::{json, Map, Value as Json_};
 
-use crate::selector::parse_selector;
+use crate::selector::{parse_promql, parse_selector};
 use crate::AppState;
 
 /// `ferrite-promql`'s storage over the database.
@@ -62,29 +62,60 @@ fn to_tsdb(ms: &[QMatcher]) -> Result<Vec<Matcher>, StorageError> {
         .collect()
 }
 
+/// A selected series' chunks, decoded when the engine reads them.
+struct TsdbSamples(QuerySeries);
+
+impl SampleSource for TsdbSamples {
+    fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError> {
+        self.0.samples_into(out).map_err(storage_err)
+    }
+}
+
 impl Querier for TsdbQuerier<'_> {
     fn select(
         &self,
         matchers: &[QMatcher],
         hints: SelectHints,
     ) -> Result<Vec<Series>, StorageError> {
-        let (mint, maxt) = (hints.start.max(self.mint), hints.end.min(self.maxt));
-        let ms = to_tsdb(matchers)?;
         let mut out = Vec::new();
-        for s in self
-            .db
-            .querier(mint, maxt)
-            .select(&ms)
-            .map_err(storage_err)?
-        {
-            let samples = s.samples().map_err(storage_err)?;
+        for s in self.select_lazy(matchers, hints)? {
+            let mut samples = Vec::new();
+            s.source.read_into(&mut samples)?;
             if samples.is_empty() {
                 continue;
             }
-            let labels = QLabels::new(s.labels.iter().map(|l| (l.name.clone(), l.value.clone())));
-            out.push(Series { labels, samples });
+            out.push(Series {
+                labels: s.labels,
+                samples,
+            });
         }
         Ok(out)
+    }
+
+    fn select_lazy(
+        &self,
+        matchers: &[QMatcher],
+        hints: SelectHints,
+    ) -> Result<Vec<LazySeries<'_>>, StorageError> {
+        let (mint, maxt) = (hints.start.max(self.mint), hints.end.min(self.maxt));
+        let ms = to_tsdb(matchers)?;
+        let selected = self
+            .db
+            .querier(mint, maxt)
+            .select(&ms)
+            .map_err(storage_err)?;
+        Ok(selected
+            .into_iter()
+            .map(|s| LazySeries {
+                labels: QLabels::from_sorted(
+                    s.labels
+                        .iter()
+                        .map(|l| (l.name.clone(), l.value.clone()))
+                        .collect(),
+                ),
+                source: Box::new(TsdbSamples(s)),
+            })
+            .collect())
     }
 
     fn label_names(&self, matchers: &[QMatcher]) -> Result<Vec<String>, StorageError> {
@@ -103,6 +134,7 @@ impl Querier for TsdbQuerier<'_> {
 }
 
 /// An API error: Prometheus' `errorType` and HTTP status.
+#[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
     kind: &'static str,
@@ -110,6 +142,20 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// The error message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Prometheus' `internal` error (500).
+    pub fn internal(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            kind: "internal",
+            message: message.into(),
+        }
+    }
+
     pub fn bad_data(message: impl Into<String>) -> Self {
         ApiError {
             status: StatusCode::BAD_REQUEST,
@@ -204,9 +250,16 @@ fn parse_rfc3339(s: &str) -> Option<i64> {
 /// PromQL duration.
 pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
     if let Ok(f) = s.parse::<f64>() {
-        if f.is_finite() {
-            return Ok((f * 1000.0).round() as i64);
+        // As Prometheus: a number is seconds, and one out of range is an
+        // error. (It must not reach promql-parser, whose `parse_duration`
+        // panics on an infinite or negative number of seconds.)
+        let ms = (f * 1000.0).round();
+        if ms.is_finite() && ms.abs() < i64::MAX as f64 {
+            return Ok(ms as i64);
         }
+        return Err(ApiError::bad_data(format!(
+            "cannot parse {s:?} to a valid duration. It overflows int64"
+        )));
     }
     promql_parser::util::parse_duration(s)
         .map(|d| d.as_millis() as i64)
@@ -227,6 +280,7 @@ pub fn format_value(v: f64) -> String {
 }
 
 /// A timestamp as Prometheus writes it: Unix seconds, no `.0`.
+#[cfg(test)]
 fn format_time(t: i64) -> Json_ {
     if t % 1000 == 0 {
         json!(t / 1000)
@@ -235,6 +289,235 @@ fn format_time(t: i64) -> Json_ {
     }
 }
 
+/// Appends `s` as a JSON string.
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// Appends a decimal integer.
+fn put_int(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends a finite float as Go's `strconv.FormatFloat(v, 'f', -1, 64)`
+/// (what [`format_value`] gives): the shortest digits that read back as
+/// `v`, in positional notation. The digits come from serde_json's float
+/// writer, whose scientific or positional layout is rewritten here.
+fn put_float(out: &mut Vec<u8>, v: f64) {
+    let mut tmp = [0u8; 40];
+    let len = {
+        let mut w: &mut [u8] = &mut tmp;
+        if serde_json::to_writer(&mut w, &v).is_err() {
+            // Not expected (40 bytes hold any f64); the slow path is exact.
+            use std::io::Write;
+            let _ = write!(out, "{v}");
+            return;
+        }
+        40 - w.len()
+    };
+    let text = &tmp[..len];
+    let (neg, text) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let (mantissa, exp) = match text.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(i) => {
+            let e = std::str::from_utf8(&text[i + 1..])
+                .ok()
+                .and_then(|e| e.trim_start_matches('+').parse::<i32>().ok());
+            match e {
+                Some(e) => (&text[..i], e),
+                None => {
+                    use std::io::Write;
+                    let _ = write!(out, "{v}");
+                    return;
+                }
+            }
+        }
+        None => (text, 0),
+    };
+    // All digits, and where the decimal point goes among them.
+    let mut digits = [0u8; 40];
+    let mut n = 0;
+    let mut point = None;
+    for &b in mantissa {
+        if b == b'.' {
+            point = Some(n);
+        } else {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    let mut point = point.unwrap_or(n) as i32 + exp;
+    let mut first = 0;
+    while first < n && digits[first] == b'0' {
+        first += 1;
+        point -= 1;
+    }
+    while n > first && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    let digits = &digits[first..n];
+    if neg {
+        out.push(b'-');
+    }
+    if digits.is_empty() {
+        out.push(b'0');
+    } else if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + (-point) as usize, b'0');
+        out.extend_from_slice(digits);
+    } else if point as usize >= digits.len() {
+        out.extend_from_slice(digits);
+        out.resize(out.len() + point as usize - digits.len(), b'0');
+    } else {
+        out.extend_from_slice(&digits[..point as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[point as usize..]);
+    }
+}
+
+/// Appends a timestamp as [`format_time`] writes it.
+fn put_time(out: &mut Vec<u8>, t: i64) {
+    if t % 1000 == 0 {
+        put_int(out, t / 1000);
+    } else {
+        let _ = serde_json::to_writer(&mut *out, &(t as f64 / 1000.0));
+    }
+}
+
+/// Appends `[t,"v"]`.
+fn put_point(out: &mut Vec<u8>, t: i64, v: f64) {
+    out.push(b'[');
+    put_time(out, t);
+    out.extend_from_slice(b",\"");
+    if v.is_nan() {
+        out.extend_from_slice(b"NaN");
+    } else if v == f64::INFINITY {
+        out.extend_from_slice(b"+Inf");
+    } else if v == f64::NEG_INFINITY {
+        out.extend_from_slice(b"-Inf");
+    } else {
+        put_float(out, v);
+    }
+    out.extend_from_slice(b"\"]");
+}
+
+fn put_labels(out: &mut Vec<u8>, l: &QLabels) {
+    out.push(b'{');
+    for (i, (k, v)) in l.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        put_str(out, k);
+        out.push(b':');
+        put_str(out, v);
+    }
+    out.push(b'}');
+}
+
+fn put_strings(out: &mut Vec<u8>, key: &str, list: &[String]) {
+    if list.is_empty() {
+        return;
+    }
+    out.push(b',');
+    put_str(out, key);
+    out.extend_from_slice(b":[");
+    for (i, s) in list.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        put_str(out, s);
+    }
+    out.push(b']');
+}
+
+/// A query's success response, written straight into one buffer: the
+/// bytes `success(result_json(..))` produces (keys in serde_json's sorted
+/// order), without building a JSON value per point first.
+fn query_response_body(res: &ferrite_promql::QueryResult) -> Vec<u8> {
+    let points = match &res.value {
+        Value::Matrix(m) => m.iter().map(|s| s.points.len() + 4).sum(),
+        Value::Vector(v) => v.len() * 4,
+        _ => 1,
+    };
+    let mut out = Vec::with_capacity(64 + points * 40);
+    out.extend_from_slice(b"{\"data\":{\"result\":");
+    let kind = match &res.value {
+        Value::Scalar { t, v } => {
+            put_point(&mut out, *t, *v);
+            "scalar"
+        }
+        Value::String { t, v } => {
+            out.push(b'[');
+            put_time(&mut out, *t);
+            out.push(b',');
+            put_str(&mut out, v);
+            out.push(b']');
+            "string"
+        }
+        Value::Vector(samples) => {
+            out.push(b'[');
+            for (i, s) in samples.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"metric\":");
+                put_labels(&mut out, &s.labels);
+                out.extend_from_slice(b",\"value\":");
+                put_point(&mut out, s.t, s.f);
+                out.push(b'}');
+            }
+            out.push(b']');
+            "vector"
+        }
+        Value::Matrix(series) => {
+            out.push(b'[');
+            for (i, s) in series.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"metric\":");
+                put_labels(&mut out, &s.labels);
+                out.extend_from_slice(b",\"values\":[");
+                for (j, &(t, v)) in s.points.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    put_point(&mut out, t, v);
+                }
+                out.extend_from_slice(b"]}");
+            }
+            out.push(b']');
+            "matrix"
+        }
+    };
+    out.extend_from_slice(b",\"resultType\":");
+    put_str(&mut out, kind);
+    out.push(b'}');
+    put_strings(&mut out, "infos", &res.infos);
+    out.extend_from_slice(b",\"status\":\"success\"");
+    put_strings(&mut out, "warnings", &res.warnings);
+    out.push(b'}');
+    out
+}
+
+#[cfg(test)]
 fn labels_json(l: &QLabels) -> Json_ {
     Json_::Object(
         l.iter()
@@ -243,6 +526,7 @@ fn labels_json(l: &QLabels) -> Json_ {
     )
 }
 
+#[cfg(test)]
 fn result_json(v: &Value) -> Json_ {
     match v {
         Value::Scalar { t, v } => json!({
@@ -310,6 +594,14 @@ fn param_with(
         .map_err(|e| ApiError::bad_data(format!("invalid parameter \"{name}\": {}", e.message)))
 }
 
+/// Parses a query before it runs, so that a query promql-parser panics on
+/// is a `bad_data` error like any other parse error.
+pub fn check_query(query: &str) -> Result<(), ApiError> {
+    parse_promql(query)
+        .map(drop)
+        .map_err(|e| ApiError::from(ferrite_promql::Error::Parse(e)))
+}
+
 /// Runs a query on a blocking thread and answers with its result.
 async fn run_query(
     s: &AppState,
@@ -320,10 +612,21 @@ async fn run_query(
 ) -> Result<Response, ApiError> {
     let engine = engine_for(s, p)?;
     let db = TsdbQueryable { db: s.db.clone() };
+    // `--query.max-concurrency`: wait for a slot (the semaphore is never
+    // closed).
+    let _slot = s.query_slots.acquire().await.map_err(internal)?;
     let res = tokio::task::spawn_blocking(move || f(&engine, &db))
         .await
         .map_err(internal)??;
-    Ok(success(result_json(&res.value), &res.warnings, &res.infos))
+    let body = query_response_body(&res);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response())
 }
 
 pub async fn instant_query(
@@ -334,6 +637,7 @@ pub async fn instant_query(
 ) -> Result<Response, ApiError> {
     let p = Params::parse(q.as_deref(), &headers, &body);
     let query = p.required("query")?.to_owned();
+    check_query(&query)?;
     let t = match p.get("time") {
         Some(t) => param_with("time", t, parse_time)?,
         None => now_ms(),
@@ -349,29 +653,68 @@ pub async fn range_query(
 ) -> Result<Response, ApiError> {
     let p = Params::parse(q.as_deref(), &headers, &body);
     let query = p.required("query")?.to_owned();
-    let start = param_with("start", p.required("start")?, parse_time)?;
-    let end = param_with("end", p.required("end")?, parse_time)?;
+    check_query(&query)?;
+    let (start, end, step) = range_params(
+        p.required("start")?,
+        p.required("end")?,
+        p.required("step")?,
+    )?;
+    run_query(&s, &p, move |e, db| {
+        e.range_query(db, &query, start, end, step)
+    })
+    .await
+}
+
+/// `start`, `end` and `step` of a range query, checked as Prometheus
+/// checks them (order, positive step, at most 11,000 points).
+pub fn range_params(start: &str, end: &str, step: &str) -> Result<(i64, i64, i64), ApiError> {
+    let start = param_with("start", start, parse_time)?;
+    let end = param_with("end", end, parse_time)?;
     if end < start {
         return Err(ApiError::bad_data(
             "invalid parameter \"end\": end timestamp must not be before start time",
         ));
     }
-    let step = param_with("step", p.required("step")?, parse_duration)?;
+    let step = param_with("step", step, parse_duration)?;
     if step <= 0 {
         return Err(ApiError::bad_data(
             "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer",
         ));
     }
-    // Prometheus' cap: at most 11,000 points per series.
-    if (end - start) / step > 11_000 {
+    // Prometheus' cap: at most 11,000 points per series. In i128: the
+    // span of two extreme timestamps overflows i64.
+    if (i128::from(end) - i128::from(start)) / i128::from(step) > 11_000 {
         return Err(ApiError::bad_data(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
         ));
     }
-    run_query(&s, &p, move |e, db| {
-        e.range_query(db, &query, start, end, step)
-    })
-    .await
+    Ok((start, end, step))
+}
+
+/// Every request parameter of the query and status APIs in a raw query
+/// string (`a=b&c=d`, percent-encoded), parsed as the handlers parse them
+/// without touching storage: `query` (PromQL parser), `time`, `start`,
+/// `end`, `step`, `timeout`, `match[]` and `limit`. Returns the first error,
+/// having parsed everything. For fuzzing and property tests: whatever the
+/// input, it must return rather than panic.
+pub fn check_params(raw_query: &[u8]) -> Result<(), ApiError> {
+    let p = Params(form_urlencoded::parse(raw_query).into_owned().collect());
+    let mut results: Vec<Result<(), ApiError>> = Vec::new();
+    if let Some(q) = p.get("query") {
+        results.push(check_query(q));
+    }
+    if let Some(t) = p.get("time") {
+        results.push(param_with("time", t, parse_time).map(drop));
+    }
+    if let (Some(start), Some(end), Some(step)) = (p.get("start"), p.get("end"), p.get("step")) {
+        results.push(range_params(start, end, step).map(drop));
+    }
+    if let Some(t) = p.get("timeout") {
+        results.push(param_with("timeout", t, parse_duration).map(drop));
+    }
+    results.push(selection(&p, false).map(drop));
+    results.push(crate::status::tsdb_limit(p.get("limit")).map(drop));
+    results.into_iter().collect()
 }
 
 /// `match[]`, `start`, `end` of the metadata endpoints.
@@ -506,6 +849,241 @@ mod tests {
         assert_eq!(parse_duration("15").ok(), Some(15_000));
         assert_eq!(parse_duration("1m").ok(), Some(60_000));
         assert!(parse_duration("x").is_err());
+        // Found by the http_params fuzz target: promql-parser panics on
+        // these.
+        for overflow in ["42e5454", "inf", "-Infinity", "NaN", "1e300"] {
+            assert!(parse_duration(overflow).is_err(), "{overflow}");
+        }
+    }
+
+    #[test]
+    fn range_params_checks() {
+        assert_eq!(
+            range_params("0", "60", "15").ok(),
+            Some((0, 60_000, 15_000))
+        );
+        assert!(range_params("60", "0", "15").is_err());
+        assert!(range_params("0", "60", "0").is_err());
+        assert!(range_params("0", "60", "-1").is_err());
+        assert!(range_params("0", "100000", "1").is_err());
+        // Extreme timestamps: the span overflows i64; must be an error,
+        // not an overflow.
+        assert!(range_params("-1e300", "1e300", "1").is_err());
+        assert!(range_params("-9.2e15", "9.2e15", "1ms").is_err());
+    }
+
+    #[test]
+    fn check_params_parses_everything() {
+        assert!(check_params(b"query=up&time=10&limit=5&match[]=up").is_ok());
+        assert!(check_params(b"query=rate(up%5B5m%5D)&start=0&end=60&step=15s").is_ok());
+        assert!(check_params(b"").is_ok());
+        // promql-parser panics on this one; it must be a plain error.
+        let e = check_params(b"query=up%5B1e400%5D").unwrap_err();
+        assert_eq!(e.kind, "bad_data");
+        for bad in [
+            &b"query=up("[..],
+            b"time=never",
+            b"start=0&end=60&step=0",
+            b"timeout=x",
+            b"match[]=%7B",
+            b"limit=0",
+        ] {
+            assert!(
+                check_params(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    /// Random strings, of characters PromQL, times and selectors care about,
+    /// through every parameter parser: errors are fine, panics are not.
+    /// (The fuzz target `http_params` does the same, coverage-guided.)
+    #[test]
+    fn random_params_never_panic() {
+        use rand::{Rng, SeedableRng};
+        const ALPHABET: &[u8] = b"abcxyz_:{}[]()=!~\"',.+-*/^%@ 0123456789eEmshdwyTZ:\n\t\\";
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+        for _ in 0..20_000 {
+            let len = rng.gen_range(0..40);
+            let mut s: String = (0..len)
+                .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+                .collect();
+            if rng.gen_bool(0.05) {
+                s.push(char::from_u32(rng.gen_range(0x80..0x10FFFF)).unwrap_or('\u{fffd}'));
+            }
+            let _ = parse_time(&s);
+            let _ = parse_duration(&s);
+            let _ = parse_selector(&s);
+            let _ = crate::status::tsdb_limit(Some(&s));
+            let _ = check_query(&s);
+            let mut parts = s.splitn(3, ' ');
+            if let (Some(a), Some(b), Some(c)) = (parts.next(), parts.next(), parts.next()) {
+                let _ = range_params(a, b, c);
+            }
+            let _ = check_params(s.as_bytes());
+            let _ = check_params(format!("query={s}&time={s}&match[]={s}&limit={s}").as_bytes());
+        }
+    }
+
+    /// The hand-written response is byte for byte what the serde_json
+    /// value tree gave.
+    #[test]
+    fn query_response_matches_json_tree() {
+        use ferrite_promql::{QueryResult, Sample, SeriesResult};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let special = [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1e21,
+            1e-7,
+            5e-324,
+            f64::MAX,
+            0.1,
+            123456789.125,
+        ];
+        let value = |rng: &mut rand::rngs::StdRng| -> f64 {
+            if rng.gen_bool(0.3) {
+                special[rng.gen_range(0..special.len())]
+            } else {
+                rng.gen_range(-1e6..1e6)
+            }
+        };
+        let time = |rng: &mut rand::rngs::StdRng| -> i64 {
+            if rng.gen_bool(0.5) {
+                rng.gen_range(-5_000..5_000) * 1000
+            } else {
+                rng.gen_range(-5_000_000..5_000_000)
+            }
+        };
+        let labels = |rng: &mut rand::rngs::StdRng| {
+            let n = rng.gen_range(0..4);
+            QLabels::new((0..n).map(|i| {
+                (
+                    format!("l{i}\"\\"),
+                    format!("v\n{}é\u{1}", rng.gen_range(0..100)),
+                )
+            }))
+        };
+        for case in 0..200 {
+            let v = match case % 4 {
+                0 => Value::Scalar {
+                    t: time(&mut rng),
+                    v: value(&mut rng),
+                },
+                1 => Value::String {
+                    t: time(&mut rng),
+                    v: "a\"b\\c\u{7f}".into(),
+                },
+                2 => Value::Vector(
+                    (0..rng.gen_range(0..4))
+                        .map(|_| Sample {
+                            labels: labels(&mut rng),
+                            t: time(&mut rng),
+                            f: value(&mut rng),
+                        })
+                        .collect(),
+                ),
+                _ => Value::Matrix(
+                    (0..rng.gen_range(0..4))
+                        .map(|_| SeriesResult {
+                            labels: labels(&mut rng),
+                            points: (0..rng.gen_range(0..5))
+                                .map(|_| (time(&mut rng), value(&mut rng)))
+                                .collect(),
+                        })
+                        .collect(),
+                ),
+            };
+            let notes = |rng: &mut rand::rngs::StdRng| -> Vec<String> {
+                (0..rng.gen_range(0..3))
+                    .map(|i| format!("note \"{i}\""))
+                    .collect()
+            };
+            let res = QueryResult {
+                value: v,
+                warnings: notes(&mut rng),
+                infos: notes(&mut rng),
+            };
+            let mut body = Map::new();
+            body.insert("status".into(), json!("success"));
+            body.insert("data".into(), result_json(&res.value));
+            if !res.warnings.is_empty() {
+                body.insert("warnings".into(), json!(res.warnings));
+            }
+            if !res.infos.is_empty() {
+                body.insert("infos".into(), json!(res.infos));
+            }
+            let want = serde_json::to_string(&Json_::Object(body)).unwrap();
+            let got = String::from_utf8(query_response_body(&res)).unwrap();
+            assert_eq!(got, want);
+        }
+    }
+
+    /// The fast float writer prints what `format_value` prints.
+    #[test]
+    fn floats_like_format_value() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let check = |v: f64| {
+            if !v.is_finite() {
+                return;
+            }
+            let mut out = Vec::new();
+            put_float(&mut out, v);
+            let got = String::from_utf8(out).unwrap();
+            let want = format_value(v);
+            if got != want {
+                // A tie between two shortest forms: Go (and this writer)
+                // round half to even where Rust's formatter rounds up.
+                assert_eq!(got.len(), want.len(), "{v:e}: {got} vs {want}");
+                assert_eq!(got.parse::<f64>().ok(), Some(v), "{v:e}: {got}");
+            }
+        };
+        // 1084922284529158.25, a tie: as Go's strconv.FormatFloat(v, 'f', -1, 64) prints it.
+        let mut out = Vec::new();
+        put_float(&mut out, f64::from_bits(0x430e_d5d9_3b06_b032));
+        assert_eq!(out, b"1084922284529158.2");
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            0.7,
+            1e21,
+            1e22,
+            1e-7,
+            1.5e-7,
+            5e-324,
+            1e300,
+            123.456,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            9007199254740993.0,
+            1e15,
+            1e16,
+            1e17,
+            0.3,
+        ] {
+            check(v);
+            check(-v);
+        }
+        for _ in 0..200_000 {
+            check(f64::from_bits(rng.gen()));
+            check(rng.gen_range(-1e6..1e6));
+            check(rng.gen_range(0.0..1.0));
+            check(rng.gen_range(-1000i64..1000) as f64 / 8.0);
+        }
+        for n in [0, 1, -1, 9, 10, -10, i64::MAX, i64::MIN, 1_700_000_000] {
+            let mut out = Vec::new();
+            put_int(&mut out, n);
+            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+        }
     }
 
     #[test]

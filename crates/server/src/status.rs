@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Json};
+use ferrite_tsdb::head::CardinalityStat;
 use serde_json::{json, Value};
 
+use crate::query::ApiError;
 use crate::AppState;
 
 /// Prometheus' success envelope.
@@ -65,23 +67,71 @@ pub async fn flags(State(s): State<Arc<AppState>>) -> Json<Value> {
     success(Value::Object(map))
 }
 
-pub async fn tsdb(State(s): State<Arc<AppState>>) -> Json<Value> {
+/// Longest list `/api/v1/status/tsdb` gives (Prometheus' `maxTSDBLimit`).
+pub const MAX_TSDB_LIMIT: usize = 10_000;
+
+/// The `limit` of `/api/v1/status/tsdb`: 10 when absent, else a positive
+/// integer up to [`MAX_TSDB_LIMIT`], with Prometheus' error messages.
+pub fn tsdb_limit(limit: Option<&str>) -> Result<usize, ApiError> {
+    let Some(s) = limit.filter(|s| !s.is_empty()) else {
+        return Ok(10);
+    };
+    // Go's strconv.Atoi: optional sign, decimal digits.
+    let n: i64 = s
+        .parse()
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| ApiError::bad_data("limit must be a positive number"))?;
+    if n > MAX_TSDB_LIMIT as i64 {
+        return Err(ApiError::bad_data(format!(
+            "limit must not exceed {MAX_TSDB_LIMIT}"
+        )));
+    }
+    Ok(n as usize)
+}
+
+fn stats_json(list: &[CardinalityStat]) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|s| json!({ "name": s.name, "value": s.count }))
+            .collect(),
+    )
+}
+
+pub async fn tsdb(
+    State(s): State<Arc<AppState>>,
+    RawQuery(q): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let params: Vec<(String, String)> = q
+        .as_deref()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    let limit = tsdb_limit(
+        params
+            .iter()
+            .find(|(k, _)| k == "limit")
+            .map(|(_, v)| v.as_str()),
+    )?;
+    let db = s.db.clone();
+    let stats = tokio::task::spawn_blocking(move || db.head_cardinality(limit))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     let head = s.db.head();
     let (min, max) = (head.min_time(), head.max_time());
     let (min, max) = if min > max { (0, 0) } else { (min, max) };
-    success(json!({
+    Ok(success(json!({
         "headStats": {
             "numSeries": head.num_series(),
-            "numLabelPairs": 0,
+            "numLabelPairs": stats.num_label_pairs,
             "chunkCount": 0,
             "minTime": min,
             "maxTime": max,
         },
-        "seriesCountByMetricName": [],
-        "labelValueCountByLabelName": [],
-        "memoryInBytesByLabelName": [],
-        "seriesCountByLabelValuePair": [],
-    }))
+        "seriesCountByMetricName": stats_json(&stats.series_count_by_value),
+        "labelValueCountByLabelName": stats_json(&stats.label_value_count_by_label_name),
+        "memoryInBytesByLabelName": stats_json(&stats.memory_in_bytes_by_label_name),
+        "seriesCountByLabelValuePair": stats_json(&stats.series_count_by_label_value_pair),
+    })))
 }
 
 /// RFC 3339 with milliseconds, as Prometheus prints its start time.
@@ -95,6 +145,23 @@ fn rfc3339(t: std::time::SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn tsdb_limits_like_prometheus() {
+        assert_eq!(tsdb_limit(None).ok(), Some(10));
+        assert_eq!(tsdb_limit(Some("")).ok(), Some(10));
+        assert_eq!(tsdb_limit(Some("1")).ok(), Some(1));
+        assert_eq!(tsdb_limit(Some("+5")).ok(), Some(5));
+        assert_eq!(tsdb_limit(Some("10000")).ok(), Some(10_000));
+        for bad in ["0", "-1", "x", "1.5", " 3"] {
+            let e = tsdb_limit(Some(bad)).unwrap_err();
+            assert_eq!(e.message(), "limit must be a positive number", "{bad:?}");
+        }
+        let e = tsdb_limit(Some("10001")).unwrap_err();
+        assert_eq!(e.message(), "limit must not exceed 10000");
+        let e = tsdb_limit(Some("99999999999999999999")).unwrap_err();
+        assert_eq!(e.message(), "limit must be a positive number");
+    }
 
     #[test]
     fn formats_like_go() {

@@ -25,6 +25,7 @@ fn options(dir: &Path, admin_api: bool) -> ServerOptions {
         admin_api,
         engine: ferrite_promql::EngineOptions::default(),
         flags: Vec::new(),
+        web: Default::default(),
     }
 }
 

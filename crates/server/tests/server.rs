@@ -17,6 +17,7 @@ fn options(dir: &std::path::Path) -> ServerOptions {
         admin_api: false,
         engine: ferrite_promql::EngineOptions::default(),
         flags: vec![("storage.tsdb.path".into(), dir.display().to_string())],
+        web: Default::default(),
     }
 }
 

@@ -148,6 +148,14 @@ impl QuerySeries {
         Ok(out)
     }
 
+    /// All samples in range, into `out` (cleared first; its allocation is
+    /// reused, so a caller reading many series in turn allocates once).
+    pub fn samples_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), QueryError> {
+        out.clear();
+        out.reserve(self.chunks.len() * 120);
+        self.for_each_sample(|t, v| out.push((t, v)))
+    }
+
     /// Adds `other`'s chunks (the same series from another source).
     fn absorb(&mut self, other: QuerySeries) {
         let base = self.tombstones.len();

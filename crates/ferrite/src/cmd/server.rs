@@ -1,74 +1,406 @@
-//! The server's flags, named as Prometheus names them, so a Prometheus
-//! systemd unit or container command starts Ferrite unchanged.
+//! The server's flags: every flag of Prometheus v3.9.1's `prometheus`
+//! server, so a Prometheus systemd unit or container command starts Ferrite
+//! unchanged.
+//!
+//! The flags are a table ([`FLAGS`]): name, kind, Prometheus' default and
+//! whether Ferrite acts on it. Flags Ferrite has no use for (scraping,
+//! rules, Alertmanager, the web UI, Go runtime tuning) are accepted, listed
+//! in `/api/v1/status/flags` and, when given, logged once at startup as
+//! having no effect. As with Prometheus (kingpin), a boolean flag also takes
+//! the `--no-<flag>` form, and the last of the two wins; `--<flag>=false`
+//! is accepted too. Unknown flags are refused by clap.
 
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
-use ferrite_server::ServerOptions;
+use clap::builder::PossibleValuesParser;
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches};
+use ferrite_server::{ServerOptions, WebOptions};
 use ferrite_tsdb::DbOptions;
+use ferrite_wal::Compression;
 
 use super::backfill::parse_duration_ms;
 
-#[derive(Args, Debug, Clone)]
-pub struct ServerFlags {
-    /// Base path for metrics storage.
-    #[arg(long = "storage.tsdb.path", default_value = "data/")]
-    pub data_dir: PathBuf,
-    /// Address to listen on for the API and telemetry.
-    #[arg(long = "web.listen-address", default_value = "0.0.0.0:9090")]
-    pub listen: String,
-    /// How long to retain samples (e.g. 15d). Default 15d, or none when a
-    /// size limit is set.
-    #[arg(long = "storage.tsdb.retention.time")]
-    pub retention_time: Option<String>,
-    /// Maximum number of bytes of blocks to retain (e.g. 512MB, 10GB).
-    #[arg(long = "storage.tsdb.retention.size")]
-    pub retention_size: Option<String>,
-    /// Maximum block duration (default: a tenth of the retention, at most 31d).
-    #[arg(long = "storage.tsdb.max-block-duration")]
-    pub max_block_duration: Option<String>,
-    /// Prometheus configuration file (scrape configuration is not used yet).
-    #[arg(long = "config.file", default_value = "prometheus.yml")]
-    pub config_file: PathBuf,
-    /// How far back PromQL looks for a sample of an instant selector.
-    #[arg(long = "query.lookback-delta", default_value = "5m")]
-    pub lookback_delta: String,
-    /// Maximum time a query may take before it is aborted.
-    #[arg(long = "query.timeout", default_value = "2m")]
-    pub query_timeout: String,
-    /// Maximum number of samples a single query can load into memory.
-    #[arg(long = "query.max-samples", default_value_t = 50_000_000)]
-    pub query_max_samples: u64,
-    /// Accept remote write requests (on by default in Ferrite).
-    #[arg(long = "web.enable-remote-write-receiver")]
-    pub remote_write_receiver: bool,
-    /// Refuse remote write requests.
-    #[arg(long = "no-web.enable-remote-write-receiver")]
-    pub no_remote_write_receiver: bool,
-    /// Enable the admin endpoints (snapshot, delete_series, clean_tombstones).
-    #[arg(long = "web.enable-admin-api")]
-    pub admin_api: bool,
-    /// Cap on the rate compaction writes chunk data, bytes per second.
-    #[arg(long = "storage.tsdb.compaction-write-rate")]
-    pub compaction_write_rate: Option<u64>,
-    // Accepted for compatibility with Prometheus command lines; unused.
-    #[arg(long = "web.enable-lifecycle", hide = true)]
-    pub enable_lifecycle: bool,
-    #[arg(long = "web.external-url", hide = true)]
-    pub external_url: Option<String>,
-    #[arg(long = "web.console.templates", hide = true)]
-    pub console_templates: Option<String>,
-    #[arg(long = "web.console.libraries", hide = true)]
-    pub console_libraries: Option<String>,
-    #[arg(long = "log.level", hide = true)]
-    pub log_level: Option<String>,
-    #[arg(long = "log.format", hide = true)]
-    pub log_format: Option<String>,
+/// What a flag's value is, for validation and for how it is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `--flag`, `--no-flag`, `--flag=true|false`.
+    Bool,
+    /// Any string.
+    Str,
+    /// A string that may be repeated; reported comma-joined.
+    Strings,
+    /// An integer (kingpin parses it as a float: `5e7` is accepted).
+    Int,
+    Float,
+    /// A Prometheus duration (`2h`, `1d12h`), reported normalised.
+    Duration,
+    /// A Go duration (`2ms`, `1m30s`), reported as given.
+    GoDuration,
+    /// A base-2 byte size (`512MB`), reported as Go's units do (`512MiB`).
+    Bytes,
+    /// One of a fixed list.
+    Enum(&'static [&'static str]),
+    /// One of a fixed list, repeatable; reported comma-joined.
+    Enums(&'static [&'static str]),
 }
 
-/// Parses a Prometheus byte size (`512MB`, `10GB`, `1TB`; base 1024).
+/// What Ferrite does with a flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Ferrite acts on it.
+    Used,
+    /// Accepted for compatibility; has no effect in Ferrite.
+    Compat,
+    /// Prometheus' agent mode only: refused, as Prometheus refuses it in
+    /// server mode.
+    Agent,
+}
+
+/// One Prometheus flag.
+#[derive(Debug)]
+pub struct FlagSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The value `/api/v1/status/flags` reports when the flag is not given
+    /// (Prometheus' default as its flag value prints).
+    pub default: &'static str,
+    pub help: &'static str,
+    /// Hidden from `--help` (Prometheus hides it too, or it has no effect).
+    pub hidden: bool,
+    pub effect: Effect,
+}
+
+const fn flag(
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    effect: Effect,
+    hidden: bool,
+    help: &'static str,
+) -> FlagSpec {
+    FlagSpec {
+        name,
+        kind,
+        default,
+        help,
+        hidden: hidden || !matches!(effect, Effect::Used),
+        effect,
+    }
+}
+
+use Effect::{Agent, Compat, Used};
+use Kind::{Bool, Bytes, Enum, Enums, Float, GoDuration, Int, Str, Strings};
+
+const RW_MESSAGES: &[&str] = &["prometheus.WriteRequest", "io.prometheus.write.v2.Request"];
+const WAL_COMPRESSIONS: &[&str] = &["snappy", "zstd"];
+
+/// Every flag of Prometheus v3.9.1's server (`prometheus --help`, hidden
+/// ones included), except kingpin's own `--help*`, `--version` and
+/// `--completion-script-*`, in Prometheus' order; then Ferrite's own.
+pub const FLAGS: &[FlagSpec] = &[
+    flag("config.file", Str, "prometheus.yml", Compat, false,
+        "Prometheus configuration file path (scrape, rule and remote configuration are not used by Ferrite)."),
+    flag("config.auto-reload-interval", Kind::Duration, "30s", Compat, false, ""),
+    flag("web.listen-address", Strings, "0.0.0.0:9090", Used, false,
+        "Address to listen on for the API and telemetry (`:9090` listens on all interfaces). Only the first is used if repeated."),
+    flag("auto-gomaxprocs", Bool, "true", Compat, false, ""),
+    flag("auto-gomemlimit", Bool, "true", Compat, false, ""),
+    flag("auto-gomemlimit.ratio", Float, "0.9", Compat, false, ""),
+    flag("web.config.file", Str, "", Compat, false, ""),
+    flag("web.read-timeout", Kind::Duration, "5m", Used, false,
+        "Maximum time to read a request body."),
+    flag("web.max-connections", Int, "512", Used, false,
+        "Maximum number of simultaneous connections (0: no limit)."),
+    flag("web.max-notifications-subscribers", Int, "16", Compat, false, ""),
+    flag("web.external-url", Str, "", Used, false,
+        "The URL under which Ferrite is externally reachable; its path prefixes all endpoints unless --web.route-prefix is given."),
+    flag("web.route-prefix", Str, "/", Used, false,
+        "Prefix for the routes of the HTTP endpoints. Defaults to the path of --web.external-url."),
+    flag("web.user-assets", Str, "", Compat, false, ""),
+    flag("web.enable-lifecycle", Bool, "false", Compat, false, ""),
+    flag("web.enable-admin-api", Bool, "false", Used, false,
+        "Enable the admin endpoints (snapshot, delete_series, clean_tombstones)."),
+    flag("web.enable-remote-write-receiver", Bool, "true", Used, false,
+        "Accept remote write requests (on by default in Ferrite; --no-web.enable-remote-write-receiver refuses them)."),
+    flag("web.remote-write-receiver.accepted-protobuf-messages", Enums(RW_MESSAGES),
+        "prometheus.WriteRequest,io.prometheus.write.v2.Request", Compat, false, ""),
+    flag("web.enable-otlp-receiver", Bool, "false", Compat, false, ""),
+    flag("web.console.templates", Str, "consoles", Compat, false, ""),
+    flag("web.console.libraries", Str, "console_libraries", Compat, false, ""),
+    flag("web.page-title", Str, "Prometheus Time Series Collection and Processing Server", Compat, false, ""),
+    flag("web.cors.origin", Str, ".*", Compat, false, ""),
+    flag("storage.tsdb.path", Str, "data/", Used, false, "Base path for metrics storage."),
+    flag("storage.tsdb.min-block-duration", Kind::Duration, "2h", Used, true,
+        "Minimum duration of a data block before being persisted (the head's chunk range)."),
+    flag("storage.tsdb.max-block-duration", Kind::Duration, "1d12h", Used, false,
+        "Maximum duration compacted blocks may span (default: a tenth of the retention, at most 31d)."),
+    flag("storage.tsdb.max-block-chunk-segment-size", Bytes, "0B", Compat, false, ""),
+    flag("storage.tsdb.wal-segment-size", Bytes, "0B", Used, true,
+        "Size at which to split WAL segment files (10MB to 256MB, a multiple of 32KiB)."),
+    flag("storage.tsdb.retention.time", Kind::Duration, "15d", Used, false,
+        "How long to retain samples (default 15d, or none when a size limit is set)."),
+    flag("storage.tsdb.retention.size", Bytes, "0B", Used, false,
+        "Maximum number of bytes of blocks to retain (e.g. 512MB, 10GB; base 1024)."),
+    flag("storage.tsdb.no-lockfile", Bool, "false", Compat, false, ""),
+    flag("storage.tsdb.allow-overlapping-compaction", Bool, "true", Compat, false, ""),
+    flag("storage.tsdb.wal-compression", Bool, "true", Used, true,
+        "Compress the WAL (--no-storage.tsdb.wal-compression writes it uncompressed)."),
+    flag("storage.tsdb.wal-compression-type", Enum(WAL_COMPRESSIONS), "snappy", Used, true,
+        "Compression algorithm of the WAL."),
+    flag("storage.tsdb.head-chunks-write-queue-size", Int, "0", Compat, false, ""),
+    flag("storage.tsdb.samples-per-chunk", Int, "120", Used, true,
+        "Target number of samples per chunk."),
+    flag("storage.tsdb.delayed-compaction.max-percent", Int, "10", Compat, false, ""),
+    flag("storage.tsdb.delay-compact-file.path", Str, "", Compat, false, ""),
+    flag("storage.tsdb.block-reload-interval", Kind::Duration, "1m", Compat, false, ""),
+    flag("storage.agent.path", Str, "data-agent/", Agent, false, ""),
+    flag("storage.agent.wal-segment-size", Bytes, "0B", Agent, false, ""),
+    flag("storage.agent.wal-compression", Bool, "true", Agent, false, ""),
+    flag("storage.agent.wal-compression-type", Enum(WAL_COMPRESSIONS), "snappy", Agent, false, ""),
+    flag("storage.agent.wal-truncate-frequency", Kind::Duration, "0s", Agent, false, ""),
+    flag("storage.agent.retention.min-time", Kind::Duration, "0s", Agent, false, ""),
+    flag("storage.agent.retention.max-time", Kind::Duration, "0s", Agent, false, ""),
+    flag("storage.agent.no-lockfile", Bool, "false", Agent, false, ""),
+    flag("storage.remote.flush-deadline", Kind::Duration, "1m", Compat, false, ""),
+    flag("storage.remote.read-sample-limit", Int, "50000000", Compat, false, ""),
+    flag("storage.remote.read-concurrent-limit", Int, "10", Compat, false, ""),
+    flag("storage.remote.read-max-bytes-in-frame", Int, "1048576", Compat, false, ""),
+    flag("rules.alert.for-outage-tolerance", Kind::Duration, "1h", Compat, false, ""),
+    flag("rules.alert.for-grace-period", Kind::Duration, "10m", Compat, false, ""),
+    flag("rules.alert.resend-delay", Kind::Duration, "1m", Compat, false, ""),
+    flag("rules.max-concurrent-evals", Int, "4", Compat, false, ""),
+    flag("scrape.adjust-timestamps", Bool, "true", Compat, false, ""),
+    flag("scrape.timestamp-tolerance", GoDuration, "2ms", Compat, false, ""),
+    flag("alertmanager.notification-queue-capacity", Int, "10000", Compat, false, ""),
+    flag("alertmanager.notification-batch-size", Int, "256", Compat, false, ""),
+    flag("alertmanager.drain-notification-queue-on-shutdown", Bool, "true", Compat, false, ""),
+    flag("query.lookback-delta", Kind::Duration, "5m", Used, false,
+        "How far back PromQL looks for a sample of an instant selector."),
+    flag("query.timeout", Kind::Duration, "2m", Used, false,
+        "Maximum time a query may take before it is aborted."),
+    flag("query.max-concurrency", Int, "20", Used, false,
+        "Maximum number of queries executed concurrently; more wait."),
+    flag("query.max-samples", Int, "50000000", Used, false,
+        "Maximum number of samples a single query can load into memory."),
+    flag("scrape.discovery-reload-interval", Kind::Duration, "5s", Compat, false, ""),
+    flag("enable-feature", Strings, "", Used, false, ""),
+    flag("agent", Bool, "false", Agent, false, ""),
+    flag("log.level", Enum(&["debug", "info", "warn", "error"]), "info", Compat, false, ""),
+    flag("log.format", Enum(&["logfmt", "json"]), "logfmt", Compat, false, ""),
+    flag("write-documentation", Bool, "false", Compat, false, ""),
+    // Ferrite's own.
+    flag("storage.tsdb.compaction-write-rate", Int, "0", Used, false,
+        "Cap on the rate compaction writes chunk data, bytes per second (0: no cap). Ferrite only."),
+];
+
+/// The table entry of a flag.
+pub fn spec(name: &str) -> Option<&'static FlagSpec> {
+    FLAGS.iter().find(|f| f.name == name)
+}
+
+/// The server's flags as given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct ServerFlags {
+    /// Flags given on the command line, by name: their values in order
+    /// (booleans as `true`/`false`, the `--no-` form included).
+    given: BTreeMap<&'static str, Vec<String>>,
+}
+
+/// `no-<name>` of a boolean flag, as clap wants it (`&'static str`): built
+/// once for the table and kept for the life of the process.
+fn no_id(name: &str) -> &'static str {
+    static IDS: std::sync::OnceLock<BTreeMap<&'static str, &'static str>> =
+        std::sync::OnceLock::new();
+    let ids = IDS.get_or_init(|| {
+        FLAGS
+            .iter()
+            .filter(|f| f.kind == Bool)
+            .map(|f| {
+                let no: &'static str = Box::leak(format!("no-{}", f.name).into_boxed_str());
+                (f.name, no)
+            })
+            .collect()
+    });
+    ids.get(name).copied().unwrap_or("no-")
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+fn bool_value(s: &str) -> Result<String, String> {
+    parse_bool(s)
+        .map(|b| b.to_string())
+        .ok_or_else(|| format!("{s:?} is not a boolean"))
+}
+
+fn int_value(s: &str) -> Result<String, String> {
+    // kingpin parses ints with ParseFloat and truncates: `5e7` is 50000000.
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f.abs() < 9.2e18 => Ok((f.trunc() as i64).to_string()),
+        _ => Err(format!("{s:?} is not a number")),
+    }
+}
+
+fn float_value(s: &str) -> Result<String, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() => Ok(f.to_string()),
+        _ => Err(format!("{s:?} is not a number")),
+    }
+}
+
+fn duration_value(s: &str) -> Result<String, String> {
+    parse_duration_ms(s)
+        .map(format_duration_ms)
+        .map_err(|e| e.to_string())
+}
+
+fn go_duration_value(s: &str) -> Result<String, String> {
+    // Go's time.ParseDuration: `0`, or numbers with units (`1m30s`, `2ms`).
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let mut rest = body;
+    let ok = body == "0"
+        || (!body.is_empty()
+            && loop {
+                let n = rest
+                    .bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b'.')
+                    .count();
+                if n == 0 {
+                    break false;
+                }
+                rest = &rest[n..];
+                let u = rest
+                    .find(|c: char| c.is_ascii_digit() || c == '.')
+                    .unwrap_or(rest.len());
+                if !matches!(
+                    &rest[..u],
+                    "ns" | "us" | "\u{b5}s" | "\u{3bc}s" | "ms" | "s" | "m" | "h"
+                ) {
+                    break false;
+                }
+                rest = &rest[u..];
+                if rest.is_empty() {
+                    break true;
+                }
+            });
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not a duration"))
+    }
+}
+
+fn bytes_value(s: &str) -> Result<String, String> {
+    parse_size_bytes(s)
+        .map(format_bytes)
+        .map_err(|e| e.to_string())
+}
+
+impl FromArgMatches for ServerFlags {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let mut given = BTreeMap::new();
+        for f in FLAGS {
+            let mut values: Vec<String> = m
+                .get_many::<String>(f.name)
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default();
+            if f.kind == Bool {
+                // `overrides_with` keeps only the later of `--x` and `--no-x`.
+                if m.get_flag(no_id(f.name)) {
+                    values = vec!["false".to_string()];
+                }
+            }
+            if !values.is_empty() {
+                given.insert(f.name, values);
+            }
+        }
+        Ok(ServerFlags { given })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for ServerFlags {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        cmd = cmd.after_help(
+            "Every other flag of Prometheus v3.9.1's server is accepted as well (boolean ones \
+             also as --no-<flag>) and listed in /api/v1/status/flags; those Ferrite has no use \
+             for are logged at startup as having no effect.",
+        );
+        for f in FLAGS {
+            let mut arg = Arg::new(f.name)
+                .long(f.name)
+                .hide(f.hidden)
+                .value_name(value_name(f.kind));
+            if !f.help.is_empty() {
+                arg = arg.help(f.help);
+            }
+            arg = match f.kind {
+                Bool => arg
+                    .num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value("true")
+                    .action(ArgAction::Set)
+                    .value_parser(bool_value)
+                    .overrides_with(no_id(f.name)),
+                Str => arg.action(ArgAction::Set).allow_hyphen_values(true),
+                Strings => arg.action(ArgAction::Append),
+                Int => arg.action(ArgAction::Set).value_parser(int_value),
+                Float => arg.action(ArgAction::Set).value_parser(float_value),
+                Kind::Duration => arg.action(ArgAction::Set).value_parser(duration_value),
+                GoDuration => arg.action(ArgAction::Set).value_parser(go_duration_value),
+                Bytes => arg.action(ArgAction::Set).value_parser(bytes_value),
+                Enum(vs) => arg
+                    .action(ArgAction::Set)
+                    .value_parser(PossibleValuesParser::new(vs.iter().copied())),
+                Enums(vs) => arg
+                    .action(ArgAction::Append)
+                    .value_parser(PossibleValuesParser::new(vs.iter().copied())),
+            };
+            cmd = cmd.arg(arg);
+            if f.kind == Bool {
+                cmd = cmd.arg(
+                    Arg::new(no_id(f.name))
+                        .long(no_id(f.name))
+                        .action(ArgAction::SetTrue)
+                        .hide(true)
+                        .overrides_with(f.name),
+                );
+            }
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+fn value_name(kind: Kind) -> &'static str {
+    match kind {
+        Bool => "BOOL",
+        Str | Strings | Enum(_) | Enums(_) => "VALUE",
+        Int => "INT",
+        Float => "FLOAT",
+        Kind::Duration | GoDuration => "DURATION",
+        Bytes => "BYTES",
+    }
+}
+
+/// Parses a Prometheus byte size (`512MB`, `10GB`, `1TB`, `512MiB`; base 1024).
 pub fn parse_size_bytes(s: &str) -> Result<i64> {
     let s = s.trim();
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
@@ -90,72 +422,359 @@ pub fn parse_size_bytes(s: &str) -> Result<i64> {
         .with_context(|| format!("size {s:?} is too large"))
 }
 
-impl ServerFlags {
-    pub fn to_options(&self) -> Result<ServerOptions> {
-        let listen: SocketAddr = self
-            .listen
+/// A byte count as Go's `units.Base2Bytes` prints it: `0B`, `512MiB`,
+/// `1KiB512B`.
+pub fn format_bytes(n: i64) -> String {
+    if n == 0 {
+        return "0B".into();
+    }
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut parts = Vec::new();
+    let mut rest = n;
+    for unit in UNITS {
+        if rest % 1024 != 0 {
+            parts.push(format!("{}{unit}", rest % 1024));
+        }
+        rest /= 1024;
+        if rest == 0 {
+            break;
+        }
+    }
+    parts.reverse();
+    parts.concat()
+}
+
+/// A duration as Prometheus' `model.Duration` prints it: `0s`, `2h`,
+/// `1d12h`, `90d` (years and weeks only when exact).
+pub fn format_duration_ms(ms: i64) -> String {
+    if ms == 0 {
+        return "0s".into();
+    }
+    let mut out = String::new();
+    if ms < 0 {
+        out.push('-');
+    }
+    let mut rest = ms.unsigned_abs();
+    const DAY: u64 = 86_400_000;
+    for (unit, mult, exact) in [
+        ("y", 365 * DAY, true),
+        ("w", 7 * DAY, true),
+        ("d", DAY, false),
+        ("h", 3_600_000, false),
+        ("m", 60_000, false),
+        ("s", 1_000, false),
+        ("ms", 1, false),
+    ] {
+        if exact && !rest.is_multiple_of(mult) {
+            continue;
+        }
+        let v = rest / mult;
+        if v > 0 {
+            out.push_str(&format!("{v}{unit}"));
+            rest -= v * mult;
+        }
+    }
+    out
+}
+
+/// Go's `net.Listen` addresses: `host:port`, `:port` (all interfaces),
+/// `[v6]:port`, or a host name.
+pub fn parse_listen_address(s: &str) -> Result<SocketAddr> {
+    if let Some(port) = s.strip_prefix(':') {
+        let port: u16 = port
             .parse()
-            .with_context(|| format!("--web.listen-address {:?}", self.listen))?;
+            .with_context(|| format!("invalid port in {s:?}"))?;
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    s.to_socket_addrs()
+        .with_context(|| format!("cannot resolve {s:?}"))?
+        .next()
+        .with_context(|| format!("{s:?} resolves to no address"))
+}
+
+/// Prometheus' route prefix: `/` + the path without surrounding slashes.
+fn route_prefix(route_prefix: Option<&str>, external_url: &str) -> String {
+    let path = match route_prefix {
+        Some(p) => p.to_string(),
+        None => {
+            // The path of the URL (Go's url.Parse): after `scheme://host`,
+            // before `?` or `#`; a string without a scheme is all path.
+            let url = external_url.split(['?', '#']).next().unwrap_or("");
+            match url.split_once("://") {
+                Some((_, r)) => r.find('/').map_or("", |i| &r[i..]).to_string(),
+                None => url.to_string(),
+            }
+        }
+    };
+    format!("/{}", path.trim_matches('/'))
+}
+
+impl ServerFlags {
+    /// Parses flags from a command line (without the program name); for
+    /// tests.
+    #[cfg(test)]
+    pub fn try_parse_from<I, T>(args: I) -> std::result::Result<ServerFlags, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let cmd = ServerFlags::augment_args(clap::Command::new("ferrite").no_binary_name(true));
+        let m = cmd.try_get_matches_from(args)?;
+        ServerFlags::from_arg_matches(&m)
+    }
+
+    /// Whether the flag was given on the command line.
+    pub fn is_set(&self, name: &str) -> bool {
+        self.given.contains_key(name)
+    }
+
+    /// The flag's last value as given, if given.
+    fn given(&self, name: &str) -> Option<&str> {
+        self.given
+            .get(name)
+            .and_then(|v| v.last())
+            .map(String::as_str)
+    }
+
+    /// The flag's value: as given, else Prometheus' default.
+    fn value(&self, name: &str) -> &str {
+        self.given(name)
+            .or_else(|| spec(name).map(|f| f.default))
+            .unwrap_or("")
+    }
+
+    fn bool(&self, name: &str) -> bool {
+        parse_bool(self.value(name)).unwrap_or(false)
+    }
+
+    fn duration_ms(&self, name: &str) -> Result<i64> {
+        parse_duration_ms(self.value(name)).with_context(|| format!("--{name}"))
+    }
+
+    fn bytes(&self, name: &str) -> Result<i64> {
+        parse_size_bytes(self.value(name)).with_context(|| format!("--{name}"))
+    }
+
+    fn int(&self, name: &str) -> Result<i64> {
+        int_value(self.value(name))
+            .map_err(anyhow::Error::msg)
+            .and_then(|s| Ok(s.parse::<i64>()?))
+            .with_context(|| format!("--{name}"))
+    }
+
+    /// `--enable-feature` values (repeatable, each comma-separated).
+    pub fn features(&self) -> Vec<&str> {
+        self.given
+            .get("enable-feature")
+            .into_iter()
+            .flatten()
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .collect()
+    }
+
+    /// Features given that Ferrite does not act on.
+    pub fn features_without_effect(&self) -> Vec<&str> {
+        self.features()
+            .into_iter()
+            .filter(|f| !FEATURES_USED.contains(f))
+            .collect()
+    }
+
+    /// Flags given that have no effect in Ferrite, with their values.
+    pub fn compat_only_given(&self) -> Vec<(&'static str, String)> {
+        FLAGS
+            .iter()
+            .filter(|f| f.effect == Compat)
+            .filter_map(|f| self.given.get(f.name).map(|v| (f.name, v.join(","))))
+            .collect()
+    }
+
+    pub fn to_options(&self) -> Result<ServerOptions> {
+        let agent: Vec<String> = FLAGS
+            .iter()
+            .filter(|f| f.effect == Agent && f.name != "agent" && self.is_set(f.name))
+            .map(|f| format!("--{}", f.name))
+            .collect();
+        if self.bool("agent") {
+            bail!("--agent: Prometheus' agent mode is not supported by Ferrite");
+        }
+        if !agent.is_empty() {
+            bail!(
+                "the following flag(s) can only be used in agent mode: {}",
+                agent.join(", ")
+            );
+        }
+        if !self.value("web.config.file").is_empty() {
+            // Serving without the TLS or authentication it asks for would
+            // expose the server; refuse rather than ignore.
+            bail!("--web.config.file (TLS and authentication) is not supported by Ferrite yet");
+        }
+        let ratio: f64 = self.value("auto-gomemlimit.ratio").parse().unwrap_or(0.0);
+        if !(ratio > 0.0 && ratio <= 1.0) {
+            bail!("--auto-gomemlimit.ratio must be greater than 0 and less than or equal to 1");
+        }
+
+        let addrs = self
+            .given
+            .get("web.listen-address")
+            .cloned()
+            .unwrap_or_else(|| vec!["0.0.0.0:9090".into()]);
+        let first = addrs.first().map_or("0.0.0.0:9090", String::as_str);
+        let listen = parse_listen_address(first).context("--web.listen-address")?;
+        if addrs.len() > 1 {
+            tracing::warn!(
+                used = first,
+                ignored = %addrs[1..].join(","),
+                "Ferrite listens on one --web.listen-address; the others are ignored"
+            );
+        }
+
         let mut db = DbOptions::default();
-        if let Some(t) = &self.retention_time {
-            db.retention_ms = parse_duration_ms(t).context("--storage.tsdb.retention.time")?;
+        let retention_set = self.is_set("storage.tsdb.retention.time");
+        if retention_set {
+            db.retention_ms = self.duration_ms("storage.tsdb.retention.time")?;
         }
-        if let Some(s) = &self.retention_size {
-            db.retention_bytes = parse_size_bytes(s).context("--storage.tsdb.retention.size")?;
+        db.retention_bytes = self.bytes("storage.tsdb.retention.size")?;
+        if self.is_set("storage.tsdb.max-block-duration") {
+            db.max_block_duration_ms = self.duration_ms("storage.tsdb.max-block-duration")?;
         }
-        if let Some(d) = &self.max_block_duration {
-            db.max_block_duration_ms =
-                parse_duration_ms(d).context("--storage.tsdb.max-block-duration")?;
+        let min_block = self.duration_ms("storage.tsdb.min-block-duration")?;
+        if min_block <= 0 {
+            bail!("--storage.tsdb.min-block-duration must be positive");
         }
-        db.compaction_write_bytes_per_sec = self.compaction_write_rate;
+        db.head.chunk_range = min_block;
+        let spc = self.int("storage.tsdb.samples-per-chunk")?;
+        db.head.samples_per_chunk =
+            u16::try_from(spc)
+                .ok()
+                .filter(|&n| n > 0)
+                .with_context(|| {
+                    format!("--storage.tsdb.samples-per-chunk {spc}: must be 1 to 65535")
+                })?;
+        if let Some(wal) = db.head.wal.as_mut() {
+            wal.compression = if !self.bool("storage.tsdb.wal-compression") {
+                Compression::None
+            } else if self.value("storage.tsdb.wal-compression-type") == "zstd" {
+                Compression::Zstd
+            } else {
+                Compression::Snappy
+            };
+            let size = self.bytes("storage.tsdb.wal-segment-size")?;
+            if size != 0 {
+                if !(10 << 20..=256 << 20).contains(&size) {
+                    bail!("--storage.tsdb.wal-segment-size must be between 10MB and 256MB");
+                }
+                if !(size as usize).is_multiple_of(ferrite_wal::PAGE_SIZE) {
+                    bail!("--storage.tsdb.wal-segment-size must be a multiple of 32KiB");
+                }
+                wal.segment_size = size as usize;
+            }
+        }
+        db.compaction_write_bytes_per_sec = match self.int("storage.tsdb.compaction-write-rate")? {
+            n if n > 0 => Some(n as u64),
+            _ => None,
+        };
+
         let engine = ferrite_promql::EngineOptions {
-            lookback_delta_ms: parse_duration_ms(&self.lookback_delta)
-                .context("--query.lookback-delta")?,
-            max_samples: usize::try_from(self.query_max_samples).unwrap_or(usize::MAX),
-            timeout: std::time::Duration::from_millis(
-                parse_duration_ms(&self.query_timeout).context("--query.timeout")? as u64,
-            ),
+            lookback_delta_ms: self.duration_ms("query.lookback-delta")?,
+            max_samples: usize::try_from(self.int("query.max-samples")?.max(0))
+                .unwrap_or(usize::MAX),
+            timeout: Duration::from_millis(self.duration_ms("query.timeout")?.max(0) as u64),
+            delayed_name_removal: self.features().contains(&"promql-delayed-name-removal"),
             ..ferrite_promql::EngineOptions::default()
         };
-        let flags = vec![
-            ("storage.tsdb.path", self.data_dir.display().to_string()),
-            ("web.listen-address", self.listen.clone()),
-            (
-                "storage.tsdb.retention.time",
-                self.retention_time.clone().unwrap_or_default(),
-            ),
-            (
-                "storage.tsdb.retention.size",
-                self.retention_size.clone().unwrap_or_else(|| "0B".into()),
-            ),
-            ("config.file", self.config_file.display().to_string()),
-            ("query.lookback-delta", self.lookback_delta.clone()),
-            ("query.timeout", self.query_timeout.clone()),
-            ("query.max-samples", self.query_max_samples.to_string()),
-            (
-                "web.enable-remote-write-receiver",
-                (!self.no_remote_write_receiver).to_string(),
-            ),
-            ("web.enable-admin-api", self.admin_api.to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let external_url = self.value("web.external-url").to_string();
+        let web = WebOptions {
+            route_prefix: route_prefix(self.given("web.route-prefix"), &external_url),
+            max_connections: usize::try_from(self.int("web.max-connections")?.max(0))
+                .unwrap_or(usize::MAX),
+            read_timeout: Duration::from_millis(self.duration_ms("web.read-timeout")?.max(0) as u64),
+            max_concurrent_queries: usize::try_from(self.int("query.max-concurrency")?.max(1))
+                .unwrap_or(usize::MAX),
+        };
+        if web.route_prefix.contains(['{', '}', '*']) {
+            bail!(
+                "--web.route-prefix {:?}: '{{', '}}' and '*' are not supported in a route prefix",
+                web.route_prefix
+            );
+        }
+        let remote_write_receiver = self.bool("web.enable-remote-write-receiver");
+        let admin_api = self.bool("web.enable-admin-api");
+        let flags = self.status_flags(&db, &web);
         Ok(ServerOptions {
-            data_dir: self.data_dir.clone(),
+            data_dir: PathBuf::from(self.value("storage.tsdb.path")),
             listen,
             db,
-            remote_write_receiver: !self.no_remote_write_receiver,
-            admin_api: self.admin_api,
+            remote_write_receiver,
+            admin_api,
             engine,
             flags,
+            web,
         })
     }
+
+    /// Every flag and its value as `/api/v1/status/flags` shows them:
+    /// as given (normalised as Prometheus prints it) or Prometheus' default,
+    /// with the values Prometheus derives (retention, max block duration,
+    /// route prefix) filled in the same way.
+    fn status_flags(&self, db: &DbOptions, web: &WebOptions) -> Vec<(String, String)> {
+        let derived_retention = match (db.retention_ms, db.retention_bytes) {
+            (0, 0) => 15 * 86_400_000,
+            (ms, _) => ms,
+        };
+        let max_block = match db.max_block_duration_ms {
+            0 => {
+                let cap = 31 * 86_400_000;
+                if derived_retention != 0 && derived_retention / 10 < cap {
+                    derived_retention / 10
+                } else {
+                    cap
+                }
+            }
+            ms => ms,
+        };
+        FLAGS
+            .iter()
+            .map(|f| {
+                let v = match f.name {
+                    "storage.tsdb.retention.time" => format_duration_ms(derived_retention),
+                    "storage.tsdb.max-block-duration" => format_duration_ms(max_block),
+                    "web.route-prefix" => web.route_prefix.clone(),
+                    _ => match self.given.get(f.name) {
+                        Some(vs) => vs.join(","),
+                        None => f.default.to_string(),
+                    },
+                };
+                (f.name.to_string(), v)
+            })
+            .collect()
+    }
 }
+
+/// `--enable-feature` values Ferrite acts on.
+const FEATURES_USED: &[&str] = &["promql-delayed-name-removal"];
 
 /// Runs the server until SIGTERM or SIGINT.
 pub fn run(flags: ServerFlags) -> Result<()> {
     let opts = flags.to_options()?;
+    for (name, value) in flags.compat_only_given() {
+        tracing::warn!(
+            flag = name,
+            value = %value,
+            "--{name} accepted for compatibility, has no effect in Ferrite"
+        );
+    }
+    for feature in flags.features_without_effect() {
+        tracing::warn!(
+            feature,
+            "--enable-feature={feature} accepted for compatibility, has no effect in Ferrite"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -167,6 +786,14 @@ pub fn run(flags: ServerFlags) -> Result<()> {
 mod tests {
     use super::*;
 
+    fn parse(args: &[&str]) -> ServerFlags {
+        ServerFlags::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    fn status(opts: &ServerOptions) -> BTreeMap<String, String> {
+        opts.flags.iter().cloned().collect()
+    }
+
     #[test]
     fn sizes() {
         assert_eq!(parse_size_bytes("512MB").unwrap(), 512 << 20);
@@ -174,5 +801,299 @@ mod tests {
         assert_eq!(parse_size_bytes("100").unwrap(), 100);
         assert!(parse_size_bytes("10XB").is_err());
         assert!(parse_size_bytes("GB").is_err());
+        assert_eq!(format_bytes(0), "0B");
+        assert_eq!(format_bytes(512 << 20), "512MiB");
+        assert_eq!(format_bytes(1536), "1KiB512B");
+        assert_eq!(format_bytes(100), "100B");
+    }
+
+    #[test]
+    fn durations_like_prometheus() {
+        assert_eq!(format_duration_ms(0), "0s");
+        assert_eq!(format_duration_ms(36 * 3_600_000), "1d12h");
+        assert_eq!(format_duration_ms(15 * 86_400_000), "15d");
+        assert_eq!(format_duration_ms(14 * 86_400_000), "2w");
+        assert_eq!(format_duration_ms(365 * 86_400_000), "1y");
+        assert_eq!(format_duration_ms(90 * 86_400_000), "90d");
+        assert_eq!(format_duration_ms(300_000), "5m");
+        assert_eq!(format_duration_ms(1_500), "1s500ms");
+    }
+
+    #[test]
+    fn clap_accepts_the_definition() {
+        ServerFlags::augment_args(clap::Command::new("ferrite")).debug_assert();
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        let mut names: Vec<_> = FLAGS.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate flag");
+        // Every default passes its own validation.
+        for f in FLAGS {
+            let ok = match f.kind {
+                Bool => bool_value(f.default).is_ok(),
+                Int => int_value(f.default).is_ok(),
+                Float => float_value(f.default).is_ok(),
+                Kind::Duration => duration_value(f.default).is_ok(),
+                GoDuration => go_duration_value(f.default).is_ok(),
+                Bytes => bytes_value(f.default).is_ok(),
+                Enum(vs) => vs.contains(&f.default),
+                Enums(vs) => f.default.split(',').all(|d| vs.contains(&d)),
+                Str | Strings => true,
+            };
+            assert!(ok, "default of --{} is invalid", f.name);
+        }
+    }
+
+    /// The official Docker image's CMD and the Debian unit's flags.
+    #[test]
+    fn prometheus_command_lines_parse() {
+        let docker = [
+            "--config.file=/etc/prometheus/prometheus.yml",
+            "--storage.tsdb.path=/prometheus",
+            "--web.console.libraries=/usr/share/prometheus/console_libraries",
+            "--web.console.templates=/usr/share/prometheus/consoles",
+        ];
+        let f = parse(&docker);
+        let opts = f.to_options().unwrap();
+        assert_eq!(opts.data_dir, PathBuf::from("/prometheus"));
+        assert_eq!(opts.listen, "0.0.0.0:9090".parse().unwrap());
+        let compat: Vec<_> = f.compat_only_given().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            compat,
+            [
+                "config.file",
+                "web.console.templates",
+                "web.console.libraries"
+            ]
+        );
+        let st = status(&opts);
+        assert_eq!(st["config.file"], "/etc/prometheus/prometheus.yml");
+        assert_eq!(
+            st["web.console.templates"],
+            "/usr/share/prometheus/consoles"
+        );
+
+        // A systemd unit in the style of Debian's, separate values and a
+        // Go-style listen address.
+        let unit = [
+            "--config.file",
+            "/etc/prometheus/prometheus.yml",
+            "--storage.tsdb.path",
+            "/var/lib/prometheus/metrics2/",
+            "--web.listen-address=:9090",
+            "--web.external-url=http://example.com:9090/prometheus/",
+            "--storage.tsdb.retention.time=30d",
+            "--web.enable-lifecycle",
+            "--log.level=warn",
+            "--enable-feature=exemplar-storage",
+            "--enable-feature=memory-snapshot-on-shutdown",
+            "--query.max-concurrency=4",
+            "--storage.tsdb.wal-compression-type=zstd",
+        ];
+        let opts = parse(&unit).to_options().unwrap();
+        assert_eq!(opts.listen, "0.0.0.0:9090".parse().unwrap());
+        assert_eq!(opts.db.retention_ms, 30 * 86_400_000);
+        assert_eq!(opts.web.route_prefix, "/prometheus");
+        assert_eq!(opts.web.max_concurrent_queries, 4);
+        assert_eq!(
+            opts.db.head.wal.as_ref().unwrap().compression,
+            Compression::Zstd
+        );
+        let st = status(&opts);
+        assert_eq!(st["storage.tsdb.retention.time"], "30d");
+        assert_eq!(st["storage.tsdb.max-block-duration"], "3d");
+        assert_eq!(
+            st["enable-feature"],
+            "exemplar-storage,memory-snapshot-on-shutdown"
+        );
+        assert_eq!(st["web.route-prefix"], "/prometheus");
+    }
+
+    #[test]
+    fn status_lists_every_flag_with_prometheus_defaults() {
+        let opts = parse(&[]).to_options().unwrap();
+        let st = status(&opts);
+        assert_eq!(st.len(), FLAGS.len());
+        for (k, v) in [
+            ("storage.tsdb.retention.time", "15d"),
+            ("storage.tsdb.retention.size", "0B"),
+            ("storage.tsdb.max-block-duration", "1d12h"),
+            ("storage.tsdb.min-block-duration", "2h"),
+            ("web.listen-address", "0.0.0.0:9090"),
+            ("web.route-prefix", "/"),
+            ("web.external-url", ""),
+            ("query.max-samples", "50000000"),
+            ("query.max-concurrency", "20"),
+            ("storage.remote.read-sample-limit", "50000000"),
+            ("auto-gomemlimit.ratio", "0.9"),
+            ("log.level", "info"),
+            ("enable-feature", ""),
+            ("agent", "false"),
+            (
+                "web.remote-write-receiver.accepted-protobuf-messages",
+                "prometheus.WriteRequest,io.prometheus.write.v2.Request",
+            ),
+        ] {
+            assert_eq!(st[k], v, "{k}");
+        }
+        assert_eq!(opts.data_dir, PathBuf::from("data/"));
+        assert!(opts.remote_write_receiver);
+        assert!(!opts.admin_api);
+        // Only a size limit: no time retention, 31d blocks at most.
+        let st = status(
+            &parse(&["--storage.tsdb.retention.size=10GB"])
+                .to_options()
+                .unwrap(),
+        );
+        assert_eq!(st["storage.tsdb.retention.time"], "0s");
+        assert_eq!(st["storage.tsdb.retention.size"], "10GiB");
+        assert_eq!(st["storage.tsdb.max-block-duration"], "31d");
+    }
+
+    #[test]
+    fn features_are_acted_on_or_reported() {
+        let f = parse(&[
+            "--enable-feature=exemplar-storage,promql-delayed-name-removal",
+            "--enable-feature=memory-snapshot-on-shutdown",
+        ]);
+        assert!(f.to_options().unwrap().engine.delayed_name_removal);
+        assert_eq!(
+            f.features_without_effect(),
+            ["exemplar-storage", "memory-snapshot-on-shutdown"]
+        );
+        assert!(!parse(&[]).to_options().unwrap().engine.delayed_name_removal);
+    }
+
+    #[test]
+    fn booleans_take_the_no_form() {
+        let opts = parse(&["--web.enable-admin-api"]).to_options().unwrap();
+        assert!(opts.admin_api);
+        let opts = parse(&["--web.enable-admin-api", "--no-web.enable-admin-api"])
+            .to_options()
+            .unwrap();
+        assert!(!opts.admin_api);
+        let opts = parse(&["--no-web.enable-admin-api", "--web.enable-admin-api"])
+            .to_options()
+            .unwrap();
+        assert!(opts.admin_api);
+        let opts = parse(&["--web.enable-admin-api=false"])
+            .to_options()
+            .unwrap();
+        assert!(!opts.admin_api);
+        let opts = parse(&["--no-web.enable-remote-write-receiver"])
+            .to_options()
+            .unwrap();
+        assert!(!opts.remote_write_receiver);
+        assert_eq!(status(&opts)["web.enable-remote-write-receiver"], "false");
+        let opts = parse(&["--no-storage.tsdb.wal-compression"])
+            .to_options()
+            .unwrap();
+        assert_eq!(
+            opts.db.head.wal.as_ref().unwrap().compression,
+            Compression::None
+        );
+        // Every boolean has its `--no-` form; no value flag has one.
+        for f in FLAGS.iter().filter(|f| f.kind == Bool) {
+            let no = format!("--no-{}", f.name);
+            let fl = parse(&[no.as_str()]);
+            assert_eq!(fl.value(f.name), "false", "{no}");
+        }
+        assert!(ServerFlags::try_parse_from(["--no-storage.tsdb.path"]).is_err());
+    }
+
+    #[test]
+    fn implemented_flags_reach_the_options() {
+        let opts = parse(&[
+            "--storage.tsdb.min-block-duration=1h",
+            "--storage.tsdb.max-block-duration=12h",
+            "--storage.tsdb.samples-per-chunk=240",
+            "--storage.tsdb.wal-segment-size=64MB",
+            "--storage.tsdb.retention.size=512MB",
+            "--web.max-connections=7",
+            "--web.read-timeout=30s",
+            "--web.route-prefix=/api-root/",
+            "--query.lookback-delta=1m",
+            "--query.timeout=10s",
+            "--query.max-samples=5e7",
+            "--web.listen-address=127.0.0.1:9999",
+        ])
+        .to_options()
+        .unwrap();
+        assert_eq!(opts.db.head.chunk_range, 3_600_000);
+        assert_eq!(opts.db.max_block_duration_ms, 12 * 3_600_000);
+        assert_eq!(opts.db.head.samples_per_chunk, 240);
+        assert_eq!(opts.db.head.wal.as_ref().unwrap().segment_size, 64 << 20);
+        assert_eq!(opts.db.retention_bytes, 512 << 20);
+        assert_eq!(opts.web.max_connections, 7);
+        assert_eq!(opts.web.read_timeout, Duration::from_secs(30));
+        assert_eq!(opts.web.route_prefix, "/api-root");
+        assert_eq!(opts.engine.lookback_delta_ms, 60_000);
+        assert_eq!(opts.engine.timeout, Duration::from_secs(10));
+        assert_eq!(opts.engine.max_samples, 50_000_000);
+        assert_eq!(opts.listen, "127.0.0.1:9999".parse().unwrap());
+        let st = status(&opts);
+        assert_eq!(st["storage.tsdb.retention.size"], "512MiB");
+        assert_eq!(st["query.max-samples"], "50000000");
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        let err = ServerFlags::try_parse_from(["--storage.tsdb.nonsense=1"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        assert!(ServerFlags::try_parse_from(["--web.enable-admin-apii"]).is_err());
+        assert!(ServerFlags::try_parse_from(["--query.timeout=soon"]).is_err());
+        assert!(ServerFlags::try_parse_from(["--web.max-connections=many"]).is_err());
+        assert!(ServerFlags::try_parse_from(["--log.level=loud"]).is_err());
+        assert!(ServerFlags::try_parse_from(["--web.enable-admin-api=maybe"]).is_err());
+        // Repeating a single-valued flag is an error, as in kingpin.
+        assert!(ServerFlags::try_parse_from(["--query.timeout=1m", "--query.timeout=2m"]).is_err());
+        // Accepted by the parser, refused at startup.
+        assert!(parse(&["--agent"]).to_options().is_err());
+        assert!(parse(&["--storage.agent.path=/x"]).to_options().is_err());
+        assert!(parse(&["--web.config.file=/etc/web.yml"])
+            .to_options()
+            .is_err());
+        assert!(parse(&["--web.route-prefix=/{x}"]).to_options().is_err());
+        assert!(parse(&["--storage.tsdb.wal-segment-size=1MB"])
+            .to_options()
+            .is_err());
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            parse_listen_address(":9090").unwrap(),
+            "0.0.0.0:9090".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen_address("[::1]:80").unwrap(),
+            "[::1]:80".parse().unwrap()
+        );
+        assert!(parse_listen_address("localhost:9090").is_ok());
+        assert!(parse_listen_address(":http").is_err());
+    }
+
+    #[test]
+    fn route_prefixes() {
+        assert_eq!(route_prefix(None, ""), "/");
+        assert_eq!(route_prefix(None, "http://h:9090"), "/");
+        assert_eq!(route_prefix(None, "https://h/a/b/?x=1"), "/a/b");
+        assert_eq!(route_prefix(Some("/"), "http://h/a"), "/");
+        assert_eq!(route_prefix(Some("x/"), ""), "/x");
+        assert_eq!(route_prefix(None, "prom/"), "/prom");
+    }
+
+    #[test]
+    fn go_durations() {
+        for ok in ["0", "2ms", "1m30s", "1.5h", "-3s"] {
+            assert!(go_duration_value(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "2", "ms", "1x", "1m3"] {
+            assert!(go_duration_value(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -1,0 +1,201 @@
+//! `/api/v1/status/tsdb` and `/api/v1/status/flags` in Prometheus' JSON
+//! shapes, and the `--web.*` options that change how the server answers.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use ferrite_server::{start, ServerOptions, WebOptions};
+use ferrite_tsdb::{Db, DbOptions, Labels};
+use serde_json::{json, Value};
+
+fn options(dir: &Path, web: WebOptions) -> ServerOptions {
+    ServerOptions {
+        data_dir: dir.to_owned(),
+        listen: "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
+        db: DbOptions::default(),
+        remote_write_receiver: true,
+        admin_api: false,
+        engine: ferrite_promql::EngineOptions::default(),
+        flags: vec![
+            ("storage.tsdb.path".into(), dir.display().to_string()),
+            ("web.enable-lifecycle".into(), "false".into()),
+        ],
+        web,
+    }
+}
+
+/// Writes series into `dir` and closes the database (the server replays them).
+fn seed(dir: &Path, series: &[&[(&str, &str)]]) {
+    let db = Db::open(dir, DbOptions::default()).unwrap();
+    let mut app = db.appender();
+    for (i, s) in series.iter().enumerate() {
+        app.append(&Labels::from_pairs(s), 1_000 + i as i64, 1.0)
+            .unwrap();
+    }
+    app.commit().unwrap();
+    db.close().unwrap();
+}
+
+async fn get(url: String) -> (u16, Value) {
+    let resp = reqwest::get(url).await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tsdb_status_lists_cardinality() {
+    let tmp = tempfile::tempdir().unwrap();
+    seed(
+        tmp.path(),
+        &[
+            &[("__name__", "up"), ("job", "a"), ("instance", "1")],
+            &[("__name__", "up"), ("job", "a"), ("instance", "2")],
+            &[("__name__", "up"), ("job", "b"), ("instance", "3")],
+            &[("__name__", "go_goroutines"), ("job", "a")],
+        ],
+    );
+    let server = start(options(tmp.path(), WebOptions::default()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+
+    let (status, body) = get(format!("http://{addr}/api/v1/status/tsdb")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "success");
+    let data = &body["data"];
+    assert_eq!(data["headStats"]["numSeries"], 4);
+    assert_eq!(data["headStats"]["numLabelPairs"], 7);
+    assert_eq!(data["headStats"]["minTime"], 1_000);
+    assert_eq!(data["headStats"]["maxTime"], 1_003);
+    assert!(data["headStats"]["chunkCount"].is_number());
+    assert_eq!(
+        data["seriesCountByMetricName"],
+        json!([{"name": "up", "value": 3}, {"name": "go_goroutines", "value": 1}])
+    );
+    assert_eq!(
+        data["labelValueCountByLabelName"],
+        json!([
+            {"name": "instance", "value": 3},
+            {"name": "__name__", "value": 2},
+            {"name": "job", "value": 2},
+        ])
+    );
+    assert_eq!(
+        data["memoryInBytesByLabelName"],
+        json!([
+            {"name": "__name__", "value": 59},
+            {"name": "instance", "value": 33},
+            {"name": "job", "value": 24},
+        ])
+    );
+    let pairs = data["seriesCountByLabelValuePair"].as_array().unwrap();
+    assert_eq!(pairs.len(), 7);
+    assert_eq!(pairs[0], json!({"name": "__name__=up", "value": 3}));
+    assert_eq!(pairs[1], json!({"name": "job=a", "value": 3}));
+
+    let (status, body) = get(format!("http://{addr}/api/v1/status/tsdb?limit=1")).await;
+    assert_eq!(status, 200);
+    for list in [
+        "seriesCountByMetricName",
+        "labelValueCountByLabelName",
+        "memoryInBytesByLabelName",
+        "seriesCountByLabelValuePair",
+    ] {
+        assert_eq!(body["data"][list].as_array().unwrap().len(), 1, "{list}");
+    }
+    assert_eq!(body["data"]["headStats"]["numLabelPairs"], 7);
+
+    for (limit, error) in [
+        ("0", "limit must be a positive number"),
+        ("abc", "limit must be a positive number"),
+        ("10001", "limit must not exceed 10000"),
+    ] {
+        let (status, body) = get(format!("http://{addr}/api/v1/status/tsdb?limit={limit}")).await;
+        assert_eq!(status, 400, "limit={limit}");
+        assert_eq!(body["status"], "error");
+        assert_eq!(body["errorType"], "bad_data");
+        assert_eq!(body["error"], error);
+    }
+
+    let (status, body) = get(format!("http://{addr}/api/v1/status/flags")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["web.enable-lifecycle"], "false");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_head_has_empty_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(options(tmp.path(), WebOptions::default()))
+        .await
+        .unwrap();
+    let (status, body) = get(format!("http://{}/api/v1/status/tsdb", server.addr)).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["seriesCountByMetricName"], json!([]));
+    assert_eq!(body["data"]["seriesCountByLabelValuePair"], json!([]));
+    assert_eq!(body["data"]["headStats"]["numSeries"], 0);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route_prefix_moves_every_endpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let web = WebOptions {
+        route_prefix: "/prom".into(),
+        max_connections: 4,
+        max_concurrent_queries: 1,
+        ..WebOptions::default()
+    };
+    let server = start(options(tmp.path(), web)).await.unwrap();
+    let addr = server.addr;
+    let ready = reqwest::get(format!("http://{addr}/prom/-/ready"))
+        .await
+        .unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    let unprefixed = reqwest::get(format!("http://{addr}/-/ready"))
+        .await
+        .unwrap();
+    assert_eq!(unprefixed.status().as_u16(), 404);
+    // Queries run one at a time but all complete.
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        tasks.push(tokio::spawn(get(format!(
+            "http://{addr}/prom/api/v1/query?query={i}%2B1&time=100"
+        ))));
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let (status, body) = t.await.unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(body["data"]["result"][1], format!("{}", i + 1));
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_request_body_times_out() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let web = WebOptions {
+        read_timeout: std::time::Duration::from_millis(200),
+        ..WebOptions::default()
+    };
+    let server = start(options(tmp.path(), web)).await.unwrap();
+    let addr = server.addr;
+    // A client that promises a body and never sends it.
+    let reply = tokio::task::spawn_blocking(move || {
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        c.write_all(
+            b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10\r\n\r\nquery",
+        )
+        .unwrap();
+        let mut buf = [0u8; 64];
+        let n = c.read(&mut buf).unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    server.shutdown().await.unwrap();
+}

@@ -1,0 +1,40 @@
+#![no_main]
+//! Remote write 1.0 read in place (`V1View`, the ingest hot path):
+//! arbitrary bytes as a decompressed body. Must never panic, and wherever
+//! the view accepts the body it must read what prost + `convert_v1` read.
+use ferrite_remote::decode::convert_v1;
+use ferrite_remote::{decode_v1, utf8_labels, V1View, ValidationScheme};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some(view) = V1View::new(data) else {
+        return;
+    };
+    let scheme = ValidationScheme::Utf8;
+    let general = convert_v1(
+        &decode_v1(data).expect("prost decodes what the view accepts"),
+        scheme,
+    );
+    let (mut raw, mut kept, mut pairs, mut samples) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut valid = general.series.iter();
+    for s in view.series() {
+        let ok = s.read_unchecked(scheme, &mut raw, &mut kept, &mut samples)
+            && utf8_labels(&kept, &mut pairs);
+        assert_eq!(ok, s.labels(scheme, &mut raw, &mut pairs).is_ok());
+        if ok {
+            let g = valid.next().expect("as many valid series");
+            let names: Vec<(&str, &str)> = g
+                .labels
+                .iter()
+                .map(|l| (l.name.as_str(), l.value.as_str()))
+                .collect();
+            assert_eq!(names, pairs);
+            assert_eq!(g.samples.len(), samples.len());
+            for (a, &(t, v)) in g.samples.iter().zip(&samples) {
+                assert_eq!((a.timestamp, a.value.to_bits()), (t, v.to_bits()));
+            }
+        }
+    }
+    assert!(valid.next().is_none());
+});
