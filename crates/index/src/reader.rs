@@ -280,6 +280,20 @@ impl IndexReader {
         labels: &mut Vec<Label<'a>>,
         chunks: Option<&mut Vec<ChunkMeta>>,
     ) -> Result<()> {
+        self.series_until(id, labels, chunks, i64::MAX)
+    }
+
+    /// [`IndexReader::series`] keeping only the chunks that start at or
+    /// before `until`: decoding stops at the first chunk after it (chunks
+    /// are sorted by time), which spares a query over the start of a long
+    /// block the rest of the list.
+    pub fn series_until<'a>(
+        &'a self,
+        id: SeriesRef,
+        labels: &mut Vec<Label<'a>>,
+        chunks: Option<&mut Vec<ChunkMeta>>,
+        until: i64,
+    ) -> Result<()> {
         labels.clear();
         let mut d = self.series_entry(id)?;
         let n = d.uvarint()?;
@@ -304,6 +318,9 @@ impl IndexReader {
         let mut mint = d.varint()?;
         let mut maxt = (d.uvarint()? as i64).wrapping_add(mint);
         let mut cref = d.uvarint()? as i64;
+        if mint > until {
+            return Ok(());
+        }
         chunks.push(ChunkMeta {
             min_time: mint,
             max_time: maxt,
@@ -313,6 +330,9 @@ impl IndexReader {
             mint = (d.uvarint()? as i64).wrapping_add(maxt);
             maxt = (d.uvarint()? as i64).wrapping_add(mint);
             cref = cref.wrapping_add(d.varint()?);
+            if mint > until {
+                break;
+            }
             chunks.push(ChunkMeta {
                 min_time: mint,
                 max_time: maxt,

@@ -102,6 +102,16 @@ proptest! {
             let want: Vec<(&[u8], &[u8])> = s.labels.iter().map(|(n, v)| (&n[..], &v[..])).collect();
             prop_assert_eq!(got, want);
             prop_assert_eq!(&chunks, &s.chunks);
+            // Cut at every chunk start (and just before): the prefix of chunks
+            // starting at or before the cut.
+            let mut untils: Vec<i64> = s.chunks.iter().flat_map(|c| [c.min_time, c.min_time.wrapping_sub(1)]).collect();
+            untils.push(i64::MIN);
+            let mut cut = Vec::new();
+            for until in untils {
+                r.series_until(*id, &mut labels, Some(&mut cut), until).unwrap();
+                let want: Vec<_> = s.chunks.iter().take_while(|c| c.min_time <= until).cloned().collect();
+                prop_assert_eq!(&cut, &want, "until {}", until);
+            }
             for (n, v) in &s.labels {
                 model.entry((n, v)).or_default().insert(*id);
             }

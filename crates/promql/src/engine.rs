@@ -349,6 +349,22 @@ fn final_labels(s: &Samp) -> Labels {
     l
 }
 
+/// [`final_labels`] taking the sample: no copy when it holds the only
+/// reference to its labels (a selector's result, typically).
+fn into_final_labels(s: Samp) -> Labels {
+    let mut l = Arc::unwrap_or_clone(s.labels);
+    if s.drop_name {
+        l.drop_metric_name();
+    }
+    l
+}
+
+/// A hash set with a fast hasher (label sets from storage, not attackers'
+/// keys: a collision flood would only slow one query down).
+fn fast_set<T>() -> std::collections::HashSet<T, foldhash::fast::RandomState> {
+    std::collections::HashSet::with_hasher(foldhash::fast::RandomState::default())
+}
+
 fn instant_value(res: Ev, t: i64) -> Result<Value> {
     Ok(match res {
         Ev::Scalar(v) => Value::Scalar { t, v: v[0] },
@@ -356,14 +372,14 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
         Ev::Vector(mut steps) => {
             let vec = steps.pop().unwrap_or_default();
             let out: Vec<Sample> = vec
-                .iter()
+                .into_iter()
                 .map(|s| Sample {
-                    labels: final_labels(s),
-                    t,
                     f: s.f,
+                    labels: into_final_labels(s),
+                    t,
                 })
                 .collect();
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = fast_set();
             for s in &out {
                 if !seen.insert(&s.labels) {
                     return eval_err(DUPLICATE_LABELSET);

@@ -106,11 +106,13 @@ impl Querier for TsdbQuerier<'_> {
             .map_err(storage_err)?;
         Ok(selected
             .into_iter()
-            .map(|s| LazySeries {
+            .map(|mut s| LazySeries {
+                // Moved, not copied: reading samples does not need them.
                 labels: QLabels::from_sorted(
-                    s.labels
-                        .iter()
-                        .map(|l| (l.name.clone(), l.value.clone()))
+                    std::mem::take(&mut s.labels)
+                        .into_vec()
+                        .into_iter()
+                        .map(|l| (l.name, l.value))
                         .collect(),
                 ),
                 source: Box::new(TsdbSamples(s)),

@@ -240,9 +240,19 @@ impl Block {
 
     /// The labels and chunk metas of series `r`.
     pub fn series(&self, r: u64, chunks: &mut Vec<ChunkMeta>) -> Result<Labels, BlockError> {
+        self.series_until(r, chunks, i64::MAX)
+    }
+
+    /// [`Block::series`] with only the chunks starting at or before `until`.
+    pub fn series_until(
+        &self,
+        r: u64,
+        chunks: &mut Vec<ChunkMeta>,
+        until: i64,
+    ) -> Result<Labels, BlockError> {
         let mut ls = Vec::new();
         self.index
-            .series(r, &mut ls, Some(chunks))
+            .series_until(r, &mut ls, Some(chunks), until)
             .map_err(|source| BlockError::Index {
                 dir: self.dir.clone(),
                 source,

@@ -42,6 +42,11 @@ impl Labels {
         Labels(v)
     }
 
+    /// The labels, by value (no copy of the strings).
+    pub fn into_vec(self) -> Vec<Label> {
+        self.0
+    }
+
     /// Wraps labels already sorted by name without empty values.
     pub fn from_sorted(v: Vec<Label>) -> Self {
         debug_assert!(v.windows(2).all(|w| w[0].name <= w[1].name));

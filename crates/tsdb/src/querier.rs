@@ -43,11 +43,15 @@ enum ChunkSource {
     Block(Arc<Block>, u64),
 }
 
+/// A chunk whose source deleted nothing (no tombstone list allocated).
+const NO_TOMBSTONES: usize = usize::MAX;
+
 struct ChunkHandle {
     source: ChunkSource,
     mint: i64,
     maxt: i64,
-    /// Index into the series' tombstone lists (one per source).
+    /// Index into the series' tombstone lists (one per source with any),
+    /// [`NO_TOMBSTONES`] for none.
     tombstones: usize,
 }
 
@@ -161,7 +165,9 @@ impl QuerySeries {
         let base = self.tombstones.len();
         self.tombstones.extend(other.tombstones);
         for mut c in other.chunks {
-            c.tombstones += base;
+            if c.tombstones != NO_TOMBSTONES {
+                c.tombstones += base;
+            }
             self.chunks.push(c);
         }
         self.chunks.sort_by_key(|c| c.mint);
@@ -365,7 +371,7 @@ pub(crate) fn select_block(
     let mut out = Vec::new();
     let mut metas = Vec::new();
     for r in block.postings(matchers).map_err(err)? {
-        let labels = block.series(r, &mut metas).map_err(err)?;
+        let labels = block.series_until(r, &mut metas, maxt).map_err(err)?;
         let chunks: Vec<ChunkHandle> = metas
             .iter()
             .filter(|c| c.max_time >= mint && c.min_time <= maxt)
@@ -379,16 +385,23 @@ pub(crate) fn select_block(
         if chunks.is_empty() {
             continue;
         }
-        let deleted = block
-            .tombstones()
-            .get(r)
-            .map(|ivs| ivs.iter().map(|iv| (iv.mint, iv.maxt)).collect())
-            .unwrap_or_default();
+        let mut chunks = chunks;
+        let tombstones = match block.tombstones().get(r) {
+            Some(ivs) if !ivs.is_empty() => {
+                vec![ivs.iter().map(|iv| (iv.mint, iv.maxt)).collect()]
+            }
+            _ => {
+                for c in &mut chunks {
+                    c.tombstones = NO_TOMBSTONES;
+                }
+                Vec::new()
+            }
+        };
         out.push(QuerySeries {
             series_ref: 0,
             labels,
             chunks,
-            tombstones: vec![deleted],
+            tombstones,
             mint,
             maxt,
             mapper: None,
