@@ -30,6 +30,7 @@ pub(crate) fn put_uvarint_bytes(buf: &mut Vec<u8>, s: &[u8]) {
 
 /// Decodes a uvarint from the start of `b`: the value and its length, or
 /// `None` if `b` ends first or the value overflows 64 bits.
+#[inline]
 pub(crate) fn uvarint(b: &[u8]) -> Option<(u64, usize)> {
     let mut x = 0u64;
     let mut shift = 0u32;
@@ -127,7 +128,17 @@ impl<'a> Dec<'a> {
         Ok(v)
     }
 
+    #[inline]
     pub fn uvarint(&mut self) -> Result<u64> {
+        // Most values in an index are one byte.
+        if self.pos < self.end {
+            if let Some(&b) = self.data.get(self.pos) {
+                if b < 0x80 {
+                    self.pos += 1;
+                    return Ok(u64::from(b));
+                }
+            }
+        }
         match uvarint(&self.data[self.pos..self.end]) {
             Some((v, n)) => {
                 self.pos += n;

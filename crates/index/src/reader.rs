@@ -100,8 +100,11 @@ pub struct IndexReader {
     postings: BTreeMap<Box<[u8]>, Vec<Sample>>,
     /// Body of the postings offset table: `[start, end)` in the file.
     po_body: (usize, usize),
-    /// Label name symbols, resolved once: they make up half of all lookups.
-    name_symbols: HashMap<u32, Box<[u8]>>,
+    /// Label name symbols, resolved once (they make up half of all
+    /// lookups), sorted by id.
+    name_symbols: Vec<(u32, Box<[u8]>)>,
+    /// End of the symbol table in the file.
+    symbols_end: usize,
 }
 
 impl std::fmt::Debug for IndexReader {
@@ -166,13 +169,17 @@ impl IndexReader {
             symbol_offsets,
             postings,
             po_body,
-            name_symbols: HashMap::new(),
+            name_symbols: Vec::new(),
+            symbols_end: 0,
         };
+        r.symbols_end = r.compute_symbols_end();
         // As Prometheus does, every label name must be a symbol.
         let mut names = HashMap::with_capacity(r.postings.len());
         for name in r.postings.keys().filter(|n| !n.is_empty()) {
             names.insert(r.reverse_lookup(name)?, name.clone());
         }
+        let mut names: Vec<(u32, Box<[u8]>)> = names.into_iter().collect();
+        names.sort_unstable_by_key(|(id, _)| *id);
         r.name_symbols = names;
         Ok(r)
     }
@@ -213,6 +220,10 @@ impl IndexReader {
     }
 
     fn symbols_end(&self) -> usize {
+        self.symbols_end
+    }
+
+    fn compute_symbols_end(&self) -> usize {
         // The symbol table was bounds-checked on open.
         let off = self.toc.symbols as usize;
         off + 4 + be32(&self.data, off).unwrap_or(0) as usize
@@ -266,9 +277,9 @@ impl IndexReader {
     }
 
     fn symbol(&self, id: u32) -> Result<&[u8]> {
-        match self.name_symbols.get(&id) {
-            Some(name) => Ok(name),
-            None => self.lookup_symbol(id),
+        match self.name_symbols.binary_search_by_key(&id, |(i, _)| *i) {
+            Ok(i) => Ok(&self.name_symbols[i].1),
+            Err(_) => self.lookup_symbol(id),
         }
     }
 

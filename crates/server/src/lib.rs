@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use axum::routing::{get, post};
 use axum::Router;
 use ferrite_tsdb::{Db, DbOptions};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 use tracing::{error, info};
 
 /// How long shutdown waits for requests still running to let go of the
@@ -99,6 +99,9 @@ pub struct AppState {
     pub start_time: std::time::SystemTime,
     /// `--query.max-concurrency` slots.
     pub query_slots: Semaphore,
+    /// Wakes the compaction loop before its interval: appends signal it
+    /// once the head is compactable, as Prometheus' appender does.
+    pub compact_now: Arc<Notify>,
 }
 
 /// A server that is listening; [`RunningServer::shutdown`] stops it cleanly.
@@ -197,6 +200,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         started: Instant::now(),
         start_time: std::time::SystemTime::now(),
         query_slots,
+        compact_now: Arc::new(Notify::new()),
     });
     let app = router(state.clone());
     let (stop, mut stopped) = watch::channel(false);
@@ -204,10 +208,12 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let task = tokio::spawn(async move {
         let compactor = tokio::spawn({
             let db = db.clone();
+            let compact_now = state.compact_now.clone();
             async move {
                 loop {
                     tokio::select! {
                         _ = tokio::time::sleep(COMPACTION_INTERVAL) => {}
+                        _ = compact_now.notified() => {}
                         _ = compaction_stop.changed() => return,
                     }
                     let db = db.clone();

@@ -62,6 +62,72 @@ fn to_tsdb(ms: &[QMatcher]) -> Result<Vec<Matcher>, StorageError> {
         .collect()
 }
 
+/// Selections over at most this range (an instant query's lookback
+/// window) with many series are decoded at once on every core: they hold a
+/// few samples per series, and decoding is most of their cost.
+const EAGER_MAX_RANGE_MS: i64 = 15 * 60 * 1000;
+/// ... from this many series on (fewer are not worth a thread).
+const EAGER_MIN_SERIES: usize = 256;
+
+/// Decodes the samples of `selected` on every core, keeping the order.
+fn read_eagerly(selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static>>, StorageError> {
+    type Decoded = (QLabels, Vec<(i64, f64)>);
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
+    let per = selected.len().div_ceil(cores.max(1));
+    let mut parts: Vec<Vec<QuerySeries>> = Vec::with_capacity(cores);
+    let mut rest = selected.into_iter();
+    loop {
+        let part: Vec<QuerySeries> = rest.by_ref().take(per).collect();
+        if part.is_empty() {
+            break;
+        }
+        parts.push(part);
+    }
+    let decode = |part: Vec<QuerySeries>| -> Result<Vec<Decoded>, StorageError> {
+        part.into_iter()
+            .map(|mut s| {
+                let mut samples = Vec::new();
+                s.samples_into(&mut samples).map_err(storage_err)?;
+                Ok((lazy_labels(&mut s), samples))
+            })
+            .collect()
+    };
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| scope.spawn(move || decode(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(storage_err("a decoding thread panicked")))
+            })
+            .collect()
+    });
+    let mut out = Vec::new();
+    for r in results {
+        out.extend(r?.into_iter().map(|(labels, samples)| LazySeries {
+            labels,
+            source: Box::new(samples),
+        }));
+    }
+    Ok(out)
+}
+
+/// A selected series' labels for the engine, moved out (reading samples
+/// does not need them).
+fn lazy_labels(s: &mut QuerySeries) -> QLabels {
+    QLabels::from_sorted(
+        std::mem::take(&mut s.labels)
+            .into_vec()
+            .into_iter()
+            .map(|l| (l.name, l.value))
+            .collect(),
+    )
+}
+
 /// A selected series' chunks, decoded when the engine reads them.
 struct TsdbSamples(QuerySeries);
 
@@ -104,17 +170,13 @@ impl Querier for TsdbQuerier<'_> {
             .querier(mint, maxt)
             .select(&ms)
             .map_err(storage_err)?;
+        if maxt.saturating_sub(mint) <= EAGER_MAX_RANGE_MS && selected.len() >= EAGER_MIN_SERIES {
+            return read_eagerly(selected);
+        }
         Ok(selected
             .into_iter()
             .map(|mut s| LazySeries {
-                // Moved, not copied: reading samples does not need them.
-                labels: QLabels::from_sorted(
-                    std::mem::take(&mut s.labels)
-                        .into_vec()
-                        .into_iter()
-                        .map(|l| (l.name, l.value))
-                        .collect(),
-                ),
+                labels: lazy_labels(&mut s),
                 source: Box::new(TsdbSamples(s)),
             })
             .collect())

@@ -73,6 +73,9 @@ pub async fn remote_write(
         })
     })
     .await;
+    if s.db.head_compactable() {
+        s.compact_now.notify_one();
+    }
     match outcome {
         Ok(Ok(answer)) => answer.into_response(),
         Ok(Err((status, msg))) => (

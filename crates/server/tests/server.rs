@@ -173,3 +173,75 @@ async fn remote_write_then_clean_shutdown_keeps_everything() {
         ]
     );
 }
+
+/// Like Prometheus, a head that becomes compactable through appends is
+/// compacted right away, not at the next tick of the compaction loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_that_make_the_head_compactable_start_a_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(options(dir.path())).await.unwrap();
+    let hour = 3_600_000i64;
+    let t0 = 1_700_000_000_000 - 1_700_000_000_000 % (2 * hour);
+    // 4 h of samples: more than 1.5 block ranges.
+    let samples: Vec<(i64, f64)> = (0..=16).map(|i| (t0 + i * 15 * 60_000, i as f64)).collect();
+    let (status, text) = post(server.addr, body(vec![series("up", "a", &samples)])).await;
+    assert_eq!(status, 204, "{text}");
+    let blocks = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().len() == 26 && e.path().join("meta.json").exists())
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while blocks() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no block written within 20 s (the loop's interval is 60 s)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.shutdown().await.unwrap();
+}
+
+/// Instant selections of many series are decoded eagerly on every core;
+/// they must answer what the lazy path (a longer range) answers, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_series_instant_queries_match_the_lazy_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(options(dir.path())).await.unwrap();
+    let addr = server.addr;
+    let t0 = 1_700_000_000_000i64;
+    let ts: Vec<v1::TimeSeries> = (0..700)
+        .map(|i| {
+            let job = format!("j{i:04}");
+            let samples: Vec<(i64, f64)> = (0..=20)
+                .map(|j| (t0 + j * 15_000, (i * 1000 + j) as f64))
+                .collect();
+            series("m", &job, &samples)
+        })
+        .collect();
+    let (status, text) = post(addr, body(ts)).await;
+    assert_eq!(status, 204, "{text}");
+    let get = |q: &str| {
+        let url = format!(
+            "http://{addr}/api/v1/query?query={q}&time={}",
+            (t0 + 150_000) / 1000
+        );
+        async move {
+            let v: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+            v["data"]["result"].clone()
+        }
+    };
+    // 5 min lookback: eager; the 1 h range: lazy.
+    let eager = get("m").await;
+    let lazy = get("last_over_time(m[1h])").await;
+    let eager = eager.as_array().unwrap();
+    assert_eq!(eager.len(), 700);
+    for (i, (e, l)) in eager.iter().zip(lazy.as_array().unwrap()).enumerate() {
+        assert_eq!(e["metric"]["job"], format!("j{i:04}"));
+        assert_eq!(e["value"][1], format!("{}", i * 1000 + 10));
+        assert_eq!(e["value"], l["value"]);
+    }
+    server.shutdown().await.unwrap();
+}

@@ -367,10 +367,58 @@ pub(crate) fn select_block(
     mint: i64,
     maxt: i64,
 ) -> Result<Vec<QuerySeries>, QueryError> {
+    let refs = block
+        .postings(matchers)
+        .map_err(|e| QueryError::Block(e.to_string()))?;
+    let workers = series_readers(refs.len());
+    if workers <= 1 {
+        return read_block_series(block, &refs, mint, maxt);
+    }
+    // Decoding series entries is independent per series: split the refs
+    // (kept in order, so the result stays sorted) over the cores.
+    let part = refs.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = refs
+            .chunks(part)
+            .map(|refs| scope.spawn(move || read_block_series(block, refs, mint, maxt)))
+            .collect();
+        let mut out = Vec::with_capacity(refs.len());
+        for h in handles {
+            let part = h
+                .join()
+                .map_err(|_| QueryError::Block("a series reader thread panicked".into()))??;
+            out.extend(part);
+        }
+        Ok(out)
+    })
+}
+
+/// Series below which one thread reads a block's selection (a thread
+/// costs about what reading a few dozen series does).
+const PARALLEL_MIN_SERIES: usize = 256;
+
+/// How many threads read `n` selected series of one block.
+fn series_readers(n: usize) -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
+    if n < PARALLEL_MIN_SERIES {
+        1
+    } else {
+        cores.min(n / (PARALLEL_MIN_SERIES / 2)).max(1)
+    }
+}
+
+/// [`select_block`]'s work for some of the selected refs, in order.
+fn read_block_series(
+    block: &Arc<Block>,
+    refs: &[u64],
+    mint: i64,
+    maxt: i64,
+) -> Result<Vec<QuerySeries>, QueryError> {
     let err = |e: crate::block::BlockError| QueryError::Block(e.to_string());
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(refs.len());
     let mut metas = Vec::new();
-    for r in block.postings(matchers).map_err(err)? {
+    for &r in refs {
         let labels = block.series_until(r, &mut metas, maxt).map_err(err)?;
         let chunks: Vec<ChunkHandle> = metas
             .iter()

@@ -148,3 +148,26 @@ fn interrupted_block_writes_and_deletions_are_cleaned_up() {
     assert_eq!(block_dirs(tmp.path()), blocks);
     assert_eq!(contents(&db), before);
 }
+
+/// A block selection of many series is read on several threads; it must
+/// come back complete and in label order, as the head gave it.
+#[test]
+fn large_block_selections_keep_order_and_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), options()).unwrap();
+    let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+    for j in 0..(4 * 12) {
+        let t = start + j * 5 * 60_000;
+        let mut app = db.appender();
+        for i in 0..900 {
+            let l = Labels::from_pairs(&[("__name__", "m"), ("i", &format!("{i:04}"))]);
+            app.append(&l, t, (i * 100 + j) as f64).unwrap();
+        }
+        app.commit().unwrap();
+    }
+    let before = contents(&db);
+    assert_eq!(before.len(), 900);
+    assert!(!db.compact().unwrap().is_empty());
+    assert!(!db.blocks().is_empty());
+    assert_eq!(contents(&db), before);
+}
