@@ -371,6 +371,10 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
         Ev::Str(s) => Value::String { t, v: s },
         Ev::Vector(mut steps) => {
             let vec = steps.pop().unwrap_or_default();
+            // Only dropping names here can make two label sets equal (as
+            // in Prometheus, which checks at this point only then): every
+            // operation that can merge series has checked its own output.
+            let renamed = vec.iter().any(|s| s.drop_name);
             let out: Vec<Sample> = vec
                 .into_iter()
                 .map(|s| Sample {
@@ -379,10 +383,12 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
                     t,
                 })
                 .collect();
-            let mut seen = fast_set();
-            for s in &out {
-                if !seen.insert(&s.labels) {
-                    return eval_err(DUPLICATE_LABELSET);
+            if renamed {
+                let mut seen = fast_set();
+                for s in &out {
+                    if !seen.insert(&s.labels) {
+                        return eval_err(DUPLICATE_LABELSET);
+                    }
                 }
             }
             Value::Vector(out)

@@ -85,26 +85,29 @@ fn read_eagerly(selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static>>, 
         parts.push(part);
     }
     let decode = |part: Vec<QuerySeries>| -> Result<Vec<Decoded>, StorageError> {
+        // One buffer to decode into; each series keeps an exact-size copy
+        // (a few samples, where sizing for whole chunks would take ~2 KB).
+        let mut buf = Vec::new();
         part.into_iter()
             .map(|mut s| {
-                let mut samples = Vec::new();
-                s.samples_into(&mut samples).map_err(storage_err)?;
-                Ok((lazy_labels(&mut s), samples))
+                s.samples_into(&mut buf).map_err(storage_err)?;
+                Ok((lazy_labels(&mut s), buf.as_slice().to_vec()))
             })
             .collect()
     };
     let results: Vec<_> = std::thread::scope(|scope| {
+        // The first part on this thread, the others on new ones.
+        let mut parts = parts.into_iter();
+        let first = parts.next().unwrap_or_default();
         let handles: Vec<_> = parts
-            .into_iter()
             .map(|part| scope.spawn(move || decode(part)))
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(storage_err("a decoding thread panicked")))
-            })
-            .collect()
+        let mut results = vec![decode(first)];
+        results.extend(handles.into_iter().map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(storage_err("a decoding thread panicked")))
+        }));
+        results
     });
     let mut out = Vec::new();
     for r in results {
@@ -683,6 +686,9 @@ async fn run_query(
         .await
         .map_err(internal)??;
     let body = query_response_body(&res);
+    // Freeing a large result (a label set per series) takes a while: not
+    // on the way to the client.
+    tokio::task::spawn_blocking(move || drop(res));
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,

@@ -378,11 +378,14 @@ pub(crate) fn select_block(
     // (kept in order, so the result stays sorted) over the cores.
     let part = refs.len().div_ceil(workers);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = refs
-            .chunks(part)
+        // The first part on this thread, the others on new ones.
+        let mut parts = refs.chunks(part);
+        let first = parts.next().unwrap_or(&[]);
+        let handles: Vec<_> = parts
             .map(|refs| scope.spawn(move || read_block_series(block, refs, mint, maxt)))
             .collect();
         let mut out = Vec::with_capacity(refs.len());
+        out.extend(read_block_series(block, first, mint, maxt)?);
         for h in handles {
             let part = h
                 .join()
