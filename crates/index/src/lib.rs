@@ -134,7 +134,7 @@ pub mod writer;
 
 pub use error::IndexError;
 pub use postings::{Postings, SeriesRef};
-pub use reader::{IndexReader, Label, Symbols, Toc};
+pub use reader::{IndexReader, Label, SymbolCache, Symbols, Toc};
 pub use writer::IndexWriter;
 
 /// First four bytes of every index file (big-endian).

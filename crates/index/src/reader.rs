@@ -88,6 +88,39 @@ struct Sample {
     off: usize,
 }
 
+/// Recently resolved symbols of one reader (see
+/// [`IndexReader::series_cached`]); direct-mapped by id, not shared
+/// between threads.
+pub struct SymbolCache<'a> {
+    slots: Vec<(u32, &'a [u8])>,
+}
+
+impl Default for SymbolCache<'_> {
+    fn default() -> Self {
+        SymbolCache {
+            slots: vec![(u32::MAX, &[][..]); 256],
+        }
+    }
+}
+
+impl<'a> SymbolCache<'a> {
+    fn get_or(
+        &mut self,
+        id: u32,
+        resolve: impl FnOnce(u32) -> Result<&'a [u8]>,
+    ) -> Result<&'a [u8]> {
+        if id == u32::MAX {
+            // The empty slots' marker: never cached.
+            return resolve(id);
+        }
+        let slot = &mut self.slots[id as usize % 256];
+        if slot.0 != id {
+            *slot = (id, resolve(id)?);
+        }
+        Ok(slot.1)
+    }
+}
+
 /// A reader over one index file.
 pub struct IndexReader {
     data: Data,
@@ -305,15 +338,34 @@ impl IndexReader {
         chunks: Option<&mut Vec<ChunkMeta>>,
         until: i64,
     ) -> Result<()> {
+        self.series_cached(id, labels, chunks, until, None)
+    }
+
+    /// [`IndexReader::series_until`] remembering resolved label values in
+    /// `cache`, for a caller reading many series in turn: neighbouring
+    /// series (sorted by labels) share most values, and resolving one
+    /// otherwise scans up to 31 symbols.
+    pub fn series_cached<'a>(
+        &'a self,
+        id: SeriesRef,
+        labels: &mut Vec<Label<'a>>,
+        chunks: Option<&mut Vec<ChunkMeta>>,
+        until: i64,
+        mut cache: Option<&mut SymbolCache<'a>>,
+    ) -> Result<()> {
         labels.clear();
         let mut d = self.series_entry(id)?;
         let n = d.uvarint()?;
         for _ in 0..n {
             let name = d.uvarint32()?;
             let value = d.uvarint32()?;
+            let value = match cache.as_deref_mut() {
+                Some(c) => c.get_or(value, |v| self.symbol(v))?,
+                None => self.symbol(value)?,
+            };
             labels.push(Label {
                 name: self.symbol(name)?,
-                value: self.symbol(value)?,
+                value,
             });
         }
         let Some(chunks) = chunks else {

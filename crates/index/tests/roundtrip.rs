@@ -95,6 +95,15 @@ proptest! {
         let refs = expand(&mut *r.all_postings().unwrap());
         prop_assert_eq!(refs.len(), spec.series.len());
         let (mut labels, mut chunks) = (Vec::new(), Vec::new());
+        // One cache across all series (and twice over) reads the same.
+        let mut cache = ferrite_index::SymbolCache::default();
+        let (mut cached, mut cached_chunks) = (Vec::new(), Vec::new());
+        for id in refs.iter().chain(refs.iter().rev()) {
+            r.series(*id, &mut labels, Some(&mut chunks)).unwrap();
+            r.series_cached(*id, &mut cached, Some(&mut cached_chunks), i64::MAX, Some(&mut cache)).unwrap();
+            prop_assert_eq!(&cached, &labels);
+            prop_assert_eq!(&cached_chunks, &chunks);
+        }
         let mut model: BTreeMap<(&[u8], &[u8]), BTreeSet<u64>> = BTreeMap::new();
         for (id, s) in refs.iter().zip(&spec.series) {
             r.series(*id, &mut labels, Some(&mut chunks)).unwrap();

@@ -19,7 +19,7 @@ use ferrite_block::meta::{read_meta, write_meta, BlockMeta, BlockStats, BlockUli
 use ferrite_block::tombstones::{read_tombstones, write_tombstones, Tombstones};
 use ferrite_chunkenc::Encoding;
 use ferrite_index::postings::{expand, intersect, merge, without, BoxPostings};
-use ferrite_index::{ChunkMeta, IndexReader, IndexWriter};
+use ferrite_index::{ChunkMeta, IndexReader, IndexWriter, SymbolCache};
 
 use crate::labels::{Label, Labels, MatchType, Matcher};
 
@@ -250,9 +250,22 @@ impl Block {
         chunks: &mut Vec<ChunkMeta>,
         until: i64,
     ) -> Result<Labels, BlockError> {
-        let mut ls = Vec::new();
+        self.series_cached(r, chunks, until, &mut Vec::new(), None)
+    }
+
+    /// [`Block::series_until`] for a caller reading many series in turn:
+    /// `scratch` is reused and `cache` remembers resolved label values.
+    pub fn series_cached<'a>(
+        &'a self,
+        r: u64,
+        chunks: &mut Vec<ChunkMeta>,
+        until: i64,
+        scratch: &mut Vec<ferrite_index::Label<'a>>,
+        cache: Option<&mut SymbolCache<'a>>,
+    ) -> Result<Labels, BlockError> {
+        let ls = scratch;
         self.index
-            .series_until(r, &mut ls, Some(chunks), until)
+            .series_cached(r, ls, Some(chunks), until, cache)
             .map_err(|source| BlockError::Index {
                 dir: self.dir.clone(),
                 source,

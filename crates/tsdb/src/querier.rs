@@ -14,6 +14,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use ferrite_chunkenc::XorIterator;
+use ferrite_index::SymbolCache;
 
 use crate::block::Block;
 use crate::error::QueryError;
@@ -420,9 +421,12 @@ fn read_block_series(
 ) -> Result<Vec<QuerySeries>, QueryError> {
     let err = |e: crate::block::BlockError| QueryError::Block(e.to_string());
     let mut out = Vec::with_capacity(refs.len());
-    let mut metas = Vec::new();
+    let (mut metas, mut scratch) = (Vec::new(), Vec::new());
+    let mut cache = SymbolCache::default();
     for &r in refs {
-        let labels = block.series_until(r, &mut metas, maxt).map_err(err)?;
+        let labels = block
+            .series_cached(r, &mut metas, maxt, &mut scratch, Some(&mut cache))
+            .map_err(err)?;
         let chunks: Vec<ChunkHandle> = metas
             .iter()
             .filter(|c| c.max_time >= mint && c.min_time <= maxt)
