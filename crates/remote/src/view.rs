@@ -314,15 +314,7 @@ impl<'a> SeriesView<'a> {
         out: &mut Vec<(&'a str, &'a str)>,
         samples: &mut Vec<(i64, f64)>,
     ) -> Result<(), SeriesError> {
-        raw.clear();
-        samples.clear();
-        for (k, f) in Fields::new(self.msg) {
-            match (k, f) {
-                (KEY_LABELS, Field::Len(l)) => raw.push(label(l)),
-                (KEY_SAMPLES, Field::Len(s)) => samples.push(sample(s)),
-                _ => {}
-            }
-        }
+        self.walk(raw, samples);
         validate_pairs(raw, scheme, out)
     }
 
@@ -338,6 +330,12 @@ impl<'a> SeriesView<'a> {
         kept: &mut Vec<(&'a [u8], &'a [u8])>,
         samples: &mut Vec<(i64, f64)>,
     ) -> bool {
+        self.walk(raw, samples);
+        validate_structure(raw, scheme, kept)
+    }
+
+    /// One walk over the series: its raw labels and its samples.
+    fn walk(&self, raw: &mut Vec<(&'a [u8], &'a [u8])>, samples: &mut Vec<(i64, f64)>) {
         raw.clear();
         samples.clear();
         for (k, f) in Fields::new(self.msg) {
@@ -347,7 +345,6 @@ impl<'a> SeriesView<'a> {
                 _ => {}
             }
         }
-        validate_structure(raw, scheme, kept)
     }
 
     /// The samples as (timestamp, value), in request order.
