@@ -95,20 +95,10 @@ fn read_eagerly(selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static>>, 
             })
             .collect()
     };
-    let results: Vec<_> = std::thread::scope(|scope| {
-        // The first part on this thread, the others on new ones.
-        let mut parts = parts.into_iter();
-        let first = parts.next().unwrap_or_default();
-        let handles: Vec<_> = parts
-            .map(|part| scope.spawn(move || decode(part)))
-            .collect();
-        let mut results = vec![decode(first)];
-        results.extend(handles.into_iter().map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(storage_err("a decoding thread panicked")))
-        }));
-        results
-    });
+    let results: Vec<_> = {
+        use rayon::prelude::*;
+        parts.into_par_iter().map(decode).collect()
+    };
     let mut out = Vec::new();
     for r in results {
         out.extend(r?.into_iter().map(|(labels, samples)| LazySeries {

@@ -377,24 +377,17 @@ pub(crate) fn select_block(
     }
     // Decoding series entries is independent per series: split the refs
     // (kept in order, so the result stays sorted) over the cores.
+    use rayon::prelude::*;
     let part = refs.len().div_ceil(workers);
-    std::thread::scope(|scope| {
-        // The first part on this thread, the others on new ones.
-        let mut parts = refs.chunks(part);
-        let first = parts.next().unwrap_or(&[]);
-        let handles: Vec<_> = parts
-            .map(|refs| scope.spawn(move || read_block_series(block, refs, mint, maxt)))
-            .collect();
-        let mut out = Vec::with_capacity(refs.len());
-        out.extend(read_block_series(block, first, mint, maxt)?);
-        for h in handles {
-            let part = h
-                .join()
-                .map_err(|_| QueryError::Block("a series reader thread panicked".into()))??;
-            out.extend(part);
-        }
-        Ok(out)
-    })
+    let parts: Vec<Result<Vec<QuerySeries>, QueryError>> = refs
+        .par_chunks(part)
+        .map(|refs| read_block_series(block, refs, mint, maxt))
+        .collect();
+    let mut out = Vec::with_capacity(refs.len());
+    for p in parts {
+        out.extend(p?);
+    }
+    Ok(out)
 }
 
 /// Series below which one thread reads a block's selection (a thread
