@@ -70,43 +70,33 @@ const EAGER_MAX_RANGE_MS: i64 = 15 * 60 * 1000;
 const EAGER_MIN_SERIES: usize = 256;
 
 /// Decodes the samples of `selected` on every core, keeping the order.
-fn read_eagerly(selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static>>, StorageError> {
+fn read_eagerly(mut selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static>>, StorageError> {
+    use rayon::prelude::*;
+    let per = selected.len().div_ceil(rayon::current_num_threads().max(1));
     type Decoded = (QLabels, Vec<(i64, f64)>);
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
-    let per = selected.len().div_ceil(cores.max(1));
-    let mut parts: Vec<Vec<QuerySeries>> = Vec::with_capacity(cores);
-    let mut rest = selected.into_iter();
-    loop {
-        let part: Vec<QuerySeries> = rest.by_ref().take(per).collect();
-        if part.is_empty() {
-            break;
-        }
-        parts.push(part);
-    }
-    let decode = |part: Vec<QuerySeries>| -> Result<Vec<Decoded>, StorageError> {
-        // One buffer to decode into; each series keeps an exact-size copy
-        // (a few samples, where sizing for whole chunks would take ~2 KB).
-        let mut buf = Vec::new();
-        part.into_iter()
-            .map(|mut s| {
-                s.samples_into(&mut buf).map_err(storage_err)?;
-                Ok((lazy_labels(&mut s), buf.as_slice().to_vec()))
-            })
-            .collect()
-    };
-    let results: Vec<_> = {
-        use rayon::prelude::*;
-        parts.into_par_iter().map(decode).collect()
-    };
-    let mut out = Vec::new();
-    for r in results {
-        out.extend(r?.into_iter().map(|(labels, samples)| LazySeries {
+    let parts: Vec<Vec<Decoded>> = selected
+        .par_chunks_mut(per.max(1))
+        .map(|part| {
+            // One buffer to decode into; each series keeps an exact-size
+            // copy (a few samples, where sizing for whole chunks would take
+            // ~2 KB).
+            let mut buf = Vec::new();
+            part.iter_mut()
+                .map(|s| {
+                    s.samples_into(&mut buf).map_err(storage_err)?;
+                    Ok((lazy_labels(s), buf.as_slice().to_vec()))
+                })
+                .collect()
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(parts
+        .into_iter()
+        .flatten()
+        .map(|(labels, samples)| LazySeries {
             labels,
             source: Box::new(samples),
-        }));
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 /// A selected series' labels for the engine, moved out (reading samples

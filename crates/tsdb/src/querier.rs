@@ -396,8 +396,7 @@ const PARALLEL_MIN_SERIES: usize = 256;
 
 /// How many threads read `n` selected series of one block.
 fn series_readers(n: usize) -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
+    let cores = rayon::current_num_threads();
     if n < PARALLEL_MIN_SERIES {
         1
     } else {
@@ -420,6 +419,15 @@ fn read_block_series(
         let labels = block
             .series_cached(r, &mut metas, maxt, &mut scratch, Some(&mut cache))
             .map_err(err)?;
+        let tombstones: Vec<Vec<(i64, i64)>> = match block.tombstones().get(r) {
+            Some(ivs) if !ivs.is_empty() => vec![ivs.iter().map(|iv| (iv.mint, iv.maxt)).collect()],
+            _ => Vec::new(),
+        };
+        let stones = if tombstones.is_empty() {
+            NO_TOMBSTONES
+        } else {
+            0
+        };
         let chunks: Vec<ChunkHandle> = metas
             .iter()
             .filter(|c| c.max_time >= mint && c.min_time <= maxt)
@@ -427,24 +435,12 @@ fn read_block_series(
                 source: ChunkSource::Block(block.clone(), c.chunk_ref),
                 mint: c.min_time,
                 maxt: c.max_time,
-                tombstones: 0,
+                tombstones: stones,
             })
             .collect();
         if chunks.is_empty() {
             continue;
         }
-        let mut chunks = chunks;
-        let tombstones = match block.tombstones().get(r) {
-            Some(ivs) if !ivs.is_empty() => {
-                vec![ivs.iter().map(|iv| (iv.mint, iv.maxt)).collect()]
-            }
-            _ => {
-                for c in &mut chunks {
-                    c.tombstones = NO_TOMBSTONES;
-                }
-                Vec::new()
-            }
-        };
         out.push(QuerySeries {
             series_ref: 0,
             labels,
