@@ -240,21 +240,12 @@ impl Block {
 
     /// The labels and chunk metas of series `r`.
     pub fn series(&self, r: u64, chunks: &mut Vec<ChunkMeta>) -> Result<Labels, BlockError> {
-        self.series_until(r, chunks, i64::MAX)
+        self.series_cached(r, chunks, i64::MAX, &mut Vec::new(), None)
     }
 
-    /// [`Block::series`] with only the chunks starting at or before `until`.
-    pub fn series_until(
-        &self,
-        r: u64,
-        chunks: &mut Vec<ChunkMeta>,
-        until: i64,
-    ) -> Result<Labels, BlockError> {
-        self.series_cached(r, chunks, until, &mut Vec::new(), None)
-    }
-
-    /// [`Block::series_until`] for a caller reading many series in turn:
-    /// `scratch` is reused and `cache` remembers resolved label values.
+    /// [`Block::series`] with only the chunks starting at or before
+    /// `until`, for a caller reading many series in turn: `scratch` is
+    /// reused and `cache` remembers resolved label values.
     pub fn series_cached<'a>(
         &'a self,
         r: u64,
