@@ -643,7 +643,7 @@ mod tests {
         let q = "sum(sort(x)) + histogram_quantile(0.8, rate(b[5m])) # c(\n or quantile without(point) ( NaN, data)";
         let e = crate::engine::parse(q).unwrap();
         let sm = SourceMap::new(q, &e);
-        let Expr::Binary(top) = &e else { panic!() };
+        let Expr::Binary(top) = &*e else { panic!() };
         let Expr::Binary(left) = top.lhs.as_ref() else {
             panic!()
         };
@@ -670,7 +670,7 @@ mod tests {
         let q = "x @ start() + abs(y)";
         let e = crate::engine::parse(q).unwrap();
         let sm = SourceMap::new(q, &e);
-        let Expr::Binary(b) = &e else { panic!() };
+        let Expr::Binary(b) = &*e else { panic!() };
         let Expr::Call(abs) = b.rhs.as_ref() else {
             panic!()
         };

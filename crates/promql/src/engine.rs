@@ -15,13 +15,14 @@
 //! refuses series that collapse to one label set.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
 
 use crate::annotations::{Annotations, SourceMap};
+use crate::cache::BoundedCache;
 use crate::storage::{
     is_stale_nan, Labels, LazySeries, MatchType, Matcher, Querier, Queryable, SelectHints,
 };
@@ -223,9 +224,22 @@ fn offset_ms(o: &Option<Offset>) -> i64 {
     }
 }
 
-/// Parses a query with promql-parser.
-pub fn parse(query: &str) -> Result<Expr> {
-    parser::parse(query).map_err(Error::Parse)
+/// Parses a query with promql-parser. Parsed queries are kept (see
+/// `cache`), so a repeated query is parsed, and its regexes compiled, once.
+/// The parser's panics (it has some on out-of-range numbers, such as a
+/// range of `[1e400]` seconds) are parse errors.
+pub fn parse(query: &str) -> Result<Arc<Expr>> {
+    static PARSED: LazyLock<BoundedCache<Arc<Expr>>> =
+        LazyLock::new(|| BoundedCache::new(256, 4096));
+    PARSED.get_or_try_insert(query, || {
+        match std::panic::catch_unwind(|| parser::parse(query)) {
+            Ok(Ok(expr)) => Ok(Arc::new(expr)),
+            Ok(Err(e)) => Err(Error::Parse(e)),
+            Err(_) => Err(Error::Parse(format!(
+                "invalid expression {query:?}: a number is out of range"
+            ))),
+        }
+    })
 }
 
 impl Engine {

@@ -6,6 +6,7 @@
 //! - [`engine`]: parsing (with `promql-parser`) and evaluation of instant and
 //!   range queries; [`functions`], [`aggregate`], [`binary`] hold the parts;
 //! - [`promqltest`]: a runner for Prometheus' own `.test` files;
+//! - `cache`: parsed queries and compiled regexes, kept across queries;
 //! - `annotations`: warnings and infos in Prometheus' texts, with the
 //!   positions in the query text they refer to.
 //!
@@ -16,6 +17,7 @@
 pub mod aggregate;
 mod annotations;
 pub mod binary;
+mod cache;
 pub mod engine;
 pub mod functions;
 pub mod promqltest;

@@ -13,8 +13,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::cache::BoundedCache;
 
 /// The label that holds the metric name.
 pub const METRIC_NAME: &str = "__name__";
@@ -204,13 +207,23 @@ impl Matcher {
     pub fn matches_labels(&self, ls: &Labels) -> bool {
         self.matches(ls.get(&self.name))
     }
+
+    /// The compiled anchored regex of a `=~`/`!~` matcher, for storage
+    /// that matches with the same regex crate (no second compilation).
+    pub fn regex(&self) -> Option<&Regex> {
+        self.re.as_ref()
+    }
 }
 
 /// Compiles a PromQL regex: anchored at both ends, `.` matching `\n`.
+/// Compiled regexes are kept (see `cache`): dashboards repeat them.
 pub fn compile_anchored(pattern: &str) -> Result<Regex, StorageError> {
-    Regex::new(&format!("^(?s:{pattern})$")).map_err(|e| StorageError::InvalidRegex {
-        pattern: pattern.to_string(),
-        reason: e.to_string(),
+    static COMPILED: LazyLock<BoundedCache<Regex>> = LazyLock::new(|| BoundedCache::new(512, 1024));
+    COMPILED.get_or_try_insert(pattern, || {
+        Regex::new(&format!("^(?s:{pattern})$")).map_err(|e| StorageError::InvalidRegex {
+            pattern: pattern.to_string(),
+            reason: e.to_string(),
+        })
     })
 }
 

@@ -11,19 +11,20 @@
 use anyhow::{bail, Result};
 use ferrite_tsdb::{MatchType, Matcher};
 use promql_parser::label::MatchOp;
-use promql_parser::parser::{self, Expr};
+use std::sync::Arc;
+
+use promql_parser::parser::Expr;
 
 const PLACEHOLDER: &str = "__ferrite_placeholder__";
 
-/// promql-parser's `parse`, with its panics turned into errors: it panics
-/// on some number literals (a range of `[1e400]` seconds, found by the
-/// `http_params` fuzz target), and a request must not take the server's
-/// task down with it.
-pub fn parse_promql(s: &str) -> std::result::Result<Expr, String> {
-    std::panic::catch_unwind(|| parser::parse(s)).unwrap_or_else(|_| {
-        Err(format!(
-            "invalid expression {s:?}: a number is out of range"
-        ))
+/// A query or selector parsed by the engine's parser, whose panics (on some
+/// number literals, found by the `http_params` fuzz target) are errors, so
+/// a request cannot take the server's task down with it. Parsed queries
+/// are kept across requests.
+pub fn parse_promql(s: &str) -> std::result::Result<Arc<Expr>, String> {
+    ferrite_promql::engine::parse(s).map_err(|e| match e {
+        ferrite_promql::Error::Parse(e) => e,
+        other => other.to_string(),
     })
 }
 
@@ -41,7 +42,7 @@ pub fn parse_selector(s: &str) -> Result<Vec<Matcher>> {
         },
         Err(e) => return Err(selector_err(s, &e)),
     };
-    let Expr::VectorSelector(vs) = expr else {
+    let Expr::VectorSelector(vs) = &*expr else {
         bail!("invalid series selector {s:?}: not a plain series selector");
     };
     if vs.offset.is_some() || vs.at.is_some() {

@@ -162,6 +162,22 @@ impl Matcher {
         })
     }
 
+    /// A `=~`/`!~` matcher whose regex the caller has already compiled as
+    /// [`Matcher::new`] would: `^(?s:value)$`. The PromQL engine compiles
+    /// (and keeps) its matchers' regexes; this spares a second compilation.
+    pub fn with_regex(negated: bool, name: &str, value: &str, re: Regex) -> Self {
+        Matcher {
+            kind: if negated {
+                MatchType::NotRegex
+            } else {
+                MatchType::Regex
+            },
+            name: name.to_owned(),
+            value: value.to_owned(),
+            re: Some(re),
+        }
+    }
+
     pub fn equal(name: &str, value: &str) -> Self {
         Matcher {
             kind: MatchType::Equal,
