@@ -42,16 +42,21 @@ pub enum StorageError {
     Other(String),
 }
 
+/// A label name or value: up to 24 bytes inline (most are), longer ones on
+/// the heap.
+pub type Str = compact_str::CompactString;
+
 /// A label set: name/value pairs sorted by name, names unique.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Labels(Vec<(String, String)>);
+pub struct Labels(Vec<(Str, Str)>);
 
 impl Labels {
     /// Builds a label set; pairs are sorted, the last of duplicate names
     /// wins and empty values are dropped (an empty value means "no label").
-    pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        let mut v: Vec<(String, String)> = Vec::new();
+    pub fn new<N: Into<Str>, V: Into<Str>>(pairs: impl IntoIterator<Item = (N, V)>) -> Self {
+        let mut v: Vec<(Str, Str)> = Vec::new();
         for (n, val) in pairs {
+            let (n, val): (Str, Str) = (n.into(), val.into());
             match v.iter_mut().find(|(name, _)| *name == n) {
                 Some(slot) => slot.1 = val,
                 None => v.push((n, val)),
@@ -65,7 +70,7 @@ impl Labels {
     /// Builds a label set from pairs already sorted by name with unique
     /// names (as storage keeps them), without re-sorting; empty values are
     /// dropped. Falls back to [`Self::new`] if the pairs are not sorted.
-    pub fn from_sorted(pairs: Vec<(String, String)>) -> Self {
+    pub fn from_sorted(pairs: Vec<(Str, Str)>) -> Self {
         if pairs.windows(2).any(|w| w[0].0 >= w[1].0) {
             return Self::new(pairs);
         }
@@ -76,7 +81,7 @@ impl Labels {
 
     /// Convenience for tests: `Labels::from_pairs(&[("__name__", "up")])`.
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
-        Self::new(pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())))
+        Self::new(pairs.iter().map(|&(n, v)| (n, v)))
     }
 
     pub fn empty() -> Self {
@@ -115,9 +120,9 @@ impl Labels {
             Ok(i) if value.is_empty() => {
                 self.0.remove(i);
             }
-            Ok(i) => self.0[i].1 = value.to_string(),
+            Ok(i) => self.0[i].1 = value.into(),
             Err(_) if value.is_empty() => {}
-            Err(i) => self.0.insert(i, (name.to_string(), value.to_string())),
+            Err(i) => self.0.insert(i, (name.into(), value.into())),
         }
     }
 

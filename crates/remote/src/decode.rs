@@ -421,8 +421,8 @@ fn validate<'a>(
         pairs
             .into_iter()
             .map(|(n, v)| Label {
-                name: n.to_owned(),
-                value: v.to_owned(),
+                name: n.into(),
+                value: v.into(),
             })
             .collect(),
     ))
@@ -542,8 +542,8 @@ fn exemplar_labels(pairs: &[(&[u8], &[u8])]) -> Labels {
         .iter()
         .filter(|(_, v)| !v.is_empty())
         .map(|(n, v)| Label {
-            name: lossy(n),
-            value: lossy(v),
+            name: compact_str::CompactString::from_utf8_lossy(n),
+            value: compact_str::CompactString::from_utf8_lossy(v),
         })
         .collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));

@@ -35,7 +35,7 @@ fn expected(ls: &[(String, String)]) -> Vec<(String, String)> {
 
 fn got(ls: &ferrite_tsdb::Labels) -> Vec<(String, String)> {
     ls.iter()
-        .map(|l| (l.name.clone(), l.value.clone()))
+        .map(|l| (l.name.to_string(), l.value.to_string()))
         .collect()
 }
 

@@ -86,7 +86,7 @@ fn through_prost(raw: &[u8], scheme: ValidationScheme) -> (Vec<Read>, Vec<Series
             (
                 s.labels
                     .iter()
-                    .map(|l| (l.name.clone(), l.value.clone()))
+                    .map(|l| (l.name.to_string(), l.value.to_string()))
                     .collect(),
                 s.samples
                     .iter()

@@ -830,7 +830,7 @@ pub async fn series(
                 let obj: Map<String, Json_> = series
                     .labels
                     .iter()
-                    .map(|l| (l.name.clone(), Json_::String(l.value.clone())))
+                    .map(|l| (l.name.to_string(), Json_::String(l.value.to_string())))
                     .collect();
                 all.insert(series.labels.clone(), Json_::Object(obj));
             }

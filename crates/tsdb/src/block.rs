@@ -14,6 +14,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use compact_str::CompactString;
 use ferrite_block::chunks::{ChunkReader, ChunkRef, ChunkWriter, RawChunk};
 use ferrite_block::meta::{read_meta, write_meta, BlockMeta, BlockStats, BlockUlid, Compaction};
 use ferrite_block::tombstones::{read_tombstones, write_tombstones, Tombstones};
@@ -264,8 +265,8 @@ impl Block {
         Ok(Labels::from_sorted(
             ls.iter()
                 .map(|l| Label {
-                    name: String::from_utf8_lossy(l.name).into_owned(),
-                    value: String::from_utf8_lossy(l.value).into_owned(),
+                    name: CompactString::from_utf8_lossy(l.name),
+                    value: CompactString::from_utf8_lossy(l.value),
                 })
                 .collect(),
         ))
@@ -306,8 +307,8 @@ impl Block {
         let mut chunks = Vec::new();
         for r in self.postings(matchers)? {
             for l in self.series(r, &mut chunks)?.iter() {
-                if !names.contains(&l.name) {
-                    names.insert(l.name.clone());
+                if !names.contains(l.name.as_str()) {
+                    names.insert(l.name.to_string());
                 }
             }
         }
@@ -384,7 +385,10 @@ where
         let mut symbols: Vec<String> = self
             .labels
             .iter()
-            .flat_map(|ls| ls.iter().flat_map(|l| [l.name.clone(), l.value.clone()]))
+            .flat_map(|ls| {
+                ls.iter()
+                    .flat_map(|l| [l.name.to_string(), l.value.to_string()])
+            })
             .collect();
         symbols.sort_unstable();
         symbols.dedup();

@@ -11,15 +11,18 @@
 
 use std::fmt;
 
+use compact_str::CompactString;
 use regex::Regex;
 
 /// The metric name label.
 pub const METRIC_NAME: &str = "__name__";
 
+/// One label. Names and values up to 24 bytes (most of them) are held
+/// inline, without an allocation of their own.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Label {
-    pub name: String,
-    pub value: String,
+    pub name: CompactString,
+    pub value: CompactString,
 }
 
 /// A sorted label set.
@@ -34,8 +37,8 @@ impl Labels {
             .iter()
             .filter(|(_, val)| !val.as_ref().is_empty())
             .map(|(n, val)| Label {
-                name: n.as_ref().to_owned(),
-                value: val.as_ref().to_owned(),
+                name: n.as_ref().into(),
+                value: val.as_ref().into(),
             })
             .collect();
         v.sort();
@@ -83,11 +86,11 @@ impl Labels {
         }
         for w in self.0.windows(2) {
             if w[0].name == w[1].name {
-                return Err(LabelsError::DuplicateName(w[0].name.clone()));
+                return Err(LabelsError::DuplicateName(w[0].name.to_string()));
             }
         }
         if let Some(l) = self.0.iter().find(|l| l.name.is_empty()) {
-            return Err(LabelsError::EmptyName(l.value.clone()));
+            return Err(LabelsError::EmptyName(l.value.to_string()));
         }
         Ok(())
     }

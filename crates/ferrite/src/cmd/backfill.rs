@@ -135,8 +135,8 @@ fn write_all(
                     .labels
                     .into_iter()
                     .map(|l| Label {
-                        name: l.name,
-                        value: l.value,
+                        name: l.name.into(),
+                        value: l.value.into(),
                     })
                     .collect(),
             );

@@ -246,8 +246,8 @@ impl Head {
             Labels::from_sorted(
                 ids.chunks_exact(2)
                     .map(|p| Label {
-                        name: r.get(p[0]).to_owned(),
-                        value: r.get(p[1]).to_owned(),
+                        name: r.get(p[0]).into(),
+                        value: r.get(p[1]).into(),
                     })
                     .collect(),
             )

@@ -256,16 +256,16 @@ pub fn analyze(
         let uncovered = (span as u64).wrapping_sub(covered);
         for l in ls.iter() {
             let key = format!("{}={}", l.name, l.value);
-            let n = names_uncovered.entry(l.name.clone()).or_default();
+            let n = names_uncovered.entry(l.name.to_string()).or_default();
             *n = n.wrapping_add(uncovered);
             let p = pairs_uncovered.entry(key.clone()).or_default();
             *p = p.wrapping_add(uncovered);
             *pairs_count.entry(key).or_default() += 1;
             if selectors.is_some() {
                 values
-                    .entry(l.name.clone())
+                    .entry(l.name.to_string())
                     .or_default()
-                    .insert(l.value.clone());
+                    .insert(l.value.to_string());
             }
             entries += 1;
         }
