@@ -46,6 +46,12 @@ pub struct DbOptions {
     /// Cap on the rate compactions write chunk data, bytes per second
     /// (`None`: unlimited), to keep compaction I/O from starving queries.
     pub compaction_write_bytes_per_sec: Option<u64>,
+    /// Keep blocks beyond the time and size retention. For tools that open
+    /// a data directory to read or compact it (`ferrite tsdb dump`,
+    /// `digest`, `compact`): as promtool's, they must not delete data a
+    /// server would keep under its own, possibly longer, retention. Blocks
+    /// a compaction replaced are still removed.
+    pub keep_expired_blocks: bool,
 }
 
 /// An open data directory.
@@ -100,10 +106,18 @@ impl Db {
             opts.retention_ms,
             opts.retention_bytes,
         );
-        let retention = RetentionLimits {
-            duration_ms: server_retention_ms(opts.retention_ms, opts.retention_bytes),
-            max_bytes: opts.retention_bytes,
-            head_bytes: 0,
+        let retention = if opts.keep_expired_blocks {
+            RetentionLimits {
+                duration_ms: 0,
+                max_bytes: 0,
+                head_bytes: 0,
+            }
+        } else {
+            RetentionLimits {
+                duration_ms: server_retention_ms(opts.retention_ms, opts.retention_bytes),
+                max_bytes: opts.retention_bytes,
+                head_bytes: 0,
+            }
         };
         let blocks = open_blocks(dir)?;
         let wal_dir = dir.join("wal");

@@ -99,3 +99,34 @@ fn retention_deletes_whole_old_blocks() {
     let db = Db::open(tmp.path(), opts).unwrap();
     assert_eq!(db.blocks().len(), blocks.len());
 }
+
+/// A tool's open (`keep_expired_blocks`) deletes nothing that only the
+/// retention would delete; a server's open afterwards does.
+#[test]
+fn tools_open_keeps_blocks_beyond_retention() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    run(&db, 30);
+    let all = db.blocks().len();
+    let before = contents(&db);
+    db.close().unwrap();
+    let short = DbOptions {
+        retention_ms: 12 * HOUR,
+        ..DbOptions::default()
+    };
+    let tool = DbOptions {
+        keep_expired_blocks: true,
+        ..short.clone()
+    };
+    let db = Db::open(tmp.path(), tool).unwrap();
+    assert_eq!(db.blocks().len(), all);
+    assert!(db.compact().unwrap().is_empty());
+    assert_eq!(db.blocks().len(), all);
+    assert_eq!(contents(&db), before);
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), short).unwrap();
+    assert!(
+        db.blocks().len() < all,
+        "the server's open applies retention"
+    );
+}

@@ -149,7 +149,7 @@ pub fn run(c: TsdbCommand) -> Result<()> {
             wal_compression,
             wal_segment_size,
         } => {
-            let mut opts = DbOptions::default();
+            let mut opts = tool_options();
             if let Some(wal) = opts.head.wal.as_mut() {
                 wal.compression = wal_compression;
                 if let Some(s) = wal_segment_size {
@@ -158,6 +158,16 @@ pub fn run(c: TsdbCommand) -> Result<()> {
             }
             write_synth(&dir, opts, series, samples, interval_ms, start_ms)
         }
+    }
+}
+
+/// How the tools open a data directory: as the server does, except that
+/// they never delete blocks for retention (a server on the directory may
+/// keep them longer than the default 15 days).
+pub fn tool_options() -> DbOptions {
+    DbOptions {
+        keep_expired_blocks: true,
+        ..DbOptions::default()
     }
 }
 
@@ -182,7 +192,7 @@ pub fn go_exp(v: f64) -> String {
 fn compact(dir: &Path, write_rate: Option<u64>) -> Result<()> {
     let opts = DbOptions {
         compaction_write_bytes_per_sec: write_rate,
-        ..DbOptions::default()
+        ..tool_options()
     };
     let db = Db::open(dir, opts).with_context(|| format!("opening {}", dir.display()))?;
     let mut written = db
@@ -201,8 +211,7 @@ fn compact(dir: &Path, write_rate: Option<u64>) -> Result<()> {
 
 fn digest(dir: &Path, open_only: bool) -> Result<()> {
     let start = Instant::now();
-    let db = Db::open(dir, DbOptions::default())
-        .with_context(|| format!("opening {}", dir.display()))?;
+    let db = Db::open(dir, tool_options()).with_context(|| format!("opening {}", dir.display()))?;
     let open_s = start.elapsed().as_secs_f64();
     let head = db.head();
     if open_only {

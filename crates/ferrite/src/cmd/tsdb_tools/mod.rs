@@ -15,7 +15,9 @@
 //!   blocks and a copy of `wal/`, removed afterwards. Nothing else in DIR is
 //!   written, and a server running on DIR is not disturbed. The head comes
 //!   from the WAL alone (`chunks_head/` only speeds a replay up); the copy
-//!   costs a read and a write of the WAL; `wbl/` is not read.
+//!   costs a read and a write of the WAL; `wbl/` is not read. The sandbox
+//!   is opened without retention, so blocks older than 15 days are dumped
+//!   too, as promtool dumps them.
 //!
 //! Where lists tie, promtool's order is unspecified (Go's unstable sort of
 //! map entries); Ferrite breaks ties by name, so its output is stable.
@@ -30,7 +32,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use ferrite_block::meta::BlockUlid;
 use ferrite_tsdb::block::{Block, BlockError};
-use ferrite_tsdb::{Db, DbOptions, Matcher, QuerySeries};
+use ferrite_tsdb::{Db, Matcher, QuerySeries};
 
 use ferrite_server::selector::parse_selector;
 use format::{go_base2_bytes, go_duration, go_g, go_utc_time, labels_string, tabwrite};
@@ -544,7 +546,7 @@ impl Sandbox {
             copy_dir(&wal, &sandbox.path().join("wal"))
                 .with_context(|| format!("copying {} into the sandbox", wal.display()))?;
         }
-        let db = Db::open(sandbox.path(), DbOptions::default())
+        let db = Db::open(sandbox.path(), super::tsdb::tool_options())
             .with_context(|| format!("opening {}", dir.display()))?;
         Ok(Sandbox { db, dir: sandbox })
     }
@@ -603,6 +605,45 @@ fn print_out(s: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrite_tsdb::Labels;
+
+    /// `dump` reads every block, even those a server's default retention
+    /// (15 days) would delete, and deletes none.
+    #[test]
+    fn sandbox_keeps_blocks_beyond_retention() {
+        const DAY: i64 = 86_400_000;
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path(), crate::cmd::tsdb::tool_options()).unwrap();
+        let l = Labels::from_pairs(&[("__name__", "m")]);
+        for d in 0..20 {
+            let mut app = db.appender();
+            app.append(&l, d * DAY, d as f64).unwrap();
+            app.commit().unwrap();
+            db.compact_head_fully().unwrap();
+        }
+        let blocks = db.blocks().len();
+        assert!(blocks >= 20, "{blocks} blocks");
+        db.close().unwrap();
+
+        let sandbox = Sandbox::open(tmp.path()).unwrap();
+        assert_eq!(sandbox.db.blocks().len(), blocks);
+        let q = sandbox.db.querier(i64::MIN, i64::MAX);
+        let mut first = None;
+        for s in q.select(&[]).unwrap() {
+            s.for_each_sample(|t, _| {
+                first.get_or_insert(t);
+            })
+            .unwrap();
+        }
+        assert_eq!(first, Some(0));
+        drop(q);
+        sandbox.close().unwrap();
+        let dirs = fs::read_dir(tmp.path())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().len() == 26)
+            .count();
+        assert_eq!(dirs, blocks);
+    }
 
     fn hist(data: &[i64], total: i64) -> String {
         let mut out = String::new();
