@@ -636,7 +636,6 @@ mod tests {
             .unwrap();
         }
         assert_eq!(first, Some(0));
-        drop(q);
         sandbox.close().unwrap();
         let dirs = fs::read_dir(tmp.path())
             .unwrap()
