@@ -37,15 +37,37 @@ enum Command {
     Debug(cmd::debug::DebugCommand),
 }
 
-fn main() -> ExitCode {
-    tracing_subscriber::fmt()
+/// Logs go to stderr: at `--log.level` (the server's flag; `info` for the
+/// tools) unless `FERRITE_LOG` gives a tracing filter, as text lines or, with
+/// `--log.format=json`, one JSON object per line.
+fn init_logging(cli: &Cli) {
+    let (level, json) = match cli.command {
+        None => (cli.server.log_level(), cli.server.log_json()),
+        Some(_) => ("info", false),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG").unwrap_or_else(|_| {
+        // At debug, the HTTP stack's own debug lines would drown Ferrite's.
+        let quiet_deps = if level == "debug" {
+            ",hyper=info,hyper_util=info,h2=info,tower=info,tower_http=info,axum=info,mio=info"
+        } else {
+            ""
+        };
+        tracing_subscriber::EnvFilter::new(format!("{level}{quiet_deps}"))
+    });
+    let logger = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter);
+    if json {
+        logger.json().init();
+    } else {
+        logger.init();
+    }
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(&cli);
     let result = match cli.command {
         Some(Command::Tsdb(c)) => cmd::tsdb::run(c),
         Some(Command::Debug(c)) => cmd::debug::run(c),

@@ -12,10 +12,12 @@
 //!   `label/<name>/values` over `ferrite-promql`;
 //! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`;
 //! - [`admin`]: `/api/v1/admin/tsdb/*` (`--web.enable-admin-api`);
+//! - [`lifecycle`]: `/-/quit`, `/-/reload` (`--web.enable-lifecycle`);
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`;
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
 pub mod admin;
+pub mod lifecycle;
 pub mod metrics;
 pub mod query;
 pub mod selector;
@@ -53,6 +55,8 @@ pub struct ServerOptions {
     pub remote_write_receiver: bool,
     /// `--web.enable-admin-api`
     pub admin_api: bool,
+    /// `--web.enable-lifecycle`: `/-/quit` and `/-/reload`.
+    pub lifecycle_api: bool,
     /// Lookback delta, timeout and max samples of PromQL queries
     /// (`--query.*`).
     pub engine: ferrite_promql::EngineOptions,
@@ -102,6 +106,9 @@ pub struct AppState {
     /// Wakes the compaction loop before its interval: appends signal it
     /// once the head is compactable, as Prometheus' appender does.
     pub compact_now: Arc<Notify>,
+    /// Set to stop the server (`/-/quit`); the server task shuts down
+    /// when it changes.
+    pub quit: watch::Sender<bool>,
 }
 
 /// A server that is listening; [`RunningServer::shutdown`] stops it cleanly.
@@ -150,6 +157,18 @@ fn routes(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/-/healthy", get(status::healthy).head(status::healthy))
         .route("/-/ready", get(status::ready).head(status::ready))
+        .route(
+            "/-/quit",
+            post(lifecycle::quit)
+                .put(lifecycle::quit)
+                .fallback(lifecycle::wrong_method),
+        )
+        .route(
+            "/-/reload",
+            post(lifecycle::reload)
+                .put(lifecycle::reload)
+                .fallback(lifecycle::wrong_method),
+        )
         .route("/api/v1/status/buildinfo", get(status::buildinfo))
         .route("/api/v1/status/runtimeinfo", get(status::runtimeinfo))
         .route("/api/v1/status/flags", get(status::flags))
@@ -193,6 +212,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let addr = listener.local_addr()?;
     let listener = web::LimitedListener::new(listener, opts.web.max_connections);
     let query_slots = Semaphore::new(opts.web.max_concurrent_queries.max(1));
+    let (stop, mut stopped) = watch::channel(false);
     let state = Arc::new(AppState {
         db: db.clone(),
         engine: opts.engine.clone(),
@@ -201,9 +221,9 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         start_time: std::time::SystemTime::now(),
         query_slots,
         compact_now: Arc::new(Notify::new()),
+        quit: stop.clone(),
     });
     let app = router(state.clone());
-    let (stop, mut stopped) = watch::channel(false);
     let mut compaction_stop = stop.subscribe();
     let task = tokio::spawn(async move {
         let compactor = tokio::spawn({
@@ -262,11 +282,14 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     Ok(RunningServer { addr, stop, task })
 }
 
-/// Serves until SIGTERM or SIGINT, then shuts down cleanly.
+/// Serves until SIGTERM, SIGINT or `/-/quit`, then shuts down cleanly.
 pub async fn run_until_signal(opts: ServerOptions) -> anyhow::Result<()> {
     let server = start(opts).await?;
-    shutdown_signal().await;
-    info!("received a termination signal, shutting down");
+    let mut quit = server.stop.subscribe();
+    tokio::select! {
+        _ = shutdown_signal() => info!("received a termination signal, shutting down"),
+        _ = quit.wait_for(|q| *q) => info!("shutting down"),
+    }
     server.shutdown().await
 }
 

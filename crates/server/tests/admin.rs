@@ -23,6 +23,7 @@ fn options(dir: &Path, admin_api: bool) -> ServerOptions {
         db: DbOptions::default(),
         remote_write_receiver: true,
         admin_api,
+        lifecycle_api: false,
         engine: ferrite_promql::EngineOptions::default(),
         flags: Vec::new(),
         web: Default::default(),

@@ -15,6 +15,7 @@ fn options(dir: &std::path::Path) -> ServerOptions {
         db: DbOptions::default(),
         remote_write_receiver: true,
         admin_api: false,
+        lifecycle_api: false,
         engine: ferrite_promql::EngineOptions::default(),
         flags: vec![("storage.tsdb.path".into(), dir.display().to_string())],
         web: Default::default(),

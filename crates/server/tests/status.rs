@@ -15,6 +15,7 @@ fn options(dir: &Path, web: WebOptions) -> ServerOptions {
         db: DbOptions::default(),
         remote_write_receiver: true,
         admin_api: false,
+        lifecycle_api: false,
         engine: ferrite_promql::EngineOptions::default(),
         flags: vec![
             ("storage.tsdb.path".into(), dir.display().to_string()),
@@ -198,4 +199,65 @@ async fn slow_request_body_times_out() {
     .unwrap();
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
     server.shutdown().await.unwrap();
+}
+
+/// `/-/quit` and `/-/reload`: refused unless `--web.enable-lifecycle`,
+/// POST or PUT only; `/-/quit` stops the server and closes the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lifecycle_endpoints() {
+    let client = reqwest::Client::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(options(tmp.path(), WebOptions::default()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+    for path in ["quit", "reload"] {
+        let url = format!("http://{addr}/-/{path}");
+        let r = client.post(&url).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 403);
+        assert_eq!(r.text().await.unwrap(), "Lifecycle API is not enabled.");
+        let r = client.get(&url).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 405);
+    }
+    // Still serving.
+    let (status, _) = get(format!("http://{addr}/api/v1/status/tsdb")).await;
+    assert_eq!(status, 200);
+    server.shutdown().await.unwrap();
+
+    let mut opts = options(tmp.path(), WebOptions::default());
+    opts.lifecycle_api = true;
+    let server = start(opts).await.unwrap();
+    let addr = server.addr;
+    let r = client
+        .put(format!("http://{addr}/-/reload"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r = client
+        .get(format!("http://{addr}/-/quit"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+    assert_eq!(r.text().await.unwrap(), "Only POST or PUT requests allowed");
+    let r = client
+        .post(format!("http://{addr}/-/quit"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        r.text().await.unwrap(),
+        "Requesting termination... Goodbye!"
+    );
+    // The server stops by itself and releases the data directory.
+    tokio::time::timeout(std::time::Duration::from_secs(30), server.wait())
+        .await
+        .expect("the server did not stop after /-/quit")
+        .unwrap();
+    Db::open(tmp.path(), DbOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
 }

@@ -52,6 +52,9 @@ pub struct DbOptions {
     /// server would keep under its own, possibly longer, retention. Blocks
     /// a compaction replaced are still removed.
     pub keep_expired_blocks: bool,
+    /// `--storage.tsdb.no-lockfile`: neither create nor lock `lock`, so
+    /// nothing stops a second process opening the directory.
+    pub no_lockfile: bool,
 }
 
 /// An open data directory.
@@ -70,7 +73,7 @@ pub struct Db {
     /// Block ranges of leveled compaction (2 h, 6 h, 18 h, ...).
     ranges: Vec<i64>,
     retention: RetentionLimits,
-    _lock: File,
+    _lock: Option<File>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DbError + '_ {
@@ -80,22 +83,31 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DbError + '_ {
     }
 }
 
+/// Creates and locks `dir/lock`, which keeps a second process out.
+fn lock_dir(dir: &Path) -> Result<File, DbError> {
+    let lock_path = dir.join("lock");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_err(&lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => Err(DbError::Locked(dir.to_owned())),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&lock_path)(e)),
+    }
+}
+
 impl Db {
     /// Opens (creating if needed) the data directory `dir`.
     pub fn open(dir: &Path, opts: DbOptions) -> Result<Db, DbError> {
         fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let lock_path = dir.join("lock");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_err(&lock_path))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(DbError::Locked(dir.to_owned())),
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
-        }
+        let lock = if opts.no_lockfile {
+            None
+        } else {
+            Some(lock_dir(dir)?)
+        };
         let wbl = dir.join("wbl");
         if fs::read_dir(&wbl).is_ok_and(|mut d| d.next().is_some()) {
             warn!(dir = %wbl.display(), "out-of-order WAL (wbl/) is not replayed yet; its samples are not loaded");

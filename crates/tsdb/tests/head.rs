@@ -467,3 +467,29 @@ fn batch_lookup_finds_known_series_only() {
         .iter()
         .all(|(_, s)| s == &[(1000, 1.0), (2000, 2.0)]));
 }
+
+/// The lock file keeps a second open out; `no_lockfile` neither creates
+/// nor takes it.
+#[test]
+fn lock_file_keeps_a_second_open_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    assert!(tmp.path().join("lock").exists());
+    match Db::open(tmp.path(), DbOptions::default()) {
+        Err(ferrite_tsdb::DbError::Locked(_)) => {}
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a second open of a locked dir succeeded"),
+    }
+    db.close().unwrap();
+    let db = open(tmp.path());
+    db.close().unwrap();
+
+    let other = tempfile::tempdir().unwrap();
+    let opts = DbOptions {
+        no_lockfile: true,
+        ..DbOptions::default()
+    };
+    let db = Db::open(other.path(), opts).unwrap();
+    assert!(!other.path().join("lock").exists());
+    db.close().unwrap();
+}

@@ -121,7 +121,8 @@ pub const FLAGS: &[FlagSpec] = &[
     flag("web.route-prefix", Str, "/", Used, false,
         "Prefix for the routes of the HTTP endpoints. Defaults to the path of --web.external-url."),
     flag("web.user-assets", Str, "", Compat, false, ""),
-    flag("web.enable-lifecycle", Bool, "false", Compat, false, ""),
+    flag("web.enable-lifecycle", Bool, "false", Used, false,
+        "Enable shutdown via HTTP request (POST or PUT /-/quit)."),
     flag("web.enable-admin-api", Bool, "false", Used, false,
         "Enable the admin endpoints (snapshot, delete_series, clean_tombstones)."),
     flag("web.enable-remote-write-receiver", Bool, "true", Used, false,
@@ -145,7 +146,8 @@ pub const FLAGS: &[FlagSpec] = &[
         "How long to retain samples (default 15d, or none when a size limit is set)."),
     flag("storage.tsdb.retention.size", Bytes, "0B", Used, false,
         "Maximum number of bytes of blocks to retain (e.g. 512MB, 10GB; base 1024)."),
-    flag("storage.tsdb.no-lockfile", Bool, "false", Compat, false, ""),
+    flag("storage.tsdb.no-lockfile", Bool, "false", Used, false,
+        "Do not create a lockfile in the data directory."),
     flag("storage.tsdb.allow-overlapping-compaction", Bool, "true", Compat, false, ""),
     flag("storage.tsdb.wal-compression", Bool, "true", Used, true,
         "Compress the WAL (--no-storage.tsdb.wal-compression writes it uncompressed)."),
@@ -189,8 +191,10 @@ pub const FLAGS: &[FlagSpec] = &[
     flag("scrape.discovery-reload-interval", Kind::Duration, "5s", Compat, false, ""),
     flag("enable-feature", Strings, "", Used, false, ""),
     flag("agent", Bool, "false", Agent, false, ""),
-    flag("log.level", Enum(&["debug", "info", "warn", "error"]), "info", Compat, false, ""),
-    flag("log.format", Enum(&["logfmt", "json"]), "logfmt", Compat, false, ""),
+    flag("log.level", Enum(&["debug", "info", "warn", "error"]), "info", Used, false,
+        "Only log messages with the given severity or above (FERRITE_LOG, a tracing filter, overrides it)."),
+    flag("log.format", Enum(&["logfmt", "json"]), "logfmt", Used, false,
+        "Output format of log messages: logfmt (Ferrite's text lines) or json (one object per line)."),
     flag("write-documentation", Bool, "false", Compat, false, ""),
     // Ferrite's own.
     flag("storage.tsdb.compaction-write-rate", Int, "0", Used, false,
@@ -550,6 +554,16 @@ impl ServerFlags {
         parse_bool(self.value(name)).unwrap_or(false)
     }
 
+    /// `--log.level`: the lowest severity logged.
+    pub fn log_level(&self) -> &str {
+        self.value("log.level")
+    }
+
+    /// `--log.format=json`.
+    pub fn log_json(&self) -> bool {
+        self.value("log.format") == "json"
+    }
+
     fn duration_ms(&self, name: &str) -> Result<i64> {
         parse_duration_ms(self.value(name)).with_context(|| format!("--{name}"))
     }
@@ -634,7 +648,10 @@ impl ServerFlags {
             );
         }
 
-        let mut db = DbOptions::default();
+        let mut db = DbOptions {
+            no_lockfile: self.bool("storage.tsdb.no-lockfile"),
+            ..DbOptions::default()
+        };
         let retention_set = self.is_set("storage.tsdb.retention.time");
         if retention_set {
             db.retention_ms = self.duration_ms("storage.tsdb.retention.time")?;
@@ -705,6 +722,7 @@ impl ServerFlags {
         }
         let remote_write_receiver = self.bool("web.enable-remote-write-receiver");
         let admin_api = self.bool("web.enable-admin-api");
+        let lifecycle_api = self.bool("web.enable-lifecycle");
         let flags = self.status_flags(&db, &web);
         Ok(ServerOptions {
             data_dir: PathBuf::from(self.value("storage.tsdb.path")),
@@ -712,6 +730,7 @@ impl ServerFlags {
             db,
             remote_write_receiver,
             admin_api,
+            lifecycle_api,
             engine,
             flags,
             web,
@@ -899,6 +918,18 @@ mod tests {
         assert_eq!(opts.db.retention_ms, 30 * 86_400_000);
         assert_eq!(opts.web.route_prefix, "/prometheus");
         assert_eq!(opts.web.max_concurrent_queries, 4);
+        assert!(opts.lifecycle_api);
+        assert!(!opts.db.no_lockfile);
+        assert_eq!(parse(&unit).log_level(), "warn");
+        assert!(!parse(&unit).log_json());
+        assert!(parse(&["--log.format=json"]).log_json());
+        assert!(
+            parse(&["--storage.tsdb.no-lockfile"])
+                .to_options()
+                .unwrap()
+                .db
+                .no_lockfile
+        );
         assert_eq!(
             opts.db.head.wal.as_ref().unwrap().compression,
             Compression::Zstd
@@ -943,6 +974,7 @@ mod tests {
         assert_eq!(opts.data_dir, PathBuf::from("data/"));
         assert!(opts.remote_write_receiver);
         assert!(!opts.admin_api);
+        assert!(!opts.lifecycle_api);
         // Only a size limit: no time retention, 31d blocks at most.
         let st = status(
             &parse(&["--storage.tsdb.retention.size=10GB"])
