@@ -102,6 +102,14 @@ pub(crate) struct RangeSeries {
 }
 
 /// A range vector for all steps: series plus how a step finds its window.
+/// Reads a selected series' samples into `buf` without staleness markers
+/// (range vectors never hold them).
+pub(crate) fn read_series_samples(s: &LazySeries<'_>, buf: &mut Vec<(i64, f64)>) -> Result<()> {
+    s.source.read_into(buf)?;
+    buf.retain(|&(_, v)| !is_stale_nan(v));
+    Ok(())
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct RangeData {
     pub series: Vec<RangeSeries>,
@@ -720,18 +728,6 @@ impl<'q> Evaluator<'q> {
         ))
     }
 
-    /// Reads a selected series' samples into `buf` without staleness
-    /// markers (range vectors never hold them).
-    pub(crate) fn read_range_samples(
-        &self,
-        s: &LazySeries<'_>,
-        buf: &mut Vec<(i64, f64)>,
-    ) -> Result<()> {
-        s.source.read_into(buf)?;
-        buf.retain(|&(_, v)| !is_stale_nan(v));
-        Ok(())
-    }
-
     fn eval_matrix_selector(
         &mut self,
         vs: &VectorSelector,
@@ -743,7 +739,7 @@ impl<'q> Evaluator<'q> {
         let mut buf = Vec::new();
         let mut series = Vec::with_capacity(selected.len());
         for s in selected {
-            self.read_range_samples(&s, &mut buf)?;
+            read_series_samples(&s, &mut buf)?;
             if buf.is_empty() {
                 continue;
             }
@@ -967,6 +963,75 @@ mod tests {
         match Engine::default().instant_query(db, q, t).unwrap().value {
             Value::Vector(v) => v,
             other => panic!("not a vector: {other:?}"),
+        }
+    }
+
+    /// Range functions over many series run on several threads; their
+    /// results, aggregated or not, are bit for bit those of one thread
+    /// (including errors: the duplicate label set after the name is dropped).
+    #[test]
+    fn parallel_range_functions_match_one_thread() {
+        let mut db = MemStorage::new();
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for i in 0..300 {
+            let l = Labels::new([
+                ("__name__".to_string(), "m".to_string()),
+                ("i".to_string(), i.to_string()),
+                ("g".to_string(), (i % 7).to_string()),
+            ]);
+            let mut v = 0.0;
+            for k in 0..200i64 {
+                if rnd() % 10 == 0 {
+                    continue;
+                }
+                v += (rnd() % 1000) as f64 / 7.0;
+                if rnd() % 50 == 0 {
+                    v = 0.0;
+                }
+                db.add(l.clone(), k * 15_000 + (rnd() % 100) as i64, v);
+            }
+        }
+        for name in ["n", "o"] {
+            for k in 0..3 {
+                db.add(
+                    Labels::from_pairs(&[("__name__", name), ("i", "1")]),
+                    k * 15_000,
+                    1.0,
+                );
+            }
+        }
+        let run = |threads: usize, q: &str| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                Engine::default()
+                    .range_query(&db, q, 0, 3_000_000, 30_000)
+                    .map(|r| format!("{:?}", r.value))
+                    .map_err(|e| e.to_string())
+            })
+        };
+        for q in [
+            "sum by (g) (rate(m[1m]))",
+            "avg(increase(m[2m]))",
+            "max_over_time(m[5m])",
+            "deriv(m[3m])",
+            "rate({__name__=~\"m|n|o\"}[5m])",
+        ] {
+            let one = run(1, q);
+            assert!(run(4, q) == one, "{q}: the results differ");
+            if q.contains("n|o") {
+                assert!(one.is_err(), "{q}: no error");
+            } else {
+                assert!(one.as_ref().is_ok_and(|v| v.len() > 1000), "{q}");
+            }
         }
     }
 

@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use promql_parser::parser::{Call, Expr};
+use rayon::prelude::*;
 
 use crate::aggregate::{avg, variance};
 use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
-use crate::engine::{window_in, Ev, Evaluator, Lbl, RangeData, Samp};
+use crate::engine::{read_series_samples, window_in, Ev, Evaluator, Lbl, RangeData, Samp};
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 
@@ -811,31 +812,44 @@ struct RangeJob<'a> {
 }
 
 impl RangeJob<'_> {
-    fn series(
-        &mut self,
+    /// The function's value at every step whose window holds samples, as
+    /// (step, value) in step order; marks those steps in `windows` if given.
+    fn values(
+        &self,
         spec: &RangeData,
-        i: usize,
-        labels: &Lbl,
-        drop_name: bool,
         samples: &[(i64, f64)],
-        sink: &mut dyn RangeSink,
+        mut windows: Option<&mut [bool]>,
+        out: &mut Vec<(usize, f64)>,
     ) {
+        out.clear();
         let mut cursor = (0usize, 0usize);
-        let mut out_labels: Option<Lbl> = None;
-        let track = !self.any_window.is_empty();
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
             let w = window_in(samples, end, spec.range, &mut cursor);
             if w.is_empty() {
                 continue;
             }
-            if track {
-                self.any_window[step] = true;
+            if let Some(windows) = windows.as_deref_mut() {
+                windows[step] = true;
             }
             let p = self.scalar_arg.map_or(0.0, |v| v[step]);
-            let Some(f) = self.func.apply(w, end - spec.range, end, t, p) else {
-                continue;
-            };
+            if let Some(f) = self.func.apply(w, end - spec.range, end, t, p) {
+                out.push((step, f));
+            }
+        }
+    }
+
+    /// Hands series `i`'s values to `sink`, with its output labels.
+    fn emit(
+        &mut self,
+        i: usize,
+        labels: &Lbl,
+        drop_name: bool,
+        values: &[(usize, f64)],
+        sink: &mut dyn RangeSink,
+    ) {
+        let mut out_labels: Option<Lbl> = None;
+        for &(step, f) in values {
             let l = match &out_labels {
                 Some(l) => l,
                 None => {
@@ -854,7 +868,34 @@ impl RangeJob<'_> {
             sink.push(step, i, l, f, !self.strip && (self.drop || drop_name));
         }
     }
+
+    #[allow(clippy::too_many_arguments)]
+    fn series(
+        &mut self,
+        spec: &RangeData,
+        i: usize,
+        labels: &Lbl,
+        drop_name: bool,
+        samples: &[(i64, f64)],
+        sink: &mut dyn RangeSink,
+        values: &mut Vec<(usize, f64)>,
+    ) {
+        let mut windows = std::mem::take(&mut self.any_window);
+        let track = (!windows.is_empty()).then_some(&mut windows[..]);
+        self.values(spec, samples, track, values);
+        self.any_window = windows;
+        self.emit(i, labels, drop_name, values, sink);
+    }
 }
+
+/// A range function over at least this many selected series reads and
+/// evaluates them on every core, in batches of [`PARALLEL_BATCH`]: reading
+/// (chunk decoding) is most of its cost. Results reach the sink in series
+/// order all the same, so aggregations add them up in the same order.
+const PARALLEL_MIN_SERIES: usize = 64;
+/// A series' sample count and its (step, value) results.
+type SeriesValues = (usize, Vec<(usize, f64)>);
+const PARALLEL_BATCH: usize = 64;
 
 /// Evaluates a range-vector function call for all steps into `sink`. A
 /// matrix selector argument is read one series at a time (into one reused
@@ -900,23 +941,74 @@ pub(crate) fn range_function_into(
             let range = crate::engine::duration_ms(&ms.range);
             let (selected, spec) = ev.matrix_selection(&ms.vs, range, ts)?;
             let mut buf = Vec::new();
+            let mut values = Vec::new();
             let mut total = 0;
-            for (i, s) in selected.into_iter().enumerate() {
-                ev.check_deadline()?;
-                ev.read_range_samples(&s, &mut buf)?;
-                if buf.is_empty() {
-                    continue;
+            if selected.len() >= PARALLEL_MIN_SERIES
+                && !check_quantile
+                && rayon::current_num_threads() > 1
+            {
+                let mut series = selected.into_iter().enumerate();
+                loop {
+                    let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();
+                    if batch.is_empty() {
+                        break;
+                    }
+                    ev.check_deadline()?;
+                    let (shared, spec) = (&job, &spec);
+                    let results: Vec<Result<SeriesValues>> = batch
+                        .par_iter()
+                        .map_init(Vec::new, |buf, (_, s)| {
+                            read_series_samples(s, buf)?;
+                            let mut values = Vec::new();
+                            shared.values(spec, buf, None, &mut values);
+                            Ok((buf.len(), values))
+                        })
+                        .collect();
+                    for ((i, s), r) in batch.into_iter().zip(results) {
+                        let (n, values) = r?;
+                        if n == 0 {
+                            continue;
+                        }
+                        total += n;
+                        ev.count_samples(total)?;
+                        job.emit(i, &Arc::new(s.labels), false, &values, sink);
+                    }
                 }
-                total += buf.len();
-                ev.count_samples(total)?;
-                job.series(&spec, i, &Arc::new(s.labels), false, &buf, sink);
+            } else {
+                for (i, s) in selected.into_iter().enumerate() {
+                    ev.check_deadline()?;
+                    read_series_samples(&s, &mut buf)?;
+                    if buf.is_empty() {
+                        continue;
+                    }
+                    total += buf.len();
+                    ev.count_samples(total)?;
+                    job.series(
+                        &spec,
+                        i,
+                        &Arc::new(s.labels),
+                        false,
+                        &buf,
+                        sink,
+                        &mut values,
+                    );
+                }
             }
         }
         _ => {
             let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
+            let mut values = Vec::new();
             for (i, s) in rd.series.iter().enumerate() {
                 ev.check_deadline()?;
-                job.series(&rd, i, &s.labels, s.drop_name, &s.samples, sink);
+                job.series(
+                    &rd,
+                    i,
+                    &s.labels,
+                    s.drop_name,
+                    &s.samples,
+                    sink,
+                    &mut values,
+                );
             }
         }
     }

@@ -249,7 +249,7 @@ pub struct Series {
 /// Reads the samples of one selected series on demand, so that the engine
 /// can walk many long series holding one at a time (in a buffer it reuses)
 /// instead of all of them at once.
-pub trait SampleSource {
+pub trait SampleSource: Send + Sync {
     /// Replaces `out`'s contents with the series' samples in the selection's
     /// range, in time order (staleness markers included).
     fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError>;
