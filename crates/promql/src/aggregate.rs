@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use promql_parser::parser::{AggregateExpr, Call, Expr, LabelModifier};
+use promql_parser::parser::{AggregateExpr, Call, Expr, LabelModifier, VectorSelector};
 
 use crate::annotations::go_g;
 use crate::engine::{Ev, Evaluator, Samp};
@@ -59,14 +59,19 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             _ => fparam = Some(ev.eval_scalar(p, ts)?),
         }
     }
-    if let Some(call) = fusable_range_call(&op, a) {
-        // The range function's results go straight into the groups' per
-        // step accumulators, without an instant vector per step.
+    if let Some(input) = fusable_input(&op, a) {
+        // The range function's or selector's results go straight into the
+        // groups' per step accumulators, without an instant vector per step.
         ev.check_deadline()?;
         let kind = AggKind::of(&op).unwrap_or(AggKind::Sum);
         let mut sink = AggSink::new(kind, &a.modifier, ts.len());
-        let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
-        crate::functions::range_function_into(ev, call, &args, ts, &mut sink)?;
+        match input {
+            Fusable::RangeCall(call) => {
+                let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+                crate::functions::range_function_into(ev, call, &args, ts, &mut sink)?;
+            }
+            Fusable::Selector(vs) => ev.vector_selector_into(vs, ts, false, &mut sink)?,
+        }
         return Ok(Ev::Vector(sink.finish()));
     }
     let input = ev.eval_vector(&a.expr, ts)?;
@@ -145,7 +150,13 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
 /// The range-function call an aggregation can take its values from
 /// directly: aggregations without a parameter whose value is a running
 /// reduction, over a range function (`sum(rate(x[5m]))`).
-fn fusable_range_call<'e>(op: &str, a: &'e AggregateExpr) -> Option<&'e Call> {
+/// What an aggregation can take its input from without instant vectors.
+enum Fusable<'e> {
+    RangeCall(&'e Call),
+    Selector(&'e VectorSelector),
+}
+
+fn fusable_input<'e>(op: &str, a: &'e AggregateExpr) -> Option<Fusable<'e>> {
     if a.param.is_some() || AggKind::of(op).is_none() {
         return None;
     }
@@ -154,7 +165,10 @@ fn fusable_range_call<'e>(op: &str, a: &'e AggregateExpr) -> Option<&'e Call> {
         e = &p.expr;
     }
     match e {
-        Expr::Call(c) if crate::functions::is_range_function(c.func.name) => Some(c),
+        Expr::Call(c) if crate::functions::is_range_function(c.func.name) => {
+            Some(Fusable::RangeCall(c))
+        }
+        Expr::VectorSelector(vs) => Some(Fusable::Selector(vs)),
         _ => None,
     }
 }
@@ -547,6 +561,15 @@ mod fused_tests {
                             let general = matrix(&eng, &db, &format!("{op}{by} (1 * {f}(m[1m:10s]))"), end, step);
                             prop_assert_eq!(&fused, &general, "{} {} {}", op, by, f);
                         }
+                    }
+                }
+                // An aggregation straight over a selector (`and` keeps the
+                // left side's samples, name included, but is not fused).
+                for op in ["sum", "avg", "count", "min", "max", "group", "stddev", "stdvar"] {
+                    for by in ["", " by (g)", " without (i)"] {
+                        let fused = matrix(&eng, &db, &format!("{op}{by} (m)"), end, step);
+                        let general = matrix(&eng, &db, &format!("{op}{by} (m and m)"), end, step);
+                        prop_assert_eq!(&fused, &general, "{} {} selector", op, by);
                     }
                 }
             }

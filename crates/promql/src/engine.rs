@@ -23,11 +23,13 @@ use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
 
 use crate::annotations::{Annotations, SourceMap};
 use crate::cache::BoundedCache;
+use crate::functions::RangeSink;
 use crate::storage::{
     is_stale_nan, Labels, LazySeries, MatchType, Matcher, Querier, Queryable, SelectHints,
 };
 use crate::value::{Sample, SeriesResult, Value};
 use crate::{eval_err, Error, Result};
+use rayon::prelude::*;
 
 /// Engine limits and defaults.
 #[derive(Clone, Debug)]
@@ -102,6 +104,59 @@ pub(crate) struct RangeSeries {
 }
 
 /// A range vector for all steps: series plus how a step finds its window.
+/// An instant vector selector's sample at each step: the newest at or before
+/// the step's evaluation time within the lookback, unless a staleness
+/// marker.
+struct StepPicker<'a> {
+    /// Evaluation time of each step (after `@` and `offset`).
+    etimes: &'a [i64],
+    /// Whether `etimes` never decrease (they do not in range queries).
+    ascending: bool,
+    lookback: i64,
+    want_ts: bool,
+}
+
+impl StepPicker<'_> {
+    /// (step, value) of the steps that have a sample, in step order.
+    fn pick(&self, samples: &[(i64, f64)], out: &mut Vec<(usize, f64)>) {
+        out.clear();
+        // While evaluation times do not decrease, one cursor walks the samples.
+        let mut idx = 0;
+        for (step, &e) in self.etimes.iter().enumerate() {
+            if self.ascending {
+                while idx < samples.len() && samples[idx].0 <= e {
+                    idx += 1;
+                }
+            } else {
+                idx = samples.partition_point(|&(t, _)| t <= e);
+            }
+            if idx == 0 {
+                continue;
+            }
+            let (st, v) = samples[idx - 1];
+            if st > e - self.lookback && !is_stale_nan(v) {
+                out.push((step, if self.want_ts { st as f64 / 1000.0 } else { v }));
+            }
+        }
+    }
+}
+
+/// Selections of at least this many series are read (and their steps
+/// evaluated) on every core, in batches of [`PARALLEL_BATCH`] series:
+/// reading, chunk decoding, is most of their cost. Results reach their sink
+/// in series order all the same, so aggregations add them up in the same
+/// order, and the results are those of one thread bit for bit.
+const PARALLEL_MIN_SERIES: usize = 64;
+pub(crate) const PARALLEL_BATCH: usize = 64;
+
+/// Whether to read `series` on every core: enough of them, more than one
+/// core, and samples still to decode (not in memory already).
+pub(crate) fn worth_parallel(series: &[LazySeries<'_>]) -> bool {
+    series.len() >= PARALLEL_MIN_SERIES
+        && rayon::current_num_threads() > 1
+        && !series.first().is_some_and(|s| s.source.in_memory())
+}
+
 /// Reads a selected series' samples into `buf` without staleness markers
 /// (range vectors never hold them).
 pub(crate) fn read_series_samples(s: &LazySeries<'_>, buf: &mut Vec<(i64, f64)>) -> Result<()> {
@@ -660,6 +715,22 @@ impl<'q> Evaluator<'q> {
         ts: &[i64],
         want_ts: bool,
     ) -> Result<Vec<Vec<Samp>>> {
+        let mut out: Vec<Vec<Samp>> = vec![Vec::new(); ts.len()];
+        self.vector_selector_into(vs, ts, want_ts, &mut out)?;
+        Ok(out)
+    }
+
+    /// Evaluates an instant vector selector at every step into `sink`:
+    /// series by series, in selection order, each series' steps in order
+    /// (on every core, in batches, for many series; the sink sees the same
+    /// order). `want_ts` gives each sample's timestamp (s) as its value.
+    pub(crate) fn vector_selector_into(
+        &mut self,
+        vs: &VectorSelector,
+        ts: &[i64],
+        want_ts: bool,
+        sink: &mut dyn RangeSink,
+    ) -> Result<()> {
         self.check_deadline()?;
         let off = offset_ms(&vs.offset);
         let at = self.at_ms(&vs.at);
@@ -667,40 +738,60 @@ impl<'q> Evaluator<'q> {
         let lo = etimes.iter().copied().min().unwrap_or(0);
         let hi = etimes.iter().copied().max().unwrap_or(0);
         let series = self.select(vs, lo - self.lookback + 1, hi)?;
-        let mut out: Vec<Vec<Samp>> = vec![Vec::new(); ts.len()];
-        let mut total = 0usize;
-        let mut buf = Vec::new();
-        for s in series {
-            s.source.read_into(&mut buf)?;
-            if buf.is_empty() {
-                continue;
+        let picker = StepPicker {
+            etimes: &etimes,
+            ascending: etimes.windows(2).all(|w| w[0] <= w[1]),
+            lookback: self.lookback,
+            want_ts,
+        };
+        // Samples per step, for the max-samples limit.
+        let mut per_step = vec![0usize; ts.len()];
+        let mut emit = |i: usize, labels: Labels, values: &[(usize, f64)]| {
+            let labels = Arc::new(labels);
+            for &(step, f) in values {
+                per_step[step] += 1;
+                sink.push(step, i, &labels, f, false);
             }
-            let samples = &buf[..];
-            let labels = Arc::new(s.labels);
-            for (i, &e) in etimes.iter().enumerate() {
-                let idx = samples.partition_point(|&(t, _)| t <= e);
-                if idx == 0 {
-                    continue;
+        };
+        if worth_parallel(&series) {
+            let mut series = series.into_iter().enumerate();
+            loop {
+                let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();
+                if batch.is_empty() {
+                    break;
                 }
-                let (st, v) = samples[idx - 1];
-                if st > e - self.lookback && !is_stale_nan(v) {
-                    out[i].push(Samp {
-                        labels: labels.clone(),
-                        f: if want_ts { st as f64 / 1000.0 } else { v },
-                        drop_name: false,
-                    });
-                    total += 1;
+                self.check_deadline()?;
+                let picker = &picker;
+                let results: Vec<Result<Vec<(usize, f64)>>> = batch
+                    .par_iter()
+                    .map_init(Vec::new, |buf, (_, s)| {
+                        s.source.read_into(buf)?;
+                        let mut values = Vec::new();
+                        picker.pick(buf, &mut values);
+                        Ok(values)
+                    })
+                    .collect();
+                for ((i, s), r) in batch.into_iter().zip(results) {
+                    emit(i, s.labels, &r?);
                 }
+            }
+        } else {
+            let (mut buf, mut values) = (Vec::new(), Vec::new());
+            for (i, s) in series.into_iter().enumerate() {
+                s.source.read_into(&mut buf)?;
+                picker.pick(&buf, &mut values);
+                emit(i, s.labels, &values);
             }
         }
+        let total: usize = per_step.iter().sum();
         self.count_samples(
-            out.iter()
-                .map(Vec::len)
+            per_step
+                .iter()
+                .copied()
                 .max()
                 .unwrap_or(0)
                 .max(total / ts.len().max(1)),
-        )?;
-        Ok(out)
+        )
     }
 
     /// A matrix selector's series (samples not read yet) and its window
@@ -947,7 +1038,7 @@ impl<'q> Evaluator<'q> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::{MemStorage, STALE_NAN};
+    use crate::storage::{MemStorage, SampleSource, Series, StorageError, STALE_NAN};
     use proptest::prelude::*;
 
     fn db_with(samples: &[(i64, f64)]) -> MemStorage {
@@ -963,6 +1054,71 @@ mod tests {
         match Engine::default().instant_query(db, q, t).unwrap().value {
             Value::Vector(v) => v,
             other => panic!("not a vector: {other:?}"),
+        }
+    }
+
+    /// A storage whose samples are not `in_memory` (as if decoded when
+    /// read), so that the engine spreads reading them over threads.
+    struct Decoding(MemStorage);
+    struct DecodingQuerier<'a>(Box<dyn Querier + 'a>);
+    struct Encoded(Vec<(i64, f64)>);
+
+    impl SampleSource for Encoded {
+        fn read_into(&self, out: &mut Vec<(i64, f64)>) -> std::result::Result<(), StorageError> {
+            out.clear();
+            out.extend_from_slice(&self.0);
+            Ok(())
+        }
+    }
+
+    impl Queryable for Decoding {
+        fn querier(
+            &self,
+            mint: i64,
+            maxt: i64,
+        ) -> std::result::Result<Box<dyn Querier + '_>, StorageError> {
+            Ok(Box::new(DecodingQuerier(self.0.querier(mint, maxt)?)))
+        }
+    }
+
+    impl Querier for DecodingQuerier<'_> {
+        fn select(
+            &self,
+            matchers: &[Matcher],
+            hints: SelectHints,
+        ) -> std::result::Result<Vec<Series>, StorageError> {
+            self.0.select(matchers, hints)
+        }
+
+        fn select_lazy(
+            &self,
+            matchers: &[Matcher],
+            hints: SelectHints,
+        ) -> std::result::Result<Vec<LazySeries<'_>>, StorageError> {
+            Ok(self
+                .0
+                .select(matchers, hints)?
+                .into_iter()
+                .map(|s| LazySeries {
+                    labels: s.labels,
+                    source: Box::new(Encoded(s.samples)),
+                })
+                .collect())
+        }
+
+        fn label_names(
+            &self,
+            matchers: &[Matcher],
+        ) -> std::result::Result<Vec<String>, StorageError> {
+            self.0.label_names(matchers)
+        }
+
+        fn label_values(
+            &self,
+            name: &str,
+            matchers: &[Matcher],
+        ) -> std::result::Result<Vec<String>, StorageError> {
+            self.0.label_values(name, matchers)
         }
     }
 
@@ -1006,14 +1162,16 @@ mod tests {
                 );
             }
         }
+        let decoding = Decoding(db.clone());
         let run = |threads: usize, q: &str| {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .unwrap();
             pool.install(|| {
+                let store: &dyn Queryable = if threads > 1 { &decoding } else { &db };
                 Engine::default()
-                    .range_query(&db, q, 0, 3_000_000, 30_000)
+                    .range_query(store, q, 0, 3_000_000, 30_000)
                     .map(|r| format!("{:?}", r.value))
                     .map_err(|e| e.to_string())
             })
@@ -1024,6 +1182,10 @@ mod tests {
             "max_over_time(m[5m])",
             "deriv(m[3m])",
             "rate({__name__=~\"m|n|o\"}[5m])",
+            "m",
+            "sum by (g) (m)",
+            "stddev without (i) (m offset 1m)",
+            "timestamp(m)",
         ] {
             let one = run(1, q);
             assert!(run(4, q) == one, "{q}: the results differ");

@@ -14,7 +14,10 @@ use rayon::prelude::*;
 use crate::aggregate::{avg, variance};
 use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
-use crate::engine::{read_series_samples, window_in, Ev, Evaluator, Lbl, RangeData, Samp};
+use crate::engine::{
+    read_series_samples, window_in, worth_parallel, Ev, Evaluator, Lbl, RangeData, Samp,
+    PARALLEL_BATCH,
+};
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 
@@ -888,15 +891,8 @@ impl RangeJob<'_> {
     }
 }
 
-/// A range function over at least this many selected series reads and
-/// evaluates them on every core, in batches of [`PARALLEL_BATCH`]: reading
-/// (chunk decoding) is most of its cost. Results reach the sink in series
-/// order all the same, so aggregations add them up in the same order.
-const PARALLEL_MIN_SERIES: usize = 64;
 /// A series' sample count and its (step, value) results.
 type SeriesValues = (usize, Vec<(usize, f64)>);
-const PARALLEL_BATCH: usize = 64;
-
 /// Evaluates a range-vector function call for all steps into `sink`. A
 /// matrix selector argument is read one series at a time (into one reused
 /// buffer), never holding all of its samples at once.
@@ -943,10 +939,7 @@ pub(crate) fn range_function_into(
             let mut buf = Vec::new();
             let mut values = Vec::new();
             let mut total = 0;
-            if selected.len() >= PARALLEL_MIN_SERIES
-                && !check_quantile
-                && rayon::current_num_threads() > 1
-            {
+            if !check_quantile && worth_parallel(&selected) {
                 let mut series = selected.into_iter().enumerate();
                 loop {
                     let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();

@@ -253,6 +253,12 @@ pub trait SampleSource: Send + Sync {
     /// Replaces `out`'s contents with the series' samples in the selection's
     /// range, in time order (staleness markers included).
     fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError>;
+
+    /// Whether the samples are in memory already, so that reading them is a
+    /// copy (the engine then does not spread the reading over threads).
+    fn in_memory(&self) -> bool {
+        false
+    }
 }
 
 impl SampleSource for Vec<(i64, f64)> {
@@ -261,6 +267,10 @@ impl SampleSource for Vec<(i64, f64)> {
         out.extend_from_slice(self);
         Ok(())
     }
+
+    fn in_memory(&self) -> bool {
+        true
+    }
 }
 
 impl SampleSource for &[(i64, f64)] {
@@ -268,6 +278,10 @@ impl SampleSource for &[(i64, f64)] {
         out.clear();
         out.extend_from_slice(self);
         Ok(())
+    }
+
+    fn in_memory(&self) -> bool {
+        true
     }
 }
 
