@@ -17,10 +17,10 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ferrite_block::meta::BlockUlid;
+use ferrite_block::meta::{write_meta, BlockUlid};
 use parking_lot::{Mutex, RwLock};
 
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
 use crate::compact::planner::{server_block_ranges, server_retention_ms, PlanBlock, Planner};
@@ -249,7 +249,15 @@ impl Db {
                     "planned a block that is not open".into(),
                 ))));
             }
-            let meta = compact_blocks(&self.dir, &chosen, self.write_limit).map_err(compact_err)?;
+            let meta = match compact_blocks(&self.dir, &chosen, self.write_limit) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    // As Prometheus: the planner leaves these blocks alone
+                    // from now on, instead of failing on them every cycle.
+                    self.mark_compaction_failed(&chosen);
+                    return Err(compact_err(e));
+                }
+            };
             let new_block = match &meta {
                 Some(m) => {
                     Some(Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?)
@@ -275,6 +283,32 @@ impl Db {
                 let dir = b.dir().to_owned();
                 drop(b);
                 delete_block_dir(&dir)?;
+            }
+        }
+    }
+
+    /// Marks `compaction.failed` in the meta of blocks a compaction failed
+    /// on, on disk and in the open list. Best effort: a block whose meta
+    /// cannot be rewritten is logged and left as it was.
+    fn mark_compaction_failed(&self, blocks: &[Arc<Block>]) {
+        for b in blocks {
+            let mut meta = b.meta().clone();
+            meta.compaction.failed = true;
+            let reopened = write_meta(b.dir(), &meta)
+                .map_err(|e| e.to_string())
+                .and_then(|_| Block::open(b.dir()).map_err(|e| e.to_string()));
+            match reopened {
+                Ok(marked) => {
+                    warn!(ulid = %b.ulid(), "compaction failed on this block; it will not be compacted again");
+                    let _g = self.consistency.write();
+                    let mut list = self.blocks.write();
+                    if let Some(slot) = list.iter_mut().find(|x| x.ulid() == b.ulid()) {
+                        *slot = Arc::new(marked);
+                    }
+                }
+                Err(e) => {
+                    error!(ulid = %b.ulid(), error = %e, "marking a block's compaction as failed");
+                }
             }
         }
     }

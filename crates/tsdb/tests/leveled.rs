@@ -130,3 +130,56 @@ fn tools_open_keeps_blocks_beyond_retention() {
         "the server's open applies retention"
     );
 }
+
+/// A compaction that fails (a damaged chunk in one of its blocks) marks its
+/// blocks `compaction.failed`, as Prometheus does: the planner leaves them
+/// alone afterwards, also after a restart, and they stay readable.
+#[test]
+fn failed_compaction_marks_its_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    for h in 0..7 {
+        for m in 0..12 {
+            let t = START + h * HOUR + m * 300_000;
+            let mut app = db.appender();
+            for i in 0..5 {
+                let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
+                app.append(&l, t, (t / 1000 + i) as f64).unwrap();
+            }
+            app.commit().unwrap();
+        }
+    }
+    db.compact_head_fully().unwrap();
+    let blocks: Vec<_> = db.blocks().iter().map(|b| b.dir().to_owned()).collect();
+    assert_eq!(blocks.len(), 4, "2 h blocks of the 7 hours");
+    db.close().unwrap();
+
+    // Damage a byte in the middle of the first block's chunk data.
+    let chunks = blocks[0].join("chunks").join("000001");
+    let mut bytes = std::fs::read(&chunks).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&chunks, bytes).unwrap();
+
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    assert!(db.compact().is_err(), "the damaged chunk went unnoticed");
+    let failed = |db: &Db| -> Vec<bool> {
+        db.blocks()
+            .iter()
+            .map(|b| b.meta().compaction.failed)
+            .collect()
+    };
+    // The first three (one 6 h range) were chosen; the newest was not.
+    assert_eq!(failed(&db), [true, true, true, false]);
+    assert!(
+        db.compact().unwrap().is_empty(),
+        "failed blocks planned again"
+    );
+    assert_eq!(db.blocks().len(), 4);
+    db.close().unwrap();
+
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    assert_eq!(failed(&db), [true, true, true, false]);
+    assert!(db.compact().unwrap().is_empty());
+    db.close().unwrap();
+}
