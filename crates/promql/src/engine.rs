@@ -147,14 +147,70 @@ impl StepPicker<'_> {
 /// in series order all the same, so aggregations add them up in the same
 /// order, and the results are those of one thread bit for bit.
 const PARALLEL_MIN_SERIES: usize = 64;
-pub(crate) const PARALLEL_BATCH: usize = 64;
+const PARALLEL_BATCH: usize = 64;
 
 /// Whether to read `series` on every core: enough of them, more than one
 /// core, and samples still to decode (not in memory already).
-pub(crate) fn worth_parallel(series: &[LazySeries<'_>]) -> bool {
+fn worth_parallel(series: &[LazySeries<'_>]) -> bool {
     series.len() >= PARALLEL_MIN_SERIES
         && rayon::current_num_threads() > 1
         && !series.first().is_some_and(|s| s.source.in_memory())
+}
+
+/// A series' sample count and its (step, value) results.
+type SeriesValues = (usize, Vec<(usize, f64)>);
+
+/// Evaluates selected series one by one: `eval` reads a series (into a
+/// reused sample buffer), writes its (step, value) results and returns its
+/// sample count; `emit` then takes them, with the series, in selection
+/// order. When [`worth_parallel`], `eval` runs on every core, a batch of
+/// [`PARALLEL_BATCH`] series at a time, reading `state` shared; `emit`
+/// stays on this thread, in order, with `state` to itself.
+pub(crate) fn eval_series<'q, S: Sync>(
+    ev: &mut Evaluator,
+    series: Vec<LazySeries<'q>>,
+    state: &mut S,
+    eval: impl Fn(&S, &LazySeries<'q>, &mut Vec<(i64, f64)>, &mut Vec<(usize, f64)>) -> Result<usize>
+        + Sync,
+    mut emit: impl FnMut(
+        &mut Evaluator,
+        &mut S,
+        usize,
+        LazySeries<'q>,
+        usize,
+        &[(usize, f64)],
+    ) -> Result<()>,
+) -> Result<()> {
+    if !worth_parallel(&series) {
+        let (mut buf, mut values) = (Vec::new(), Vec::new());
+        for (i, s) in series.into_iter().enumerate() {
+            ev.check_deadline()?;
+            let n = eval(state, &s, &mut buf, &mut values)?;
+            emit(ev, state, i, s, n, &values)?;
+        }
+        return Ok(());
+    }
+    let mut series = series.into_iter().enumerate();
+    loop {
+        let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        ev.check_deadline()?;
+        let shared = &*state;
+        let results: Vec<Result<SeriesValues>> = batch
+            .par_iter()
+            .map_init(Vec::new, |buf, (_, s)| {
+                let mut values = Vec::new();
+                let n = eval(shared, s, buf, &mut values)?;
+                Ok((n, values))
+            })
+            .collect();
+        for ((i, s), r) in batch.into_iter().zip(results) {
+            let (n, values) = r?;
+            emit(ev, state, i, s, n, &values)?;
+        }
+    }
 }
 
 /// Reads a selected series' samples into `buf` without staleness markers
@@ -738,7 +794,7 @@ impl<'q> Evaluator<'q> {
         let lo = etimes.iter().copied().min().unwrap_or(0);
         let hi = etimes.iter().copied().max().unwrap_or(0);
         let series = self.select(vs, lo - self.lookback + 1, hi)?;
-        let picker = StepPicker {
+        let mut picker = StepPicker {
             etimes: &etimes,
             ascending: etimes.windows(2).all(|w| w[0] <= w[1]),
             lookback: self.lookback,
@@ -746,43 +802,24 @@ impl<'q> Evaluator<'q> {
         };
         // Samples per step, for the max-samples limit.
         let mut per_step = vec![0usize; ts.len()];
-        let mut emit = |i: usize, labels: Labels, values: &[(usize, f64)]| {
-            let labels = Arc::new(labels);
-            for &(step, f) in values {
-                per_step[step] += 1;
-                sink.push(step, i, &labels, f, false);
-            }
-        };
-        if worth_parallel(&series) {
-            let mut series = series.into_iter().enumerate();
-            loop {
-                let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();
-                if batch.is_empty() {
-                    break;
+        eval_series(
+            self,
+            series,
+            &mut picker,
+            |picker, s, buf, values| {
+                s.source.read_into(buf)?;
+                picker.pick(buf, values);
+                Ok(buf.len())
+            },
+            |_, _, i, s, _, values| {
+                let labels = Arc::new(s.labels);
+                for &(step, f) in values {
+                    per_step[step] += 1;
+                    sink.push(step, i, &labels, f, false);
                 }
-                self.check_deadline()?;
-                let picker = &picker;
-                let results: Vec<Result<Vec<(usize, f64)>>> = batch
-                    .par_iter()
-                    .map_init(Vec::new, |buf, (_, s)| {
-                        s.source.read_into(buf)?;
-                        let mut values = Vec::new();
-                        picker.pick(buf, &mut values);
-                        Ok(values)
-                    })
-                    .collect();
-                for ((i, s), r) in batch.into_iter().zip(results) {
-                    emit(i, s.labels, &r?);
-                }
-            }
-        } else {
-            let (mut buf, mut values) = (Vec::new(), Vec::new());
-            for (i, s) in series.into_iter().enumerate() {
-                s.source.read_into(&mut buf)?;
-                picker.pick(&buf, &mut values);
-                emit(i, s.labels, &values);
-            }
-        }
+                Ok(())
+            },
+        )?;
         let total: usize = per_step.iter().sum();
         self.count_samples(
             per_step
@@ -1172,7 +1209,7 @@ mod tests {
                 let store: &dyn Queryable = if threads > 1 { &decoding } else { &db };
                 Engine::default()
                     .range_query(store, q, 0, 3_000_000, 30_000)
-                    .map(|r| format!("{:?}", r.value))
+                    .map(|r| format!("{:?} {:?}", r.value, r.warnings))
                     .map_err(|e| e.to_string())
             })
         };
@@ -1186,6 +1223,8 @@ mod tests {
             "sum by (g) (m)",
             "stddev without (i) (m offset 1m)",
             "timestamp(m)",
+            "quantile_over_time(0.9, m[2m])",
+            "max(quantile_over_time(2, m[2m]))",
         ] {
             let one = run(1, q);
             assert!(run(4, q) == one, "{q}: the results differ");

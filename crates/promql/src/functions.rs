@@ -9,14 +9,12 @@
 use std::sync::Arc;
 
 use promql_parser::parser::{Call, Expr};
-use rayon::prelude::*;
 
 use crate::aggregate::{avg, variance};
 use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
 use crate::engine::{
-    read_series_samples, window_in, worth_parallel, Ev, Evaluator, Lbl, RangeData, Samp,
-    PARALLEL_BATCH,
+    eval_series, read_series_samples, window_in, Ev, Evaluator, Lbl, RangeData, Samp,
 };
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
@@ -816,14 +814,8 @@ struct RangeJob<'a> {
 
 impl RangeJob<'_> {
     /// The function's value at every step whose window holds samples, as
-    /// (step, value) in step order; marks those steps in `windows` if given.
-    fn values(
-        &self,
-        spec: &RangeData,
-        samples: &[(i64, f64)],
-        mut windows: Option<&mut [bool]>,
-        out: &mut Vec<(usize, f64)>,
-    ) {
+    /// (step, value) in step order.
+    fn values(&self, spec: &RangeData, samples: &[(i64, f64)], out: &mut Vec<(usize, f64)>) {
         out.clear();
         let mut cursor = (0usize, 0usize);
         for (step, &t) in self.ts.iter().enumerate() {
@@ -832,9 +824,6 @@ impl RangeJob<'_> {
             if w.is_empty() {
                 continue;
             }
-            if let Some(windows) = windows.as_deref_mut() {
-                windows[step] = true;
-            }
             let p = self.scalar_arg.map_or(0.0, |v| v[step]);
             if let Some(f) = self.func.apply(w, end - spec.range, end, t, p) {
                 out.push((step, f));
@@ -842,7 +831,9 @@ impl RangeJob<'_> {
         }
     }
 
-    /// Hands series `i`'s values to `sink`, with its output labels.
+    /// Hands series `i`'s values to `sink`, with its output labels. (Only
+    /// `quantile_over_time` tracks windows, and it has a value for every
+    /// step whose window holds samples.)
     fn emit(
         &mut self,
         i: usize,
@@ -852,7 +843,11 @@ impl RangeJob<'_> {
         sink: &mut dyn RangeSink,
     ) {
         let mut out_labels: Option<Lbl> = None;
+        let track = !self.any_window.is_empty();
         for &(step, f) in values {
+            if track {
+                self.any_window[step] = true;
+            }
             let l = match &out_labels {
                 Some(l) => l,
                 None => {
@@ -871,28 +866,8 @@ impl RangeJob<'_> {
             sink.push(step, i, l, f, !self.strip && (self.drop || drop_name));
         }
     }
-
-    #[allow(clippy::too_many_arguments)]
-    fn series(
-        &mut self,
-        spec: &RangeData,
-        i: usize,
-        labels: &Lbl,
-        drop_name: bool,
-        samples: &[(i64, f64)],
-        sink: &mut dyn RangeSink,
-        values: &mut Vec<(usize, f64)>,
-    ) {
-        let mut windows = std::mem::take(&mut self.any_window);
-        let track = (!windows.is_empty()).then_some(&mut windows[..]);
-        self.values(spec, samples, track, values);
-        self.any_window = windows;
-        self.emit(i, labels, drop_name, values, sink);
-    }
 }
 
-/// A series' sample count and its (step, value) results.
-type SeriesValues = (usize, Vec<(usize, f64)>);
 /// Evaluates a range-vector function call for all steps into `sink`. A
 /// matrix selector argument is read one series at a time (into one reused
 /// buffer), never holding all of its samples at once.
@@ -936,72 +911,34 @@ pub(crate) fn range_function_into(
         Expr::MatrixSelector(ms) => {
             let range = crate::engine::duration_ms(&ms.range);
             let (selected, spec) = ev.matrix_selection(&ms.vs, range, ts)?;
-            let mut buf = Vec::new();
-            let mut values = Vec::new();
             let mut total = 0;
-            if !check_quantile && worth_parallel(&selected) {
-                let mut series = selected.into_iter().enumerate();
-                loop {
-                    let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();
-                    if batch.is_empty() {
-                        break;
+            eval_series(
+                ev,
+                selected,
+                &mut job,
+                |job, s, buf, values| {
+                    read_series_samples(s, buf)?;
+                    job.values(&spec, buf, values);
+                    Ok(buf.len())
+                },
+                |ev, job, i, s, n, values| {
+                    if n == 0 {
+                        return Ok(());
                     }
-                    ev.check_deadline()?;
-                    let (shared, spec) = (&job, &spec);
-                    let results: Vec<Result<SeriesValues>> = batch
-                        .par_iter()
-                        .map_init(Vec::new, |buf, (_, s)| {
-                            read_series_samples(s, buf)?;
-                            let mut values = Vec::new();
-                            shared.values(spec, buf, None, &mut values);
-                            Ok((buf.len(), values))
-                        })
-                        .collect();
-                    for ((i, s), r) in batch.into_iter().zip(results) {
-                        let (n, values) = r?;
-                        if n == 0 {
-                            continue;
-                        }
-                        total += n;
-                        ev.count_samples(total)?;
-                        job.emit(i, &Arc::new(s.labels), false, &values, sink);
-                    }
-                }
-            } else {
-                for (i, s) in selected.into_iter().enumerate() {
-                    ev.check_deadline()?;
-                    read_series_samples(&s, &mut buf)?;
-                    if buf.is_empty() {
-                        continue;
-                    }
-                    total += buf.len();
+                    total += n;
                     ev.count_samples(total)?;
-                    job.series(
-                        &spec,
-                        i,
-                        &Arc::new(s.labels),
-                        false,
-                        &buf,
-                        sink,
-                        &mut values,
-                    );
-                }
-            }
+                    job.emit(i, &Arc::new(s.labels), false, values, sink);
+                    Ok(())
+                },
+            )?;
         }
         _ => {
             let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
             let mut values = Vec::new();
             for (i, s) in rd.series.iter().enumerate() {
                 ev.check_deadline()?;
-                job.series(
-                    &rd,
-                    i,
-                    &s.labels,
-                    s.drop_name,
-                    &s.samples,
-                    sink,
-                    &mut values,
-                );
+                job.values(&rd, &s.samples, &mut values);
+                job.emit(i, &s.labels, s.drop_name, &values, sink);
             }
         }
     }
