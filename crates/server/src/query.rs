@@ -637,7 +637,57 @@ fn engine_for(s: &AppState, p: &Params) -> Result<Engine, ApiError> {
             opts.timeout = limit;
         }
     }
+    // Prometheus' per-query `lookback_delta` (0: the server's).
+    if let Some(d) = p.get("lookback_delta").filter(|d| !d.is_empty()) {
+        let ms = parse_duration(d).map_err(|e| {
+            ApiError::bad_data(format!(
+                "error parsing lookback delta duration: {}",
+                e.message
+            ))
+        })?;
+        if ms > 0 {
+            opts.lookback_delta_ms = ms;
+        }
+    }
     Ok(Engine::new(opts))
+}
+
+/// The `limit` parameter of the query endpoints: at most this many series
+/// in the result (0: no limit), as Prometheus parses it.
+pub fn query_limit(p: Option<&str>) -> Result<usize, ApiError> {
+    let Some(s) = p.filter(|s| !s.is_empty()) else {
+        return Ok(0);
+    };
+    let bad = |why: String| ApiError::bad_data(format!("invalid parameter \"limit\": {why}"));
+    let n: i64 = s
+        .parse()
+        .map_err(|_| bad(format!("strconv.Atoi: parsing {s:?}: invalid syntax")))?;
+    if n < 0 {
+        return Err(bad("limit must be non-negative".into()));
+    }
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Keeps the first `limit` series of a vector or matrix (0: all), with
+/// Prometheus' warning when some were cut.
+fn truncate_result(res: &mut ferrite_promql::QueryResult, limit: usize) {
+    if limit == 0 {
+        return;
+    }
+    let cut = match &mut res.value {
+        Value::Vector(v) if v.len() > limit => {
+            v.truncate(limit);
+            true
+        }
+        Value::Matrix(m) if m.len() > limit => {
+            m.truncate(limit);
+            true
+        }
+        _ => false,
+    };
+    if cut {
+        res.warnings.push("results truncated due to limit".into());
+    }
 }
 
 impl Params {
@@ -666,7 +716,8 @@ pub fn check_query(query: &str) -> Result<(), ApiError> {
         .map_err(|e| ApiError::from(ferrite_promql::Error::Parse(e)))
 }
 
-/// Runs a query on a blocking thread and answers with its result.
+/// Runs a query on a blocking thread and answers with its result, cut to
+/// the `limit` parameter.
 async fn run_query(
     s: &AppState,
     p: &Params,
@@ -674,14 +725,16 @@ async fn run_query(
         + Send
         + 'static,
 ) -> Result<Response, ApiError> {
+    let limit = query_limit(p.get("limit"))?;
     let engine = engine_for(s, p)?;
     let db = TsdbQueryable { db: s.db.clone() };
     // `--query.max-concurrency`: wait for a slot (the semaphore is never
     // closed).
     let _slot = s.query_slots.acquire().await.map_err(internal)?;
-    let res = tokio::task::spawn_blocking(move || f(&engine, &db))
+    let mut res = tokio::task::spawn_blocking(move || f(&engine, &db))
         .await
         .map_err(internal)??;
+    truncate_result(&mut res, limit);
     let body = query_response_body(&res);
     // Freeing a large result (a label set per series) takes a while: not
     // on the way to the client.
@@ -781,6 +834,10 @@ pub fn check_params(raw_query: &[u8]) -> Result<(), ApiError> {
     }
     results.push(selection(&p, false).map(drop));
     results.push(crate::status::tsdb_limit(p.get("limit")).map(drop));
+    results.push(query_limit(p.get("limit")).map(drop));
+    if let Some(d) = p.get("lookback_delta") {
+        results.push(param_with("lookback_delta", d, parse_duration).map(drop));
+    }
     results.into_iter().collect()
 }
 

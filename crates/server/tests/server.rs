@@ -136,6 +136,50 @@ async fn remote_write_then_clean_shutdown_keeps_everything() {
     assert_eq!(v["data"]["result"].as_array().unwrap().len(), 2);
     assert_eq!(v["data"]["result"][0]["metric"]["job"], "a");
     assert_eq!(v["data"]["result"][0]["values"][1][0], (t0 + 15_000) / 1000);
+    // `limit` cuts the result, with Prometheus' warning; bad limits are 400.
+    let range = format!(
+        "/api/v1/query_range?query=up&start={}&end={}&step=15",
+        t0 / 1000,
+        (t0 + 15_000) / 1000
+    );
+    let (status, v) = get(format!("{range}&limit=1")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["data"]["result"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        v["warnings"],
+        serde_json::json!(["results truncated due to limit"])
+    );
+    let (_, v) = get(format!("{range}&limit=2")).await;
+    assert_eq!(v["data"]["result"].as_array().unwrap().len(), 2);
+    assert!(v.get("warnings").is_none(), "{v}");
+    let (status, v) = get(format!("{range}&limit=-1")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"],
+        "invalid parameter \"limit\": limit must be non-negative"
+    );
+    let (status, v) = get(format!("{range}&limit=x")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"],
+        "invalid parameter \"limit\": strconv.Atoi: parsing \"x\": invalid syntax"
+    );
+    // `lookback_delta` replaces the 5 minutes for one query.
+    let later = format!("/api/v1/query?query=up&time={}", (t0 + 15_000) / 1000 + 400);
+    let (_, v) = get(later.clone()).await;
+    assert_eq!(v["data"]["result"].as_array().unwrap().len(), 0, "{v}");
+    let (_, v) = get(format!("{later}&lookback_delta=10m")).await;
+    assert_eq!(v["data"]["result"].as_array().unwrap().len(), 2, "{v}");
+    let (status, v) = get(format!("{later}&lookback_delta=soon")).await;
+    assert_eq!(status, 400);
+    assert_eq!(v["errorType"], "bad_data");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("error parsing lookback delta duration: "),
+        "{v}"
+    );
     let (status, v) = get("/api/v1/series?match[]=up{job=\"b\"}".to_string()).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(
