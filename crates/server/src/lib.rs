@@ -13,6 +13,8 @@
 //! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`;
 //! - [`admin`]: `/api/v1/admin/tsdb/*` (`--web.enable-admin-api`);
 //! - [`lifecycle`]: `/-/quit`, `/-/reload` (`--web.enable-lifecycle`);
+//! - [`unconfigured`]: rules, alerts, targets and exemplars, of which
+//!   Ferrite has none;
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`;
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
@@ -22,6 +24,7 @@ pub mod metrics;
 pub mod query;
 pub mod selector;
 pub mod status;
+pub mod unconfigured;
 pub mod web;
 pub mod write;
 
@@ -173,6 +176,14 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/runtimeinfo", get(status::runtimeinfo))
         .route("/api/v1/status/flags", get(status::flags))
         .route("/api/v1/status/tsdb", get(status::tsdb))
+        .route("/api/v1/status/tsdb/blocks", get(status::tsdb_blocks))
+        .route("/api/v1/rules", get(unconfigured::rules))
+        .route("/api/v1/alerts", get(unconfigured::alerts))
+        .route("/api/v1/targets", get(unconfigured::targets))
+        .route(
+            "/api/v1/query_exemplars",
+            get(unconfigured::query_exemplars).post(unconfigured::query_exemplars),
+        )
         .route("/api/v1/write", post(write::remote_write))
         .route(
             "/api/v1/query",

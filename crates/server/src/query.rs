@@ -252,7 +252,7 @@ impl From<ferrite_promql::Error> for ApiError {
 pub struct Params(Vec<(String, String)>);
 
 impl Params {
-    fn parse(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Params {
+    pub(crate) fn parse(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Params {
         let mut v: Vec<(String, String)> = query
             .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
             .unwrap_or_default();
@@ -266,11 +266,11 @@ impl Params {
         Params(v)
     }
 
-    fn get(&self, k: &str) -> Option<&str> {
+    pub(crate) fn get(&self, k: &str) -> Option<&str> {
         self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
     }
 
-    fn all(&self, k: &str) -> Vec<&str> {
+    pub(crate) fn all(&self, k: &str) -> Vec<&str> {
         self.0
             .iter()
             .filter(|(n, _)| n == k)

@@ -57,6 +57,18 @@ pub async fn runtimeinfo(State(s): State<Arc<AppState>>) -> Json<Value> {
     }))
 }
 
+/// `/api/v1/status/tsdb/blocks`: the open blocks' `meta.json`, oldest
+/// first.
+pub async fn tsdb_blocks(State(s): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let metas =
+        s.db.blocks()
+            .iter()
+            .map(|b| serde_json::from_slice::<Value>(&b.meta().to_json()))
+            .collect::<Result<Vec<Value>, _>>()
+            .map_err(|e| ApiError::internal(format!("error getting block metadata: {e}")))?;
+    Ok(success(json!({ "blocks": metas })))
+}
+
 pub async fn flags(State(s): State<Arc<AppState>>) -> Json<Value> {
     let map: serde_json::Map<String, Value> = s
         .opts

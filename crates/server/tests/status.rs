@@ -261,3 +261,86 @@ async fn lifecycle_endpoints() {
         .close()
         .unwrap();
 }
+
+/// The endpoints of what Ferrite does not run (rules, alerts, targets,
+/// exemplars) answer as a Prometheus with none of them, with its parameter
+/// checks; `/api/v1/status/tsdb/blocks` lists the blocks' metas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconfigured_endpoints_and_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+        let mut app = db.appender();
+        for i in 0..10 {
+            app.append(
+                &Labels::from_pairs(&[("__name__", "up"), ("job", "a")]),
+                i * 3_600_000,
+                1.0,
+            )
+            .unwrap();
+        }
+        app.commit().unwrap();
+        db.compact_head_fully().unwrap();
+        db.close().unwrap();
+    }
+    let server = start(options(tmp.path(), WebOptions::default()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+    let url = |p: &str| format!("http://{addr}{p}");
+
+    let (status, v) = get(url("/api/v1/rules")).await;
+    assert_eq!(
+        (status, &v),
+        (200, &json!({"status": "success", "data": {"groups": []}}))
+    );
+    let (status, v) = get(url("/api/v1/rules?type=Record")).await;
+    assert_eq!((status, &v["data"]), (200, &json!({"groups": []})));
+    let (status, v) = get(url("/api/v1/rules?type=both")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"],
+        "invalid parameter \"type\": not supported value \"both\""
+    );
+    let (status, _) = get(url("/api/v1/rules?match[]=up{")).await;
+    assert_eq!(status, 400);
+    let (_, v) = get(url("/api/v1/alerts")).await;
+    assert_eq!(v["data"], json!({"alerts": []}));
+    let (_, v) = get(url("/api/v1/targets")).await;
+    assert_eq!(
+        v["data"],
+        json!({"activeTargets": [], "droppedTargets": [], "droppedTargetCounts": {}})
+    );
+
+    let (status, v) = get(url(
+        "/api/v1/query_exemplars?query=rate(up[5m])&start=1&end=2",
+    ))
+    .await;
+    assert_eq!((status, &v["data"]), (200, &json!([])));
+    let (_, v) = get(url("/api/v1/query_exemplars?query=1%2B1")).await;
+    assert_eq!(v["data"], Value::Null);
+    let (status, v) = get(url("/api/v1/query_exemplars?query=up&start=2&end=1")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"],
+        "end timestamp must not be before start timestamp"
+    );
+    let (status, v) = get(url("/api/v1/query_exemplars?query=up(")).await;
+    assert_eq!((status, v["errorType"].as_str()), (400, Some("bad_data")));
+
+    let (status, v) = get(url("/api/v1/status/tsdb/blocks")).await;
+    assert_eq!(status, 200);
+    let blocks = v["data"]["blocks"].as_array().unwrap();
+    assert!(!blocks.is_empty(), "{v}");
+    let samples: u64 = blocks
+        .iter()
+        .map(|b| b["stats"]["numSamples"].as_u64().unwrap())
+        .sum();
+    assert_eq!(samples, 10);
+    for w in blocks.windows(2) {
+        assert!(w[0]["minTime"].as_i64() <= w[1]["minTime"].as_i64());
+    }
+    assert!(blocks[0]["ulid"].as_str().is_some_and(|u| u.len() == 26));
+    assert_eq!(blocks[0]["compaction"]["level"], 1);
+    server.shutdown().await.unwrap();
+}

@@ -1,0 +1,102 @@
+//! Endpoints for what a Prometheus server runs from `prometheus.yml` and
+//! Ferrite does not run: scrape targets, recording and alerting rules, and
+//! the exemplar storage (off by default in Prometheus too).
+//!
+//! Ferrite has none of them, and answers as a Prometheus with none of them
+//! configured answers (empty lists, the same parameter checks), so that
+//! clients which look at them, such as Grafana's alerting and exemplar
+//! views, work instead of failing on a 404.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Json;
+use serde_json::{json, Value};
+
+use crate::query::{parse_time, ApiError, Params};
+use crate::selector::{parse_promql, parse_selector};
+use crate::status::success;
+use crate::AppState;
+
+/// `/api/v1/rules`: no rule groups.
+pub async fn rules(
+    State(_): State<Arc<AppState>>,
+    RawQuery(q): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let p = Params::parse(q.as_deref(), &headers, &body);
+    for sel in p.all("match[]") {
+        parse_selector(sel).map_err(|e| ApiError::bad_data(e.to_string()))?;
+    }
+    let typ = p.get("type").unwrap_or("").to_lowercase();
+    if !typ.is_empty() && typ != "alert" && typ != "record" {
+        return Err(ApiError::bad_data(format!(
+            "invalid parameter \"type\": not supported value {typ:?}"
+        )));
+    }
+    Ok(success(json!({ "groups": [] })))
+}
+
+/// `/api/v1/alerts`: no active alerts.
+pub async fn alerts() -> Json<Value> {
+    success(json!({ "alerts": [] }))
+}
+
+/// `/api/v1/targets`: no scrape targets.
+pub async fn targets() -> Json<Value> {
+    success(json!({
+        "activeTargets": [],
+        "droppedTargets": [],
+        "droppedTargetCounts": {},
+    }))
+}
+
+/// `/api/v1/query_exemplars`: the parameters checked as Prometheus checks
+/// them, then no exemplars (`null` when the query has no selector).
+pub async fn query_exemplars(
+    State(_): State<Arc<AppState>>,
+    RawQuery(q): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let p = Params::parse(q.as_deref(), &headers, &body);
+    let time = |name: &str, default: i64| -> Result<i64, ApiError> {
+        match p.get(name) {
+            Some(t) if !t.is_empty() => parse_time(t).map_err(|e| {
+                ApiError::bad_data(format!("invalid parameter {name:?}: {}", e.message()))
+            }),
+            _ => Ok(default),
+        }
+    };
+    let (start, end) = (time("start", i64::MIN)?, time("end", i64::MAX)?);
+    if end < start {
+        return Err(ApiError::bad_data(
+            "end timestamp must not be before start timestamp",
+        ));
+    }
+    let expr = parse_promql(p.get("query").unwrap_or("")).map_err(ApiError::bad_data)?;
+    let mut has_selector = false;
+    let _ = promql_parser::util::walk_expr(&mut SelectorFinder(&mut has_selector), &expr);
+    Ok(success(if has_selector { json!([]) } else { Value::Null }))
+}
+
+/// Notes whether an expression has a series selector.
+struct SelectorFinder<'a>(&'a mut bool);
+
+impl promql_parser::util::ExprVisitor for SelectorFinder<'_> {
+    type Error = std::convert::Infallible;
+
+    fn pre_visit(&mut self, e: &promql_parser::parser::Expr) -> Result<bool, Self::Error> {
+        if matches!(
+            e,
+            promql_parser::parser::Expr::VectorSelector(_)
+                | promql_parser::parser::Expr::MatrixSelector(_)
+        ) {
+            *self.0 = true;
+        }
+        Ok(!*self.0)
+    }
+}
