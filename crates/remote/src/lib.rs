@@ -28,6 +28,7 @@
 
 pub mod decode;
 pub mod proto;
+pub mod read;
 pub mod response;
 pub mod text;
 pub mod view;

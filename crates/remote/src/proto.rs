@@ -14,7 +14,8 @@
 //! validation). Keeping bytes lets [`crate::decode`] reject exactly what
 //! Prometheus rejects.
 //!
-//! Only the messages a receiver needs are declared (no remote read).
+//! Only the messages a receiver needs are declared: remote write's, and
+//! remote read's request and responses ([`read`], `prompb/remote.proto`).
 
 /// Remote write 1.0: package `prometheus`.
 pub mod v1 {
@@ -315,5 +316,114 @@ pub mod v2 {
         pub offset: i32,
         #[prost(uint32, tag = "2")]
         pub length: u32,
+    }
+}
+
+/// Remote read (package `prometheus`): the request and both responses.
+pub mod read {
+    use super::v1::{Label, TimeSeries};
+
+    /// `prometheus.ReadRequest`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ReadRequest {
+        #[prost(message, repeated, tag = "1")]
+        pub queries: Vec<Query>,
+        #[prost(enumeration = "ResponseType", repeated, tag = "2")]
+        pub accepted_response_types: Vec<i32>,
+    }
+
+    /// `prometheus.ReadRequest.ResponseType`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum ResponseType {
+        Samples = 0,
+        StreamedXorChunks = 1,
+    }
+
+    /// `prometheus.Query` (its `hints`, field 4, are advisory: not declared).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Query {
+        #[prost(int64, tag = "1")]
+        pub start_timestamp_ms: i64,
+        #[prost(int64, tag = "2")]
+        pub end_timestamp_ms: i64,
+        #[prost(message, repeated, tag = "3")]
+        pub matchers: Vec<LabelMatcher>,
+    }
+
+    /// `prometheus.LabelMatcher`.
+    #[derive(Clone, PartialEq, Eq, prost::Message)]
+    pub struct LabelMatcher {
+        #[prost(enumeration = "MatchType", tag = "1")]
+        pub r#type: i32,
+        #[prost(bytes = "vec", tag = "2")]
+        pub name: Vec<u8>,
+        #[prost(bytes = "vec", tag = "3")]
+        pub value: Vec<u8>,
+    }
+
+    /// `prometheus.LabelMatcher.Type`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum MatchType {
+        Eq = 0,
+        Neq = 1,
+        Re = 2,
+        Nre = 3,
+    }
+
+    /// `prometheus.ReadResponse` (response type `SAMPLES`).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ReadResponse {
+        #[prost(message, repeated, tag = "1")]
+        pub results: Vec<QueryResult>,
+    }
+
+    /// `prometheus.QueryResult`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct QueryResult {
+        #[prost(message, repeated, tag = "1")]
+        pub timeseries: Vec<TimeSeries>,
+    }
+
+    /// `prometheus.ChunkedReadResponse` (one frame of `STREAMED_XOR_CHUNKS`).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ChunkedReadResponse {
+        #[prost(message, repeated, tag = "1")]
+        pub chunked_series: Vec<ChunkedSeries>,
+        #[prost(int64, tag = "2")]
+        pub query_index: i64,
+    }
+
+    /// `prometheus.ChunkedSeries`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ChunkedSeries {
+        #[prost(message, repeated, tag = "1")]
+        pub labels: Vec<Label>,
+        #[prost(message, repeated, tag = "2")]
+        pub chunks: Vec<Chunk>,
+    }
+
+    /// `prometheus.Chunk`: a TSDB chunk, [min, max] inclusive.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Chunk {
+        #[prost(int64, tag = "1")]
+        pub min_time_ms: i64,
+        #[prost(int64, tag = "2")]
+        pub max_time_ms: i64,
+        #[prost(enumeration = "ChunkEncoding", tag = "3")]
+        pub r#type: i32,
+        #[prost(bytes = "vec", tag = "4")]
+        pub data: Vec<u8>,
+    }
+
+    /// `prometheus.Chunk.Encoding`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum ChunkEncoding {
+        Unknown = 0,
+        Xor = 1,
+        Histogram = 2,
+        FloatHistogram = 3,
     }
 }

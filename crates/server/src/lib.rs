@@ -8,6 +8,7 @@
 //! accepting, finish in-flight requests, close the WAL).
 //!
 //! - [`write`]: `POST /api/v1/write` (remote write 1.0 and 2.0);
+//! - [`read`]: `POST /api/v1/read` (remote read, samples or streamed chunks);
 //! - [`query`]: `/api/v1/query`, `query_range`, `series`, `labels`,
 //!   `label/<name>/values` over `ferrite-promql`;
 //! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`;
@@ -22,6 +23,7 @@ pub mod admin;
 pub mod lifecycle;
 pub mod metrics;
 pub mod query;
+pub mod read;
 pub mod selector;
 pub mod status;
 pub mod unconfigured;
@@ -67,6 +69,8 @@ pub struct ServerOptions {
     pub flags: Vec<(String, String)>,
     /// HTTP limits and layout.
     pub web: WebOptions,
+    /// `--storage.remote.read-*` limits.
+    pub remote_read: read::RemoteReadOptions,
 }
 
 /// HTTP limits and layout (`--web.*`, `--query.max-concurrency`).
@@ -112,6 +116,8 @@ pub struct AppState {
     /// Set to stop the server (`/-/quit`); the server task shuts down
     /// when it changes.
     pub quit: watch::Sender<bool>,
+    /// `--storage.remote.read-concurrent-limit` slots (`None`: no limit).
+    pub read_slots: Option<Arc<Semaphore>>,
 }
 
 /// A server that is listening; [`RunningServer::shutdown`] stops it cleanly.
@@ -186,6 +192,12 @@ fn routes(state: Arc<AppState>) -> Router {
         )
         .route("/api/v1/write", post(write::remote_write))
         .route(
+            "/api/v1/read",
+            post(read::remote_read).layer(axum::extract::DefaultBodyLimit::max(
+                ferrite_remote::read::MAX_READ_REQUEST,
+            )),
+        )
+        .route(
             "/api/v1/query",
             get(query::instant_query).post(query::instant_query),
         )
@@ -224,6 +236,8 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let listener = web::LimitedListener::new(listener, opts.web.max_connections);
     let query_slots = Semaphore::new(opts.web.max_concurrent_queries.max(1));
     let (stop, mut stopped) = watch::channel(false);
+    let read_slots = (opts.remote_read.concurrent_limit > 0)
+        .then(|| Arc::new(Semaphore::new(opts.remote_read.concurrent_limit)));
     let state = Arc::new(AppState {
         db: db.clone(),
         engine: opts.engine.clone(),
@@ -233,6 +247,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         query_slots,
         compact_now: Arc::new(Notify::new()),
         quit: stop.clone(),
+        read_slots,
     });
     let app = router(state.clone());
     let mut compaction_stop = stop.subscribe();

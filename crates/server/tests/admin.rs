@@ -24,6 +24,7 @@ fn options(dir: &Path, admin_api: bool) -> ServerOptions {
         remote_write_receiver: true,
         admin_api,
         lifecycle_api: false,
+        remote_read: Default::default(),
         engine: ferrite_promql::EngineOptions::default(),
         flags: Vec::new(),
         web: Default::default(),

@@ -16,6 +16,7 @@ fn options(dir: &Path, web: WebOptions) -> ServerOptions {
         remote_write_receiver: true,
         admin_api: false,
         lifecycle_api: false,
+        remote_read: Default::default(),
         engine: ferrite_promql::EngineOptions::default(),
         flags: vec![
             ("storage.tsdb.path".into(), dir.display().to_string()),

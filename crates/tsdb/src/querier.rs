@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use ferrite_chunkenc::XorIterator;
+use ferrite_chunkenc::{XorChunk, XorIterator};
 use ferrite_index::SymbolCache;
 
 use crate::block::Block;
@@ -95,6 +95,73 @@ impl QuerySeries {
         Ok(())
     }
 
+    /// Calls `f` with a chunk's XOR bytes (not at all for a head chunk
+    /// whose mapper is gone).
+    fn with_chunk_bytes<R>(
+        &self,
+        c: &ChunkHandle,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, QueryError> {
+        Ok(Some(match &c.source {
+            ChunkSource::Mapped(chunk_ref) => {
+                let Some(mapper) = &self.mapper else {
+                    return Ok(None);
+                };
+                f(&mapper.chunk(*chunk_ref)?)
+            }
+            ChunkSource::MappedBytes(bytes) => f(bytes),
+            ChunkSource::Memory(bytes) => f(bytes),
+            ChunkSource::Block(block, r) => {
+                f(block.chunk(*r).map_err(|e| QueryError::CorruptChunk {
+                    series: self.labels.to_string(),
+                    detail: e.to_string(),
+                })?)
+            }
+        }))
+    }
+
+    /// Calls `f(mint, maxt, bytes)` for the series' XOR chunks that overlap
+    /// the querier's range, oldest first: as stored when they neither
+    /// overlap each other nor hold deleted samples; otherwise the merged
+    /// samples in range, deletions applied, encoded again into chunks of at
+    /// most 120 samples. Remote read streams these.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(i64, i64, &[u8])) -> Result<(), QueryError> {
+        let in_range: Vec<&ChunkHandle> = self
+            .chunks
+            .iter()
+            .filter(|c| c.maxt >= self.mint && c.mint <= self.maxt)
+            .collect();
+        let overlapping = in_range.windows(2).any(|w| w[1].mint <= w[0].maxt);
+        let deletions = in_range.iter().any(|c| {
+            self.tombstones
+                .get(c.tombstones)
+                .is_some_and(|v| !v.is_empty())
+        });
+        if !overlapping && !deletions {
+            for c in in_range {
+                self.with_chunk_bytes(c, |bytes| f(c.mint, c.maxt, bytes))?;
+            }
+            return Ok(());
+        }
+        let mut chunk = XorChunk::new();
+        let (mut first, mut last) = (0, 0);
+        self.for_each_sample(|t, v| {
+            if chunk.num_samples() == 0 {
+                first = t;
+            }
+            chunk.append(t, v);
+            last = t;
+            if chunk.num_samples() >= 120 {
+                f(first, t, chunk.bytes());
+                chunk = XorChunk::new();
+            }
+        })?;
+        if chunk.num_samples() > 0 {
+            f(first, last, chunk.bytes());
+        }
+        Ok(())
+    }
+
     fn chunk_samples(
         &self,
         c: &ChunkHandle,
@@ -103,24 +170,16 @@ impl QuerySeries {
         if c.maxt < self.mint || c.mint > self.maxt {
             return Ok(());
         }
-        let mapped;
-        let bytes: &[u8] = match &c.source {
-            ChunkSource::Mapped(chunk_ref) => {
-                let Some(mapper) = &self.mapper else {
-                    return Ok(());
-                };
-                mapped = mapper.chunk(*chunk_ref)?;
-                &mapped
-            }
-            ChunkSource::MappedBytes(bytes) => bytes,
-            ChunkSource::Memory(bytes) => bytes,
-            ChunkSource::Block(block, r) => {
-                block.chunk(*r).map_err(|e| QueryError::CorruptChunk {
-                    series: self.labels.to_string(),
-                    detail: e.to_string(),
-                })?
-            }
-        };
+        self.with_chunk_bytes(c, |bytes| self.decode_chunk(c, bytes, f))?
+            .unwrap_or(Ok(()))
+    }
+
+    fn decode_chunk(
+        &self,
+        c: &ChunkHandle,
+        bytes: &[u8],
+        f: &mut impl FnMut(i64, f64),
+    ) -> Result<(), QueryError> {
         let deleted = self.tombstones.get(c.tombstones).map_or(&[][..], |v| v);
         let mut it = XorIterator::new(bytes);
         for (t, v) in it.by_ref() {

@@ -77,3 +77,38 @@ fn deletion_spans_blocks_and_head_and_survives_restarts() {
     let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
     assert_eq!(contents(&db), want, "after cleaning and a restart");
 }
+
+/// The chunks a series streams (remote read) hold exactly its samples:
+/// stored chunks as they are, and re-encoded ones where deletions apply,
+/// in order, without overlap, at most 120 samples each.
+#[test]
+fn streamed_chunks_hold_the_queried_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
+    fill(&db);
+    db.compact().unwrap();
+    let m = Matcher::new(MatchType::Regex, "i", "3|7").unwrap();
+    db.delete(&[m], START + HOUR, START + 2 * HOUR).unwrap();
+    for (mint, maxt) in [
+        (i64::MIN, i64::MAX),
+        (START + 30 * 60_000, START + 5 * HOUR),
+    ] {
+        let q = db.querier(mint, maxt);
+        for s in q.select(&[]).unwrap() {
+            let mut want = Vec::new();
+            s.for_each_sample(|t, v| want.push((t, v))).unwrap();
+            let mut got = Vec::new();
+            let mut spans: Vec<(i64, i64)> = Vec::new();
+            s.for_each_chunk(|cmin, cmax, bytes| {
+                let samples: Vec<(i64, f64)> = ferrite_chunkenc::XorIterator::new(bytes).collect();
+                assert!(!samples.is_empty() && samples.len() <= 120);
+                assert_eq!((samples[0].0, samples[samples.len() - 1].0), (cmin, cmax));
+                spans.push((cmin, cmax));
+                got.extend(samples.into_iter().filter(|&(t, _)| t >= mint && t <= maxt));
+            })
+            .unwrap();
+            assert!(spans.windows(2).all(|w| w[0].1 < w[1].0), "{spans:?}");
+            assert_eq!(got, want, "{}", s.labels);
+        }
+    }
+}

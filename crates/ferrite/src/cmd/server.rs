@@ -168,9 +168,12 @@ pub const FLAGS: &[FlagSpec] = &[
     flag("storage.agent.retention.max-time", Kind::Duration, "0s", Agent, false, ""),
     flag("storage.agent.no-lockfile", Bool, "false", Agent, false, ""),
     flag("storage.remote.flush-deadline", Kind::Duration, "1m", Compat, false, ""),
-    flag("storage.remote.read-sample-limit", Int, "50000000", Compat, false, ""),
-    flag("storage.remote.read-concurrent-limit", Int, "10", Compat, false, ""),
-    flag("storage.remote.read-max-bytes-in-frame", Int, "1048576", Compat, false, ""),
+    flag("storage.remote.read-sample-limit", Int, "50000000", Used, false,
+        "Maximum overall number of samples to return via the remote read interface, in a single query. 0 means no limit. This limit is ignored for streamed response types."),
+    flag("storage.remote.read-concurrent-limit", Int, "10", Used, false,
+        "Maximum number of concurrent remote read calls. 0 means no limit."),
+    flag("storage.remote.read-max-bytes-in-frame", Int, "1048576", Used, false,
+        "Maximum number of bytes in a single frame for streaming remote read response types before marshalling."),
     flag("rules.alert.for-outage-tolerance", Kind::Duration, "1h", Compat, false, ""),
     flag("rules.alert.for-grace-period", Kind::Duration, "10m", Compat, false, ""),
     flag("rules.alert.resend-delay", Kind::Duration, "1m", Compat, false, ""),
@@ -723,6 +726,15 @@ impl ServerFlags {
         let remote_write_receiver = self.bool("web.enable-remote-write-receiver");
         let admin_api = self.bool("web.enable-admin-api");
         let lifecycle_api = self.bool("web.enable-lifecycle");
+        let nonneg = |name: &str| -> Result<usize> {
+            let n = self.int(name)?;
+            usize::try_from(n).with_context(|| format!("--{name} {n}: must not be negative"))
+        };
+        let remote_read = ferrite_server::read::RemoteReadOptions {
+            sample_limit: nonneg("storage.remote.read-sample-limit")?,
+            concurrent_limit: nonneg("storage.remote.read-concurrent-limit")?,
+            max_bytes_in_frame: nonneg("storage.remote.read-max-bytes-in-frame")?,
+        };
         let flags = self.status_flags(&db, &web);
         Ok(ServerOptions {
             data_dir: PathBuf::from(self.value("storage.tsdb.path")),
@@ -731,6 +743,7 @@ impl ServerFlags {
             remote_write_receiver,
             admin_api,
             lifecycle_api,
+            remote_read,
             engine,
             flags,
             web,

@@ -1,0 +1,260 @@
+//! `POST /api/v1/read`: Prometheus' remote read, both response types
+//! (`ferrite-remote::read` has the wire formats). Prometheus servers with a
+//! `remote_read` entry, and Thanos' sidecar, read Ferrite through it.
+//!
+//! - `STREAMED_XOR_CHUNKS` (what Prometheus' client asks for first): per
+//!   series, its stored XOR chunks overlapping the query's range, as they
+//!   are (re-encoded only where chunks overlap or samples were deleted), in
+//!   frames of about `--storage.remote.read-max-bytes-in-frame`, streamed
+//!   as they are read.
+//! - `SAMPLES`: every series with its samples in the range, in one snappy
+//!   message; more than `--storage.remote.read-sample-limit` samples is a
+//!   400.
+//!
+//! At most `--storage.remote.read-concurrent-limit` reads run at once (0: no
+//! limit); the others wait. As in Prometheus, a request that cannot be
+//! decoded is a 400, a matcher that cannot be built a 500.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use ferrite_remote::proto::read::{
+    Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, LabelMatcher, MatchType as PbMatch,
+    QueryResult, ReadResponse, ResponseType,
+};
+use ferrite_remote::proto::v1;
+use ferrite_remote::read::{
+    decode_read_request, encode_samples_response, negotiate, put_frame, SAMPLES_CONTENT_TYPE,
+    STREAMED_CONTENT_TYPE,
+};
+use ferrite_tsdb::{Db, Labels, MatchType, Matcher, QuerySeries};
+use prost::Message;
+use tracing::warn;
+
+use crate::AppState;
+
+/// Remote read limits (`--storage.remote.read-*`), Prometheus' defaults.
+#[derive(Clone, Debug)]
+pub struct RemoteReadOptions {
+    /// Most samples a `SAMPLES` response may hold (0: no limit).
+    pub sample_limit: usize,
+    /// Most reads at once (0: no limit).
+    pub concurrent_limit: usize,
+    /// About the largest frame of a streamed response.
+    pub max_bytes_in_frame: usize,
+}
+
+impl Default for RemoteReadOptions {
+    fn default() -> Self {
+        RemoteReadOptions {
+            sample_limit: 50_000_000,
+            concurrent_limit: 10,
+            max_bytes_in_frame: 1_048_576,
+        }
+    }
+}
+
+/// One query of the request: its range (inclusive) and matchers.
+struct ReadQuery {
+    start: i64,
+    end: i64,
+    matchers: Vec<Matcher>,
+}
+
+fn text(status: StatusCode, msg: impl Into<String>) -> Response {
+    let mut msg = msg.into();
+    msg.push('\n');
+    (status, msg).into_response()
+}
+
+fn matcher(m: &LabelMatcher) -> Result<Matcher, String> {
+    let kind = match PbMatch::try_from(m.r#type) {
+        Ok(PbMatch::Eq) => MatchType::Equal,
+        Ok(PbMatch::Neq) => MatchType::NotEqual,
+        Ok(PbMatch::Re) => MatchType::Regex,
+        Ok(PbMatch::Nre) => MatchType::NotRegex,
+        Err(_) => return Err("invalid matcher type".into()),
+    };
+    let name = String::from_utf8_lossy(&m.name);
+    let value = String::from_utf8_lossy(&m.value);
+    Matcher::new(kind, &name, &value).map_err(|e| e.to_string())
+}
+
+pub async fn remote_read(State(s): State<Arc<AppState>>, body: Bytes) -> Response {
+    let _slot = match &s.read_slots {
+        Some(slots) => match slots.clone().acquire_owned().await {
+            Ok(p) => Some(p),
+            Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        },
+        None => None,
+    };
+    if body.len() > ferrite_remote::read::MAX_READ_REQUEST {
+        return text(StatusCode::BAD_REQUEST, "read request body too large");
+    }
+    let req = match decode_read_request(&body) {
+        Ok(r) => r,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let kind = match negotiate(&req.accepted_response_types) {
+        Ok(k) => k,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let mut queries = Vec::with_capacity(req.queries.len());
+    for q in &req.queries {
+        match q
+            .matchers
+            .iter()
+            .map(matcher)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(matchers) => queries.push(ReadQuery {
+                start: q.start_timestamp_ms,
+                end: q.end_timestamp_ms,
+                matchers,
+            }),
+            Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, e),
+        }
+    }
+    let db = s.db.clone();
+    let opts = s.opts.remote_read.clone();
+    match kind {
+        ResponseType::Samples => {
+            let built = tokio::task::spawn_blocking(move || samples_response(&db, &queries, &opts))
+                .await
+                .unwrap_or_else(|e| Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())));
+            match built {
+                Ok(body) => (
+                    [
+                        (header::CONTENT_TYPE, SAMPLES_CONTENT_TYPE),
+                        (header::CONTENT_ENCODING, "snappy"),
+                    ],
+                    body,
+                )
+                    .into_response(),
+                Err((status, msg)) => text(status, msg),
+            }
+        }
+        ResponseType::StreamedXorChunks => {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = stream_chunks(&db, &queries, &opts, &tx) {
+                    warn!(error = %e, "remote read stopped");
+                    // Ends the response in error: the client sees a cut stream.
+                    let _ = tx.blocking_send(Err(std::io::Error::other(e)));
+                }
+            });
+            let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|item| (item, rx))
+            });
+            (
+                [(header::CONTENT_TYPE, STREAMED_CONTENT_TYPE)],
+                Body::from_stream(stream),
+            )
+                .into_response()
+        }
+    }
+}
+
+fn pb_labels(l: &Labels) -> Vec<v1::Label> {
+    l.iter()
+        .map(|l| v1::Label {
+            name: l.name.as_bytes().to_vec(),
+            value: l.value.as_bytes().to_vec(),
+        })
+        .collect()
+}
+
+fn select(db: &Db, q: &ReadQuery) -> Result<Vec<QuerySeries>, String> {
+    db.querier(q.start, q.end)
+        .select(&q.matchers)
+        .map_err(|e| e.to_string())
+}
+
+fn samples_response(
+    db: &Db,
+    queries: &[ReadQuery],
+    opts: &RemoteReadOptions,
+) -> Result<Vec<u8>, (StatusCode, String)> {
+    let internal = |e: String| (StatusCode::INTERNAL_SERVER_ERROR, e);
+    let mut resp = ReadResponse {
+        results: Vec::with_capacity(queries.len()),
+    };
+    let mut total = 0usize;
+    for q in queries {
+        let mut result = QueryResult::default();
+        for s in select(db, q).map_err(internal)? {
+            let mut samples = Vec::new();
+            s.for_each_sample(|timestamp, value| samples.push(v1::Sample { value, timestamp }))
+                .map_err(|e| internal(e.to_string()))?;
+            total += samples.len();
+            if opts.sample_limit > 0 && total > opts.sample_limit {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("exceeded sample limit ({})", opts.sample_limit),
+                ));
+            }
+            result.timeseries.push(v1::TimeSeries {
+                labels: pb_labels(&s.labels),
+                samples,
+                ..Default::default()
+            });
+        }
+        resp.results.push(result);
+    }
+    Ok(encode_samples_response(&resp))
+}
+
+/// Streams every query's series as frames: one series per frame, a
+/// series' chunks split over frames of about `max_bytes_in_frame`.
+fn stream_chunks(
+    db: &Db,
+    queries: &[ReadQuery],
+    opts: &RemoteReadOptions,
+    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+) -> Result<(), String> {
+    let mut chunks: Vec<Chunk> = Vec::new();
+    for (index, q) in queries.iter().enumerate() {
+        for s in select(db, q)? {
+            chunks.clear();
+            s.for_each_chunk(|mint, maxt, bytes| {
+                chunks.push(Chunk {
+                    min_time_ms: mint,
+                    max_time_ms: maxt,
+                    r#type: ChunkEncoding::Xor as i32,
+                    data: bytes.to_vec(),
+                })
+            })
+            .map_err(|e| e.to_string())?;
+            let labels = pb_labels(&s.labels);
+            let label_bytes: usize = labels.iter().map(Message::encoded_len).sum();
+            let room = opts.max_bytes_in_frame as i64 - label_bytes as i64;
+            let mut left = room;
+            let mut frame: Vec<Chunk> = Vec::new();
+            let mut pending = chunks.drain(..).peekable();
+            while let Some(c) = pending.next() {
+                left -= c.encoded_len() as i64;
+                frame.push(c);
+                if left > 0 && pending.peek().is_some() {
+                    continue;
+                }
+                let msg = ChunkedReadResponse {
+                    chunked_series: vec![ChunkedSeries {
+                        labels: labels.clone(),
+                        chunks: std::mem::take(&mut frame),
+                    }],
+                    query_index: index as i64,
+                };
+                let mut out = Vec::with_capacity(msg.encoded_len() + 16);
+                put_frame(&mut out, &msg);
+                if tx.blocking_send(Ok(Bytes::from(out))).is_err() {
+                    return Ok(()); // the client went away
+                }
+                left = room;
+            }
+        }
+    }
+    Ok(())
+}
