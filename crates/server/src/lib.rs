@@ -73,6 +73,26 @@ pub struct ServerOptions {
     pub remote_read: read::RemoteReadOptions,
 }
 
+impl ServerOptions {
+    /// Serves `data_dir` on `listen` with everything else as `ferrite`
+    /// without flags has it: Prometheus' defaults, the remote write receiver
+    /// on, the admin and lifecycle APIs off, no flags to list.
+    pub fn new(data_dir: PathBuf, listen: SocketAddr) -> Self {
+        ServerOptions {
+            data_dir,
+            listen,
+            db: DbOptions::default(),
+            remote_write_receiver: true,
+            admin_api: false,
+            lifecycle_api: false,
+            engine: ferrite_promql::EngineOptions::default(),
+            flags: Vec::new(),
+            web: WebOptions::default(),
+            remote_read: read::RemoteReadOptions::default(),
+        }
+    }
+}
+
 /// HTTP limits and layout (`--web.*`, `--query.max-concurrency`).
 #[derive(Clone, Debug)]
 pub struct WebOptions {

@@ -18,16 +18,8 @@ const STEP: i64 = 60_000;
 
 fn options(dir: &Path, admin_api: bool) -> ServerOptions {
     ServerOptions {
-        data_dir: dir.to_owned(),
-        listen: "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
-        db: DbOptions::default(),
-        remote_write_receiver: true,
         admin_api,
-        lifecycle_api: false,
-        remote_read: Default::default(),
-        engine: ferrite_promql::EngineOptions::default(),
-        flags: Vec::new(),
-        web: Default::default(),
+        ..ServerOptions::new(dir.to_owned(), "127.0.0.1:0".parse::<SocketAddr>().unwrap())
     }
 }
 

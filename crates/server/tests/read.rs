@@ -17,16 +17,8 @@ const START: i64 = 1_700_000_000_000;
 
 fn options(dir: &Path, remote_read: RemoteReadOptions) -> ServerOptions {
     ServerOptions {
-        data_dir: dir.to_owned(),
-        listen: "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
-        db: DbOptions::default(),
-        remote_write_receiver: true,
-        admin_api: false,
-        lifecycle_api: false,
         remote_read,
-        engine: ferrite_promql::EngineOptions::default(),
-        flags: vec![],
-        web: Default::default(),
+        ..ServerOptions::new(dir.to_owned(), "127.0.0.1:0".parse::<SocketAddr>().unwrap())
     }
 }
 

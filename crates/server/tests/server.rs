@@ -10,16 +10,8 @@ use prost::Message;
 
 fn options(dir: &std::path::Path) -> ServerOptions {
     ServerOptions {
-        data_dir: dir.to_owned(),
-        listen: "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
-        db: DbOptions::default(),
-        remote_write_receiver: true,
-        admin_api: false,
-        lifecycle_api: false,
-        remote_read: Default::default(),
-        engine: ferrite_promql::EngineOptions::default(),
         flags: vec![("storage.tsdb.path".into(), dir.display().to_string())],
-        web: Default::default(),
+        ..ServerOptions::new(dir.to_owned(), "127.0.0.1:0".parse::<SocketAddr>().unwrap())
     }
 }
 

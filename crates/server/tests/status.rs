@@ -10,19 +10,12 @@ use serde_json::{json, Value};
 
 fn options(dir: &Path, web: WebOptions) -> ServerOptions {
     ServerOptions {
-        data_dir: dir.to_owned(),
-        listen: "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
-        db: DbOptions::default(),
-        remote_write_receiver: true,
-        admin_api: false,
-        lifecycle_api: false,
-        remote_read: Default::default(),
-        engine: ferrite_promql::EngineOptions::default(),
         flags: vec![
             ("storage.tsdb.path".into(), dir.display().to_string()),
             ("web.enable-lifecycle".into(), "false".into()),
         ],
         web,
+        ..ServerOptions::new(dir.to_owned(), "127.0.0.1:0".parse::<SocketAddr>().unwrap())
     }
 }
 

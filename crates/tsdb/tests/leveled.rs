@@ -12,6 +12,12 @@ const START: i64 = 1_700_006_400_000; // a multiple of 2 h... and of 6 h
 /// `hours` hours of 5 series every 5 minutes, compacting as a server would
 /// every simulated hour.
 fn run(db: &Db, hours: i64) {
+    append_hours(db, hours, true);
+}
+
+/// `hours` hours of 5 series every 5 minutes, compacting after each hour
+/// when `compact`.
+fn append_hours(db: &Db, hours: i64, compact: bool) {
     for h in 0..hours {
         for m in 0..12 {
             let t = START + h * HOUR + m * 300_000;
@@ -22,7 +28,9 @@ fn run(db: &Db, hours: i64) {
             }
             app.commit().unwrap();
         }
-        db.compact().unwrap();
+        if compact {
+            db.compact().unwrap();
+        }
     }
 }
 
@@ -138,17 +146,7 @@ fn tools_open_keeps_blocks_beyond_retention() {
 fn failed_compaction_marks_its_blocks() {
     let tmp = tempfile::tempdir().unwrap();
     let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
-    for h in 0..7 {
-        for m in 0..12 {
-            let t = START + h * HOUR + m * 300_000;
-            let mut app = db.appender();
-            for i in 0..5 {
-                let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
-                app.append(&l, t, (t / 1000 + i) as f64).unwrap();
-            }
-            app.commit().unwrap();
-        }
-    }
+    append_hours(&db, 7, false);
     db.compact_head_fully().unwrap();
     let blocks: Vec<_> = db.blocks().iter().map(|b| b.dir().to_owned()).collect();
     assert_eq!(blocks.len(), 4, "2 h blocks of the 7 hours");
