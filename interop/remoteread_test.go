@@ -111,17 +111,22 @@ func TestRemoteReadMatchesPrometheusTSDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	p, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, "ferrite.log"),
-		"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", port),
-		// Small frames: series are split over several.
-		"--storage.remote.read-max-bytes-in-frame", "2000")
-	if err != nil {
-		t.Fatal(err)
+	startFerrite := func(log string, extra ...string) *e2e.Proc {
+		t.Helper()
+		args := append([]string{"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)
+		p, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, log), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Kill)
+		if err := p.WaitReady(base+"/-/ready", 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	t.Cleanup(p.Kill)
-	if err := p.WaitReady(base+"/-/ready", 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	// Small frames: series are split over several (Prometheus' client
+	// reads each frame as a series; collect joins them).
+	p := startFerrite("ferrite-1.log", "--storage.remote.read-max-bytes-in-frame", "2000")
 
 	// What Prometheus' TSDB reads from the dir (opened read-only afresh for
 	// each read: its head loads into a sandbox once).
@@ -174,7 +179,7 @@ func TestRemoteReadMatchesPrometheusTSDB(t *testing.T) {
 		{"a window across blocks and head", start + 3*3600_000 + 7, end - 1800_000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")}},
 		{"some series", start, end, []*labels.Matcher{
 			labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"),
-			labels.MustNewMatcher(labels.MatchNotRegexp, "series", ".*[13579]"),
+			labels.MustNewMatcher(labels.MatchNotRegexp, "__name__", ".*[13579]"),
 		}},
 	}
 	for _, c := range cases {
@@ -193,6 +198,59 @@ func TestRemoteReadMatchesPrometheusTSDB(t *testing.T) {
 			}
 			sameSeries(t, c.name+", "+name, collect(t, ss), want)
 		}
+	}
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Errorf("ferrite did not exit cleanly: %v", err)
+	}
+
+	// A real Prometheus v3.9.1 server with Ferrite as its remote_read, and
+	// nothing of its own, answers PromQL as Ferrite does. (With the default
+	// 1 MiB frames: Prometheus' querier does not join a series split over
+	// frames, whichever server split it.)
+	p = startFerrite("ferrite-2.log")
+	prom, _ := e2eBinaries(t)
+	promPort, err := e2e.FreePort()
+	for err == nil && promPort == port {
+		promPort, err = e2e.FreePort()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
+	cfg := filepath.Join(tmp, "prometheus.yml")
+	e2eWriteFile(t, cfg, fmt.Sprintf("remote_read:\n  - url: %s/api/v1/read\n    read_recent: true\n", base))
+	pp, err := e2e.Start("prometheus", prom, tmp, filepath.Join(tmp, "prometheus.log"),
+		"--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(tmp, "prom-local"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pp.Kill)
+	if err := pp.WaitReady(promURL+"/-/ready", 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	at := time.UnixMilli(end - 600_000)
+	for _, q := range []string{
+		`count({__name__=~".+"})`,
+		`sum({__name__=~".+"})`,
+		`count_over_time(synth_metric_7[3h])`,
+		`max_over_time(synth_metric_3[6h])`,
+		`rate(synth_metric_5[1h])`,
+	} {
+		want, ok, err := e2e.QueryScalar(base, q, at)
+		if err != nil || !ok {
+			t.Fatalf("ferrite %s: %v (present %v)", q, err, ok)
+		}
+		got, ok, err := e2e.QueryScalar(promURL, q, at)
+		if err != nil || !ok {
+			t.Fatalf("prometheus over remote read, %s: %v (present %v)\nprometheus log:\n%s", q, err, ok, pp.LogTail(20))
+		}
+		if !closeRel(got, want, 1e-12) {
+			t.Errorf("%s: prometheus over remote read %v, ferrite %v", q, got, want)
+		}
+	}
+	if err := pp.Stop(30 * time.Second); err != nil {
+		t.Logf("prometheus stop: %v", err)
 	}
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("ferrite did not exit cleanly: %v", err)
