@@ -84,7 +84,9 @@ fn matcher(m: &LabelMatcher) -> Result<Matcher, String> {
 }
 
 pub async fn remote_read(State(s): State<Arc<AppState>>, body: Bytes) -> Response {
-    let _slot = match &s.read_slots {
+    // Held until the response is complete (for a streamed one, by the
+    // task writing it).
+    let slot = match &s.read_slots {
         Some(slots) => match slots.clone().acquire_owned().await {
             Ok(p) => Some(p),
             Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
@@ -125,6 +127,7 @@ pub async fn remote_read(State(s): State<Arc<AppState>>, body: Bytes) -> Respons
             let built = tokio::task::spawn_blocking(move || samples_response(&db, &queries, &opts))
                 .await
                 .unwrap_or_else(|e| Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())));
+            drop(slot);
             match built {
                 Ok(body) => (
                     [
@@ -140,6 +143,7 @@ pub async fn remote_read(State(s): State<Arc<AppState>>, body: Bytes) -> Respons
         ResponseType::StreamedXorChunks => {
             let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
             tokio::task::spawn_blocking(move || {
+                let _slot = slot;
                 if let Err(e) = stream_chunks(&db, &queries, &opts, &tx) {
                     warn!(error = %e, "remote read stopped");
                     // Ends the response in error: the client sees a cut stream.

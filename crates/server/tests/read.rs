@@ -216,4 +216,23 @@ async fn remote_read_answers_what_the_database_holds() {
     let (status, _, _) = post(server.addr, request("1", START, START + 8 * HOUR, vec![1])).await;
     assert_eq!(status, 200, "streamed responses have no sample limit");
     server.shutdown().await.unwrap();
+
+    // One read at a time: each frees its slot when its response is done
+    // (a streamed one when the last frame is out).
+    let opts = RemoteReadOptions {
+        concurrent_limit: 1,
+        ..Default::default()
+    };
+    let server = start(options(tmp.path(), opts)).await.unwrap();
+    for accepted in [vec![1], vec![0], vec![1], vec![1]] {
+        let read = post(
+            server.addr,
+            request("1|2", START, START + 8 * HOUR, accepted),
+        );
+        let (status, _, _) = tokio::time::timeout(std::time::Duration::from_secs(20), read)
+            .await
+            .expect("a read waited for a slot that was never freed");
+        assert_eq!(status, 200);
+    }
+    server.shutdown().await.unwrap();
 }
