@@ -324,27 +324,16 @@ impl IndexReader {
         labels: &mut Vec<Label<'a>>,
         chunks: Option<&mut Vec<ChunkMeta>>,
     ) -> Result<()> {
-        self.series_until(id, labels, chunks, i64::MAX)
+        self.series_cached(id, labels, chunks, i64::MAX, None)
     }
 
     /// [`IndexReader::series`] keeping only the chunks that start at or
-    /// before `until`: decoding stops at the first chunk after it (chunks
-    /// are sorted by time), which spares a query over the start of a long
-    /// block the rest of the list.
-    pub fn series_until<'a>(
-        &'a self,
-        id: SeriesRef,
-        labels: &mut Vec<Label<'a>>,
-        chunks: Option<&mut Vec<ChunkMeta>>,
-        until: i64,
-    ) -> Result<()> {
-        self.series_cached(id, labels, chunks, until, None)
-    }
-
-    /// [`IndexReader::series_until`] remembering resolved label values in
-    /// `cache`, for a caller reading many series in turn: neighbouring
-    /// series (sorted by labels) share most values, and resolving one
-    /// otherwise scans up to 31 symbols.
+    /// before `until` (decoding stops at the first chunk after it: chunks
+    /// are sorted by time, and a query over the start of a long block is
+    /// spared the rest of the list), and remembering resolved label values
+    /// in `cache` (if given), for a caller reading many series in turn:
+    /// neighbouring series (sorted by labels) share most values, and
+    /// resolving one otherwise scans up to 31 symbols.
     pub fn series_cached<'a>(
         &'a self,
         id: SeriesRef,

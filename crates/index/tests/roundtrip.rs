@@ -117,7 +117,7 @@ proptest! {
             untils.push(i64::MIN);
             let mut cut = Vec::new();
             for until in untils {
-                r.series_until(*id, &mut labels, Some(&mut cut), until).unwrap();
+                r.series_cached(*id, &mut labels, Some(&mut cut), until, None).unwrap();
                 let want: Vec<_> = s.chunks.iter().take_while(|c| c.min_time <= until).cloned().collect();
                 prop_assert_eq!(&cut, &want, "until {}", until);
             }

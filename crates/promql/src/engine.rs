@@ -1102,9 +1102,7 @@ mod tests {
 
     impl SampleSource for Encoded {
         fn read_into(&self, out: &mut Vec<(i64, f64)>) -> std::result::Result<(), StorageError> {
-            out.clear();
-            out.extend_from_slice(&self.0);
-            Ok(())
+            self.0.read_into(out)
         }
     }
 

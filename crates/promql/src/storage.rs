@@ -263,9 +263,7 @@ pub trait SampleSource: Send + Sync {
 
 impl SampleSource for Vec<(i64, f64)> {
     fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError> {
-        out.clear();
-        out.extend_from_slice(self);
-        Ok(())
+        self.as_slice().read_into(out)
     }
 
     fn in_memory(&self) -> bool {

@@ -708,8 +708,9 @@ fn param_with(
         .map_err(|e| ApiError::bad_data(format!("invalid parameter \"{name}\": {}", e.message)))
 }
 
-/// Parses a query before it runs, so that a query promql-parser panics on
-/// is a `bad_data` error like any other parse error.
+/// Parses a query before anything else of the request is used, so that
+/// a bad query is the error a client sees first. (The engine parses it
+/// again from its cache of parsed queries.)
 pub fn check_query(query: &str) -> Result<(), ApiError> {
     parse_promql(query)
         .map(drop)
@@ -863,11 +864,7 @@ fn selection(p: &Params, required: bool) -> Result<(Vec<Vec<Matcher>>, i64, i64)
 }
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        kind: "internal",
-        message: e.to_string(),
-    }
+    ApiError::internal(e.to_string())
 }
 
 pub async fn series(

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Json};
 use ferrite_tsdb::head::CardinalityStat;
 use serde_json::{json, Value};
 
-use crate::query::ApiError;
+use crate::query::{ApiError, Params};
 use crate::AppState;
 
 /// Prometheus' success envelope.
@@ -114,16 +115,8 @@ pub async fn tsdb(
     State(s): State<Arc<AppState>>,
     RawQuery(q): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let params: Vec<(String, String)> = q
-        .as_deref()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
-    let limit = tsdb_limit(
-        params
-            .iter()
-            .find(|(k, _)| k == "limit")
-            .map(|(_, v)| v.as_str()),
-    )?;
+    let params = Params::parse(q.as_deref(), &HeaderMap::new(), &[]);
+    let limit = tsdb_limit(params.get("limit"))?;
     let db = s.db.clone();
     let stats = tokio::task::spawn_blocking(move || db.head_cardinality(limit))
         .await

@@ -118,18 +118,19 @@ impl Db {
             opts.retention_ms,
             opts.retention_bytes,
         );
-        let retention = if opts.keep_expired_blocks {
-            RetentionLimits {
-                duration_ms: 0,
-                max_bytes: 0,
-                head_bytes: 0,
-            }
+        // Zero limits delete nothing for age or size.
+        let (duration_ms, max_bytes) = if opts.keep_expired_blocks {
+            (0, 0)
         } else {
-            RetentionLimits {
-                duration_ms: server_retention_ms(opts.retention_ms, opts.retention_bytes),
-                max_bytes: opts.retention_bytes,
-                head_bytes: 0,
-            }
+            (
+                server_retention_ms(opts.retention_ms, opts.retention_bytes),
+                opts.retention_bytes,
+            )
+        };
+        let retention = RetentionLimits {
+            duration_ms,
+            max_bytes,
+            head_bytes: 0,
         };
         let blocks = open_blocks(dir)?;
         let wal_dir = dir.join("wal");

@@ -205,10 +205,8 @@ impl QuerySeries {
 
     /// All samples in range.
     pub fn samples(&self) -> Result<Vec<(i64, f64)>, QueryError> {
-        // Chunks hold ~120 samples: sizing for that up front spares the
-        // reallocations (and page faults) of growing a long series' vector.
-        let mut out = Vec::with_capacity(self.chunks.len() * 120);
-        self.for_each_sample(|t, v| out.push((t, v)))?;
+        let mut out = Vec::new();
+        self.samples_into(&mut out)?;
         Ok(out)
     }
 
@@ -216,6 +214,8 @@ impl QuerySeries {
     /// reused, so a caller reading many series in turn allocates once).
     pub fn samples_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), QueryError> {
         out.clear();
+        // Chunks hold ~120 samples: sizing for that up front spares the
+        // reallocations (and page faults) of growing a long series' vector.
         out.reserve(self.chunks.len() * 120);
         self.for_each_sample(|t, v| out.push((t, v)))
     }
