@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use ferrite_promql::{
@@ -250,6 +250,22 @@ impl From<ferrite_promql::Error> for ApiError {
 
 /// Query-string and form parameters, in order (`match[]` repeats).
 pub struct Params(Vec<(String, String)>);
+
+/// A handler's parameters: the URL's query string, then a form body
+/// (`POST` with `application/x-www-form-urlencoded`), as Prometheus reads
+/// them.
+impl<S: Send + Sync> axum::extract::FromRequest<S> for Params {
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Response> {
+        let query = req.uri().query().map(str::to_owned);
+        let headers = req.headers().clone();
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Params::parse(query.as_deref(), &headers, &body))
+    }
+}
 
 impl Params {
     pub(crate) fn parse(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Params {
@@ -752,11 +768,8 @@ async fn run_query(
 
 pub async fn instant_query(
     State(s): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    p: Params,
 ) -> Result<Response, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
     let query = p.required("query")?.to_owned();
     check_query(&query)?;
     let t = match p.get("time") {
@@ -766,13 +779,7 @@ pub async fn instant_query(
     run_query(&s, &p, move |e, db| e.instant_query(db, &query, t)).await
 }
 
-pub async fn range_query(
-    State(s): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
+pub async fn range_query(State(s): State<Arc<AppState>>, p: Params) -> Result<Response, ApiError> {
     let query = p.required("query")?.to_owned();
     check_query(&query)?;
     let (start, end, step) = range_params(
@@ -867,13 +874,7 @@ fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::internal(e.to_string())
 }
 
-pub async fn series(
-    State(s): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
+pub async fn series(State(s): State<Arc<AppState>>, p: Params) -> Result<Response, ApiError> {
     let (sets, start, end) = selection(&p, true)?;
     let db = s.db.clone();
     let out = tokio::task::spawn_blocking(move || -> Result<Vec<Json_>, ApiError> {
@@ -896,13 +897,7 @@ pub async fn series(
     Ok(success(Json_::Array(out), &[], &[]))
 }
 
-pub async fn labels(
-    State(s): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
+pub async fn labels(State(s): State<Arc<AppState>>, p: Params) -> Result<Response, ApiError> {
     let names = union_over_selectors(&s, &p, |q, ms| q.label_names(ms)).await?;
     Ok(success(json!(names), &[], &[]))
 }
@@ -910,11 +905,8 @@ pub async fn labels(
 pub async fn label_values(
     State(s): State<Arc<AppState>>,
     Path(name): Path<String>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    p: Params,
 ) -> Result<Response, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
     let values = union_over_selectors(&s, &p, move |q, ms| q.label_values(&name, ms)).await?;
     Ok(success(json!(values), &[], &[]))
 }

@@ -9,9 +9,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
+use axum::extract::State;
 use axum::response::Json;
 use serde_json::{json, Value};
 
@@ -21,13 +19,7 @@ use crate::status::success;
 use crate::AppState;
 
 /// `/api/v1/rules`: no rule groups.
-pub async fn rules(
-    State(_): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
+pub async fn rules(State(_): State<Arc<AppState>>, p: Params) -> Result<Json<Value>, ApiError> {
     for sel in p.all("match[]") {
         parse_selector(sel).map_err(|e| ApiError::bad_data(e.to_string()))?;
     }
@@ -58,11 +50,8 @@ pub async fn targets() -> Json<Value> {
 /// them, then no exemplars (`null` when the query has no selector).
 pub async fn query_exemplars(
     State(_): State<Arc<AppState>>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(q.as_deref(), &headers, &body);
     let time = |name: &str, default: i64| -> Result<i64, ApiError> {
         match p.get(name) {
             Some(t) if !t.is_empty() => parse_time(t).map_err(|e| {
