@@ -2,6 +2,7 @@
 //! Remote write: arbitrary bytes as a 1.0 or 2.0 request (first byte picks
 //! the message, and whether the rest is the snappy body or the protobuf
 //! itself). Must never panic; whatever decodes must render.
+use ferrite_remote::cost::Budget;
 use ferrite_remote::decode::{convert_v1, convert_v2};
 use ferrite_remote::{decode_request, decode_v1, decode_v2, text, DecodeOptions};
 use libfuzzer_sys::fuzz_target;
@@ -20,7 +21,8 @@ fuzz_target!(|data: &[u8]| {
         };
         decode_request(Some(ct), Some("snappy"), rest, &opts)
     } else if v2 {
-        decode_v2(rest).map(|r| convert_v2(&r, opts.validation))
+        let mut budget = Budget::for_body(rest.len(), opts.memory_per_body_byte);
+        decode_v2(rest).and_then(|r| convert_v2(&r, opts.validation, &mut budget))
     } else {
         decode_v1(rest).map(|r| convert_v1(&r, opts.validation))
     };

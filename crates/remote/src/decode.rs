@@ -2,8 +2,14 @@
 //!
 //! Decoding is total: any bytes give a value or a typed error, never a
 //! panic, and nothing is allocated from an untrusted length before it is
-//! checked (the snappy header against the size limit; protobuf lengths are
-//! bounded by the bytes present).
+//! checked (the snappy header against the size limit and against what the
+//! body could expand to; protobuf lengths are bounded by the bytes
+//! present). What decoding allocates is bounded by a [`Budget`]
+//! proportional to the body (see [`crate::cost`]): prost's structs are
+//! estimated from the wire form before decoding, and a 2.0 request's symbol
+//! references are charged as they are resolved (into labels, metadata or
+//! error messages), so a large symbol referenced by every series cannot
+//! make the receiver copy it for each.
 //!
 //! Per-series rules, as Prometheus' receiver applies them (its handler, then
 //! the head appender):
@@ -25,6 +31,7 @@
 use ferrite_tsdb::labels::{Label, Labels, METRIC_NAME};
 use prost::Message;
 
+use crate::cost::{self, decoded_size, Budget};
 use crate::proto::{v1, v2};
 use crate::response::WriteStats;
 use crate::text::labels_string;
@@ -337,15 +344,23 @@ pub fn read_body(
     Ok(message)
 }
 
-/// The last step of [`decode_request`]: the protobuf of a decompressed body.
+/// The last step of [`decode_request`]: the protobuf of a decompressed
+/// body, within its memory budget ([`DecodeOptions::memory_per_body_byte`]).
 pub fn decode_message(
     message: MessageType,
     raw: &[u8],
     opts: &DecodeOptions,
 ) -> Result<WriteRequest, RequestError> {
+    let mut budget = Budget::for_body(raw.len(), opts.memory_per_body_byte);
     Ok(match message {
-        MessageType::V1 => convert_v1(&decode_v1(raw)?, opts.validation),
-        MessageType::V2 => convert_v2(&decode_v2(raw)?, opts.validation),
+        MessageType::V1 => {
+            budget.charge(decoded_size(raw, &cost::V1_REQUEST))?;
+            convert_v1(&decode_v1(raw)?, opts.validation)
+        }
+        MessageType::V2 => {
+            budget.charge(decoded_size(raw, &cost::V2_REQUEST))?;
+            convert_v2(&decode_v2(raw)?, opts.validation, &mut budget)?
+        }
     })
 }
 
@@ -368,6 +383,12 @@ pub fn decompress_into(body: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(
     if len > limit as u64 {
         return Err(RequestError::TooLarge { size: len, limit });
     }
+    // A header announcing more than the body can expand to is corrupt:
+    // refused before the buffer for it is allocated (decompressing would
+    // fail anyway).
+    if len > max_snappy_expansion(body.len()) {
+        return Err(RequestError::Snappy);
+    }
     out.clear();
     out.resize(len as usize, 0);
     match snap::raw::Decoder::new().decompress(body, out) {
@@ -377,6 +398,13 @@ pub fn decompress_into(body: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(
             Err(RequestError::Snappy)
         }
     }
+}
+
+/// The most a snappy block of `compressed` bytes (header included) can
+/// decompress to. Literals give one byte per byte; the densest element is
+/// a copy with a 2-byte offset, 3 bytes for up to 64.
+pub fn max_snappy_expansion(compressed: usize) -> u64 {
+    (compressed as u64).saturating_mul(64) / 3
 }
 
 /// Go's `binary.Uvarint`, `None` where it reports n <= 0.
@@ -643,8 +671,29 @@ fn desymbolize<'a>(
     Ok(())
 }
 
-/// Converts a decoded 2.0 request.
-pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
+/// The bytes of resolved label pairs.
+fn text_len(pairs: &[(&[u8], &[u8])]) -> usize {
+    pairs
+        .iter()
+        .fold(0usize, |n, (a, b)| n.saturating_add(a.len() + b.len()))
+}
+
+/// [`labels_string`] of resolved pairs, their text charged to `budget`
+/// first (every copy of a symbol counts: this is what a request whose
+/// series all reference one large symbol cannot get for free).
+fn quoted(pairs: &[(&[u8], &[u8])], budget: &mut Budget) -> Result<String, RequestError> {
+    budget.charge(text_len(pairs))?;
+    Ok(labels_string(pairs))
+}
+
+/// Converts a decoded 2.0 request. Every copy of symbol text it makes
+/// (labels, exemplar labels, metadata, label sets quoted in errors) is
+/// charged to `budget`; the request is refused when it runs out.
+pub fn convert_v2(
+    req: &v2::Request,
+    scheme: ValidationScheme,
+    budget: &mut Budget,
+) -> Result<WriteRequest, RequestError> {
     let mut out = WriteRequest {
         message: Some(MessageType::V2),
         ..Default::default()
@@ -672,6 +721,8 @@ pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
             });
             continue;
         }
+        // Copied once below, into the labels or the error.
+        budget.charge(text_len(&raw))?;
         let md = ts.metadata.unwrap_or_default();
         let (Some(help), Some(unit)) = (
             symbols.get(md.help_ref as usize),
@@ -695,9 +746,10 @@ pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
             }
         };
         // Prometheus prints the set before empty values are dropped.
-        let ls = || labels_string(&raw);
         if ts.samples.is_empty() && ts.histograms.is_empty() {
-            out.errors.push(SeriesError::NoSamples { labels: ls() });
+            out.errors.push(SeriesError::NoSamples {
+                labels: quoted(&raw, budget)?,
+            });
             continue;
         }
         let samples = ts
@@ -711,7 +763,7 @@ pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
             .collect();
         if !ts.histograms.is_empty() {
             out.errors.push(SeriesError::NativeHistogramsUnsupported {
-                labels: ls(),
+                labels: quoted(&raw, budget)?,
                 count: ts.histograms.len(),
             });
         }
@@ -728,17 +780,21 @@ pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
                 })
             };
             match res {
-                Ok(()) => exemplars.push(Exemplar {
-                    labels: exemplar_labels(&ex_raw),
-                    value: e.value,
-                    timestamp: e.timestamp,
-                }),
+                Ok(()) => {
+                    budget.charge(text_len(&ex_raw))?;
+                    exemplars.push(Exemplar {
+                        labels: exemplar_labels(&ex_raw),
+                        value: e.value,
+                        timestamp: e.timestamp,
+                    })
+                }
                 Err(reason) => out.errors.push(SeriesError::ExemplarRefs {
-                    labels: ls(),
+                    labels: quoted(&raw, budget)?,
                     reason,
                 }),
             }
         }
+        budget.charge(help.len().saturating_add(unit.len()))?;
         out.series.push(Series {
             labels,
             samples,
@@ -752,5 +808,5 @@ pub fn convert_v2(req: &v2::Request, scheme: ValidationScheme) -> WriteRequest {
             }),
         });
     }
-    out
+    Ok(out)
 }

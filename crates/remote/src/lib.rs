@@ -22,10 +22,14 @@
 //!    unknown or not accepted messages are 415.
 //! 3. The protobuf is decoded ([`proto`]; 400 on failure) and converted
 //!    ([`decode`]): label validation, duplicate names, empty values dropped.
+//!    Decoding works within a memory budget proportional to the body
+//!    ([`cost`]; 400 when a body would take more), checked before prost
+//!    allocates anything.
 //!
 //! Native histograms are decoded but not stored yet: their samples are
 //! refused with [`SeriesError::NativeHistogramsUnsupported`].
 
+pub mod cost;
 pub mod decode;
 pub mod proto;
 pub mod read;
@@ -173,6 +177,11 @@ pub struct DecodeOptions {
     /// (whatever the global scheme); legacy is offered for stricter setups.
     pub validation: ValidationScheme,
     pub accepted: Accepted,
+    /// Most memory decoding may take per byte of decompressed body (and
+    /// [`cost::MIN_BUDGET`] whatever the body's size): the structs prost
+    /// makes, estimated before decoding, and for 2.0 the text its symbol
+    /// references resolve to. See [`cost`].
+    pub memory_per_body_byte: usize,
 }
 
 impl Default for DecodeOptions {
@@ -181,6 +190,7 @@ impl Default for DecodeOptions {
             max_decoded_size: MAX_DECODED_SIZE,
             validation: ValidationScheme::Utf8,
             accepted: Accepted::default(),
+            memory_per_body_byte: cost::DEFAULT_BYTES_PER_BODY_BYTE,
         }
     }
 }
@@ -212,6 +222,10 @@ pub enum RequestError {
     /// decompressing).
     #[error("decoded size exceeds the {limit} bytes limit")]
     TooLarge { size: u64, limit: usize },
+    /// Decoding the body would take more memory than its budget allows
+    /// (Ferrite's own limit: see [`cost`]).
+    #[error(transparent)]
+    OverBudget(#[from] cost::OverBudget),
     /// The decompressed body is not the announced message. The text is
     /// prost's (Prometheus' comes from gogo-protobuf).
     #[error("{reason}")]
@@ -233,6 +247,7 @@ impl RequestError {
             | RequestError::NotAccepted { .. } => 415,
             RequestError::Snappy
             | RequestError::TooLarge { .. }
+            | RequestError::OverBudget(_)
             | RequestError::Protobuf { .. } => 400,
         }
     }

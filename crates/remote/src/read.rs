@@ -4,7 +4,14 @@
 //! both responses. Selecting the series is the server's part.
 //!
 //! - The request body is a snappy (block) compressed `prometheus.ReadRequest`,
-//!   at most [`MAX_READ_REQUEST`] bytes compressed.
+//!   at most [`MAX_READ_REQUEST`] bytes compressed and
+//!   [`crate::MAX_DECODED_SIZE`] decompressed, decoded within a memory
+//!   budget proportional to its size ([`crate::cost`]). Ferrite's own
+//!   limits (Prometheus has none): at most [`MAX_READ_MATCHERS`] matchers
+//!   and [`MAX_READ_REGEX_BYTES`] bytes of regular expressions in all, as
+//!   every matcher costs a selection and every regular expression
+//!   kilobytes to compile (and its pattern's length a hundredfold while
+//!   compiling). Real clients send one query of a selector's few matchers.
 //! - `SAMPLES`: one snappy compressed `prometheus.ReadResponse`.
 //! - `STREAMED_XOR_CHUNKS`: frames of one `prometheus.ChunkedReadResponse`
 //!   each (one series, or part of one), every frame the message's length
@@ -13,10 +20,20 @@
 
 use prost::Message;
 
-use crate::proto::read::{ChunkedReadResponse, ReadRequest, ReadResponse, ResponseType};
+use crate::cost::{self, decoded_size, Budget, OverBudget};
+use crate::decode::max_snappy_expansion;
+use crate::proto::read::{ChunkedReadResponse, MatchType, ReadRequest, ReadResponse, ResponseType};
 
 /// Prometheus' limit on a read request's compressed body (`decodeReadLimit`).
 pub const MAX_READ_REQUEST: usize = 32 * 1024 * 1024;
+
+/// Most matchers a read request may hold, its queries' together.
+pub const MAX_READ_MATCHERS: usize = 1_000;
+
+/// Most bytes the patterns of a read request's `=~` and `!~` matchers may
+/// take together. (A single pattern much over 300 KiB exceeds the regex
+/// engine's compiled size limit anyway.)
+pub const MAX_READ_REGEX_BYTES: usize = 1 << 20;
 
 /// `Content-Type` of a `SAMPLES` response (with `Content-Encoding: snappy`).
 pub const SAMPLES_CONTENT_TYPE: &str = "application/x-protobuf";
@@ -34,9 +51,16 @@ pub enum ReadRequestError {
     Protobuf(String),
     #[error("server does not support any of the requested response types: {0:?}; supported: [SAMPLES STREAMED_XOR_CHUNKS]")]
     NoResponseType(Vec<i32>),
+    #[error(transparent)]
+    OverBudget(#[from] OverBudget),
+    #[error("the read request has {0} matchers, more than the {MAX_READ_MATCHERS} accepted")]
+    TooManyMatchers(usize),
+    #[error("the read request's regular expressions take {0} bytes, more than the {MAX_READ_REGEX_BYTES} accepted")]
+    RegexesTooLarge(usize),
 }
 
-/// Decodes a read request body (snappy block, then protobuf).
+/// Decodes a read request body (snappy block, then protobuf) and checks
+/// it against the limits (see the module's documentation).
 pub fn decode_read_request(body: &[u8]) -> Result<ReadRequest, ReadRequestError> {
     // The block header says how much the body decodes to: refuse absurd
     // sizes before allocating them (an 8-byte body can claim 2 GiB).
@@ -48,10 +72,43 @@ pub fn decode_read_request(body: &[u8]) -> Result<ReadRequest, ReadRequestError>
             crate::MAX_DECODED_SIZE
         )));
     }
+    if len as u64 > max_snappy_expansion(body.len()) {
+        return Err(ReadRequestError::Snappy(format!(
+            "decoded length {len} is more than a body of {} bytes can hold",
+            body.len()
+        )));
+    }
     let raw = snap::raw::Decoder::new()
         .decompress_vec(body)
         .map_err(|e| ReadRequestError::Snappy(e.to_string()))?;
-    ReadRequest::decode(raw.as_slice()).map_err(|e| ReadRequestError::Protobuf(e.to_string()))
+    Budget::for_body(raw.len(), cost::DEFAULT_BYTES_PER_BODY_BYTE)
+        .charge(decoded_size(&raw, &cost::READ_REQUEST))?;
+    let req = ReadRequest::decode(raw.as_slice())
+        .map_err(|e| ReadRequestError::Protobuf(e.to_string()))?;
+    check_limits(&req)?;
+    Ok(req)
+}
+
+/// The request's matchers and regular expressions against
+/// [`MAX_READ_MATCHERS`] and [`MAX_READ_REGEX_BYTES`].
+pub fn check_limits(req: &ReadRequest) -> Result<(), ReadRequestError> {
+    let (mut matchers, mut regex_bytes) = (0usize, 0usize);
+    for m in req.queries.iter().flat_map(|q| &q.matchers) {
+        matchers += 1;
+        if matches!(
+            MatchType::try_from(m.r#type),
+            Ok(MatchType::Re | MatchType::Nre)
+        ) {
+            regex_bytes = regex_bytes.saturating_add(m.value.len());
+        }
+    }
+    if matchers > MAX_READ_MATCHERS {
+        return Err(ReadRequestError::TooManyMatchers(matchers));
+    }
+    if regex_bytes > MAX_READ_REGEX_BYTES {
+        return Err(ReadRequestError::RegexesTooLarge(regex_bytes));
+    }
+    Ok(())
 }
 
 /// The first accepted response type this server has (none listed:
