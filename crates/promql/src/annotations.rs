@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 
 use promql_parser::parser::{AggregateExpr, Call, Expr};
 
+use crate::lexical::{is_ident_start, skip_ident, skip_string, skip_ws};
+
 /// Annotation severities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -331,53 +333,6 @@ impl<'q> SourceMap<'q> {
     }
 }
 
-fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b':'
-}
-
-fn is_ident_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b':'
-}
-
-fn skip_ident(b: &[u8], mut p: usize) -> usize {
-    while b.get(p).is_some_and(|c| is_ident_char(*c)) {
-        p += 1;
-    }
-    p
-}
-
-/// Skips whitespace and `#` comments.
-fn skip_ws(b: &[u8], mut p: usize) -> usize {
-    loop {
-        match b.get(p) {
-            Some(c) if c.is_ascii_whitespace() => p += 1,
-            Some(b'#') => {
-                while b.get(p).is_some_and(|c| *c != b'\n') {
-                    p += 1;
-                }
-            }
-            _ => return p,
-        }
-    }
-}
-
-/// The position after the string literal opening at `p`.
-fn skip_string(b: &[u8], p: usize) -> usize {
-    let q = b[p];
-    let mut i = p + 1;
-    while i < b.len() {
-        if b[i] == b'\\' && q != b'`' {
-            i += 2;
-            continue;
-        }
-        if b[i] == q {
-            return i + 1;
-        }
-        i += 1;
-    }
-    b.len()
-}
-
 /// The position after the bracketed group opening at `p`.
 fn skip_group(b: &[u8], p: usize) -> usize {
     let mut depth = 0usize;
@@ -641,9 +596,9 @@ mod tests {
     #[test]
     fn positions_of_calls_arguments_and_params() {
         let q = "sum(sort(x)) + histogram_quantile(0.8, rate(b[5m])) # c(\n or quantile without(point) ( NaN, data)";
-        let e = crate::engine::parse(q).unwrap();
+        let e = crate::parse(q).unwrap();
         let sm = SourceMap::new(q, &e);
-        let Expr::Binary(top) = &*e else { panic!() };
+        let Expr::Binary(top) = &**e else { panic!() };
         let Expr::Binary(left) = top.lhs.as_ref() else {
             panic!()
         };
@@ -668,9 +623,9 @@ mod tests {
     #[test]
     fn at_start_is_no_call() {
         let q = "x @ start() + abs(y)";
-        let e = crate::engine::parse(q).unwrap();
+        let e = crate::parse(q).unwrap();
         let sm = SourceMap::new(q, &e);
-        let Expr::Binary(b) = &*e else { panic!() };
+        let Expr::Binary(b) = &**e else { panic!() };
         let Expr::Call(abs) = b.rhs.as_ref() else {
             panic!()
         };

@@ -15,15 +15,16 @@
 //! refuses series that collapse to one label set.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
 
 use crate::annotations::{Annotations, SourceMap};
-use crate::cache::BoundedCache;
 use crate::functions::RangeSink;
+use crate::parsed::{parse, ParsedExpr};
+use crate::stack::with_stack_for;
 use crate::storage::{
     is_stale_nan, Labels, LazySeries, MatchType, Matcher, Querier, Queryable, SelectHints,
 };
@@ -343,24 +344,6 @@ fn offset_ms(o: &Option<Offset>) -> i64 {
     }
 }
 
-/// Parses a query with promql-parser. Parsed queries are kept (see
-/// `cache`), so a repeated query is parsed, and its regexes compiled, once.
-/// The parser's panics (it has some on out-of-range numbers, such as a
-/// range of `[1e400]` seconds) are parse errors.
-pub fn parse(query: &str) -> Result<Arc<Expr>> {
-    static PARSED: LazyLock<BoundedCache<Arc<Expr>>> =
-        LazyLock::new(|| BoundedCache::new(256, 4096));
-    PARSED.get_or_try_insert(query, || {
-        match std::panic::catch_unwind(|| parser::parse(query)) {
-            Ok(Ok(expr)) => Ok(Arc::new(expr)),
-            Ok(Err(e)) => Err(Error::Parse(e)),
-            Err(_) => Err(Error::Parse(format!(
-                "invalid expression {query:?}: a number is out of range"
-            ))),
-        }
-    })
-}
-
 impl Engine {
     pub fn new(opts: EngineOptions) -> Self {
         Engine { opts }
@@ -369,7 +352,18 @@ impl Engine {
     /// Evaluates `query` at `t` (ms).
     pub fn instant_query(&self, db: &dyn Queryable, query: &str, t: i64) -> Result<QueryResult> {
         let expr = parse(query)?;
-        self.exec(db, query, &expr, t, t, 0)
+        self.instant_query_parsed(db, query, &expr, t)
+    }
+
+    /// [`Engine::instant_query`] of a query already parsed from `query`.
+    pub fn instant_query_parsed(
+        &self,
+        db: &dyn Queryable,
+        query: &str,
+        expr: &ParsedExpr,
+        t: i64,
+    ) -> Result<QueryResult> {
+        with_stack_for(expr.depth(), || self.exec(db, query, expr, t, t, 0))
     }
 
     /// Evaluates `query` at every `step` from `start` to `end` (ms, inclusive).
@@ -381,13 +375,42 @@ impl Engine {
         end: i64,
         step: i64,
     ) -> Result<QueryResult> {
+        let expr = parse(query)?;
+        self.range_query_parsed(db, query, &expr, start, end, step)
+    }
+
+    /// [`Engine::range_query`] of a query already parsed from `query`.
+    pub fn range_query_parsed(
+        &self,
+        db: &dyn Queryable,
+        query: &str,
+        expr: &ParsedExpr,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<QueryResult> {
         if step <= 0 {
             return eval_err("zero or negative query resolution step widths are not accepted. Try a positive integer");
         }
         if end < start {
             return eval_err("end timestamp must not be before start time");
         }
-        let expr = parse(query)?;
+        with_stack_for(expr.depth(), || {
+            self.range_exec(db, query, expr, start, end, step)
+        })
+    }
+
+    /// A range query's evaluation: its recursion runs on the caller's
+    /// stack.
+    fn range_exec(
+        &self,
+        db: &dyn Queryable,
+        query: &str,
+        expr: &Expr,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<QueryResult> {
         match expr.value_type() {
             parser::value::ValueType::Scalar | parser::value::ValueType::Vector => {}
             other => {
@@ -400,7 +423,7 @@ impl Engine {
             ))
             }
         }
-        self.exec(db, query, &expr, start, end, step)
+        self.exec(db, query, expr, start, end, step)
     }
 
     fn exec(

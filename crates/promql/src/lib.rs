@@ -3,12 +3,22 @@
 //! Where things are:
 //! - [`storage`]: the [`Queryable`]/[`Querier`] traits the engine reads
 //!   through, and [`MemStorage`], an in-memory implementation;
-//! - [`engine`]: parsing (with `promql-parser`) and evaluation of instant and
-//!   range queries; [`functions`], [`aggregate`], [`binary`] hold the parts;
+//! - [`parsed`]: parsing (with `promql-parser`) into a [`ParsedExpr`], whose
+//!   drop and walk never recurse; [`nesting`]: the limits a query's text is
+//!   checked against first (depth of its tree, the parser's work);
+//!   `stack`: the stack sized for a query's depth its recursion runs on;
+//! - [`engine`]: evaluation of instant and range queries; [`functions`],
+//!   [`aggregate`], [`binary`] hold the parts;
 //! - [`promqltest`]: a runner for Prometheus' own `.test` files;
 //! - `cache`: parsed queries and compiled regexes, kept across queries;
 //! - `annotations`: warnings and infos in Prometheus' texts, with the
-//!   positions in the query text they refer to.
+//!   positions in the query text they refer to; `lexical`: the helpers
+//!   that scan query text for them and for `nesting`.
+//!
+//! No request can exhaust a thread's stack: a query deeper than
+//! [`nesting::MAX_NESTING_DEPTH`] is refused before parsing, and everything
+//! that recurses over a tree (parsing, type checks, evaluation, printing)
+//! runs on a stack sized for the tree's depth.
 //!
 //! Evaluation is step-vectorised: every expression is evaluated once for all
 //! steps of a query, each selector selecting its series once over the span
@@ -20,11 +30,16 @@ pub mod binary;
 mod cache;
 pub mod engine;
 pub mod functions;
+mod lexical;
+pub mod nesting;
+pub mod parsed;
 pub mod promqltest;
+mod stack;
 pub mod storage;
 pub mod value;
 
 pub use engine::{Engine, EngineOptions, QueryResult};
+pub use parsed::{parse, ParsedExpr};
 pub use storage::{
     is_stale_nan, Labels, LazySeries, MatchType, Matcher, MemStorage, Querier, Queryable,
     SampleSource, SelectHints, Series, StorageError, STALE_NAN,

@@ -811,36 +811,24 @@ fn skip_reason(
 
 /// Whether a selector of `expr` selects one of `series`.
 fn selects_any(expr: &str, series: &[Labels]) -> bool {
-    fn walk(e: &promql_parser::parser::Expr, series: &[Labels]) -> bool {
-        use promql_parser::parser::Expr;
-        let sel =
-            |vs: &promql_parser::parser::VectorSelector| match crate::engine::selector_matchers(vs)
-            {
-                Ok(sets) => sets.iter().any(|ms| {
-                    series
-                        .iter()
-                        .any(|l| ms.iter().all(|m| m.matches_labels(l)))
-                }),
-                Err(_) => false,
-            };
-        match e {
-            Expr::VectorSelector(vs) => sel(vs),
-            Expr::MatrixSelector(ms) => sel(&ms.vs),
-            Expr::Subquery(s) => walk(&s.expr, series),
-            Expr::Aggregate(a) => {
-                walk(&a.expr, series) || a.param.as_ref().is_some_and(|p| walk(p, series))
-            }
-            Expr::Unary(u) => walk(&u.expr, series),
-            Expr::Paren(p) => walk(&p.expr, series),
-            Expr::Binary(b) => walk(&b.lhs, series) || walk(&b.rhs, series),
-            Expr::Call(c) => c.args.args.iter().any(|a| walk(a, series)),
-            _ => false,
-        }
-    }
-    match crate::engine::parse(expr) {
-        Ok(e) => walk(&e, series),
+    use promql_parser::parser::{Expr, VectorSelector};
+    let selects = |vs: &VectorSelector| match crate::engine::selector_matchers(vs) {
+        Ok(sets) => sets.iter().any(|ms| {
+            series
+                .iter()
+                .any(|l| ms.iter().all(|m| m.matches_labels(l)))
+        }),
         Err(_) => false,
-    }
+    };
+    let Ok(e) = crate::parse(expr) else {
+        return false;
+    };
+    let found = e.nodes().any(|n| match n {
+        Expr::VectorSelector(vs) => selects(vs),
+        Expr::MatrixSelector(ms) => selects(&ms.vs),
+        _ => false,
+    });
+    found
 }
 
 fn run_case(case: &EvalCase, db: &MemStorage, engine: &Engine) -> Result<(), String> {

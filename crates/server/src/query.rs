@@ -14,8 +14,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use ferrite_promql::{
-    Engine, Labels as QLabels, LazySeries, MatchType as QMatchType, Matcher as QMatcher, Querier,
-    Queryable, SampleSource, SelectHints, Series, StorageError, Value,
+    Engine, Labels as QLabels, LazySeries, MatchType as QMatchType, Matcher as QMatcher,
+    ParsedExpr, Querier, Queryable, SampleSource, SelectHints, Series, StorageError, Value,
 };
 use ferrite_tsdb::{Db, MatchType, Matcher, QuerySeries};
 use serde_json::{json, Map, Value as Json_};
@@ -724,13 +724,19 @@ fn param_with(
         .map_err(|e| ApiError::bad_data(format!("invalid parameter \"{name}\": {}", e.message)))
 }
 
-/// Parses a query before anything else of the request is used, so that
-/// a bad query is the error a client sees first. (The engine parses it
-/// again from its cache of parsed queries.)
-pub fn check_query(query: &str) -> Result<(), ApiError> {
-    parse_promql(query)
-        .map(drop)
-        .map_err(|e| ApiError::from(ferrite_promql::Error::Parse(e)))
+/// Parses a query, with the API's error for a bad one.
+pub fn check_query(query: &str) -> Result<Arc<ParsedExpr>, ApiError> {
+    parse_promql(query).map_err(|e| ApiError::from(ferrite_promql::Error::Parse(e)))
+}
+
+/// Parses a query before anything else of the request is used, so that a
+/// bad query is the error a client sees first. Parsing runs on a blocking
+/// thread: a query near the nesting limits takes up to a second or so to
+/// parse, too long to hold one of the async runtime's threads.
+pub(crate) async fn parse_query(query: String) -> Result<(String, Arc<ParsedExpr>), ApiError> {
+    tokio::task::spawn_blocking(move || check_query(&query).map(|expr| (query, expr)))
+        .await
+        .map_err(internal)?
 }
 
 /// Runs a query on a blocking thread and answers with its result, cut to
@@ -770,25 +776,26 @@ pub async fn instant_query(
     State(s): State<Arc<AppState>>,
     p: Params,
 ) -> Result<Response, ApiError> {
-    let query = p.required("query")?.to_owned();
-    check_query(&query)?;
+    let (query, expr) = parse_query(p.required("query")?.to_owned()).await?;
     let t = match p.get("time") {
         Some(t) => param_with("time", t, parse_time)?,
         None => now_ms(),
     };
-    run_query(&s, &p, move |e, db| e.instant_query(db, &query, t)).await
+    run_query(&s, &p, move |e, db| {
+        e.instant_query_parsed(db, &query, &expr, t)
+    })
+    .await
 }
 
 pub async fn range_query(State(s): State<Arc<AppState>>, p: Params) -> Result<Response, ApiError> {
-    let query = p.required("query")?.to_owned();
-    check_query(&query)?;
+    let (query, expr) = parse_query(p.required("query")?.to_owned()).await?;
     let (start, end, step) = range_params(
         p.required("start")?,
         p.required("end")?,
         p.required("step")?,
     )?;
     run_query(&s, &p, move |e, db| {
-        e.range_query(db, &query, start, end, step)
+        e.range_query_parsed(db, &query, &expr, start, end, step)
     })
     .await
 }
@@ -829,7 +836,7 @@ pub fn check_params(raw_query: &[u8]) -> Result<(), ApiError> {
     let p = Params(form_urlencoded::parse(raw_query).into_owned().collect());
     let mut results: Vec<Result<(), ApiError>> = Vec::new();
     if let Some(q) = p.get("query") {
-        results.push(check_query(q));
+        results.push(check_query(q).map(drop));
     }
     if let Some(t) = p.get("time") {
         results.push(param_with("time", t, parse_time).map(drop));

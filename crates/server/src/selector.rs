@@ -13,6 +13,7 @@ use ferrite_tsdb::{MatchType, Matcher};
 use promql_parser::label::MatchOp;
 use std::sync::Arc;
 
+use ferrite_promql::ParsedExpr;
 use promql_parser::parser::Expr;
 
 const PLACEHOLDER: &str = "__ferrite_placeholder__";
@@ -21,8 +22,8 @@ const PLACEHOLDER: &str = "__ferrite_placeholder__";
 /// number literals, found by the `http_params` fuzz target) are errors, so
 /// a request cannot take the server's task down with it. Parsed queries
 /// are kept across requests.
-pub fn parse_promql(s: &str) -> std::result::Result<Arc<Expr>, String> {
-    ferrite_promql::engine::parse(s).map_err(|e| match e {
+pub fn parse_promql(s: &str) -> std::result::Result<Arc<ParsedExpr>, String> {
+    ferrite_promql::parse(s).map_err(|e| match e {
         ferrite_promql::Error::Parse(e) => e,
         other => other.to_string(),
     })
@@ -31,6 +32,12 @@ pub fn parse_promql(s: &str) -> std::result::Result<Arc<Expr>, String> {
 /// Parses one series selector into matchers (a metric name becomes a
 /// `__name__` equality matcher).
 pub fn parse_selector(s: &str) -> Result<Vec<Matcher>> {
+    // A selector is one level deep (two with its braces). Anything deeper
+    // is refused before the parser spends time on it: selectors are parsed
+    // on the async runtime's threads.
+    if ferrite_promql::nesting::scan(s).depth > 2 {
+        return Err(not_a_selector(s));
+    }
     let expr = match parse_promql(s) {
         Ok(e) => e,
         Err(e) if e.contains("at least one non-empty matcher") => match s.find('{') {
@@ -42,8 +49,8 @@ pub fn parse_selector(s: &str) -> Result<Vec<Matcher>> {
         },
         Err(e) => return Err(selector_err(s, &e)),
     };
-    let Expr::VectorSelector(vs) = &*expr else {
-        bail!("invalid series selector {s:?}: not a plain series selector");
+    let Expr::VectorSelector(vs) = &**expr else {
+        return Err(not_a_selector(s));
     };
     if vs.offset.is_some() || vs.at.is_some() {
         bail!("invalid series selector {s:?}: offset and @ modifiers are not allowed");
@@ -71,6 +78,10 @@ pub fn parse_selector(s: &str) -> Result<Vec<Matcher>> {
         );
     }
     Ok(out)
+}
+
+fn not_a_selector(s: &str) -> anyhow::Error {
+    anyhow::anyhow!("invalid series selector {s:?}: not a plain series selector")
 }
 
 fn selector_err(s: &str, e: &str) -> anyhow::Error {

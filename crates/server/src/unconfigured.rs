@@ -13,8 +13,8 @@ use axum::extract::State;
 use axum::response::Json;
 use serde_json::{json, Value};
 
-use crate::query::{parse_time, ApiError, Params};
-use crate::selector::{parse_promql, parse_selector};
+use crate::query::{parse_query, parse_time, ApiError, Params};
+use crate::selector::parse_selector;
 use crate::status::success;
 use crate::AppState;
 
@@ -66,26 +66,13 @@ pub async fn query_exemplars(
             "end timestamp must not be before start timestamp",
         ));
     }
-    let expr = parse_promql(p.get("query").unwrap_or("")).map_err(ApiError::bad_data)?;
-    let mut has_selector = false;
-    let _ = promql_parser::util::walk_expr(&mut SelectorFinder(&mut has_selector), &expr);
-    Ok(success(if has_selector { json!([]) } else { Value::Null }))
-}
-
-/// Notes whether an expression has a series selector.
-struct SelectorFinder<'a>(&'a mut bool);
-
-impl promql_parser::util::ExprVisitor for SelectorFinder<'_> {
-    type Error = std::convert::Infallible;
-
-    fn pre_visit(&mut self, e: &promql_parser::parser::Expr) -> Result<bool, Self::Error> {
-        if matches!(
+    let (_, expr) = parse_query(p.get("query").unwrap_or("").to_owned()).await?;
+    let has_selector = expr.nodes().any(|e| {
+        matches!(
             e,
             promql_parser::parser::Expr::VectorSelector(_)
                 | promql_parser::parser::Expr::MatrixSelector(_)
-        ) {
-            *self.0 = true;
-        }
-        Ok(!*self.0)
-    }
+        )
+    });
+    Ok(success(if has_selector { json!([]) } else { Value::Null }))
 }
