@@ -334,10 +334,30 @@ impl<'a> SeriesView<'a> {
         validate_structure(raw, scheme, kept)
     }
 
+    /// [`SeriesView::read_unchecked`] appending the series' samples to
+    /// `samples` (what it held stays; on `false` the caller drops what was
+    /// appended, if it wants). Saves a copy of every sample for a caller
+    /// that gathers a request's samples in one vector.
+    pub fn read_unchecked_into(
+        &self,
+        scheme: ValidationScheme,
+        raw: &mut Vec<(&'a [u8], &'a [u8])>,
+        kept: &mut Vec<(&'a [u8], &'a [u8])>,
+        samples: &mut Vec<(i64, f64)>,
+    ) -> bool {
+        self.walk_into(raw, samples);
+        validate_structure(raw, scheme, kept)
+    }
+
     /// One walk over the series: its raw labels and its samples.
     fn walk(&self, raw: &mut Vec<(&'a [u8], &'a [u8])>, samples: &mut Vec<(i64, f64)>) {
-        raw.clear();
         samples.clear();
+        self.walk_into(raw, samples);
+    }
+
+    /// [`SeriesView::walk`] appending to `samples`.
+    fn walk_into(&self, raw: &mut Vec<(&'a [u8], &'a [u8])>, samples: &mut Vec<(i64, f64)>) {
+        raw.clear();
         for (k, f) in Fields::new(self.msg) {
             match (k, f) {
                 (KEY_LABELS, Field::Len(l)) => raw.push(label(l)),

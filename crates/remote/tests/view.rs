@@ -60,6 +60,17 @@ fn through_view(
         if split {
             assert_eq!(strs, pairs);
         }
+        // Appending: the same verdict and label set, the samples after
+        // what was there.
+        let mut appended = vec![(7, 7.0)];
+        let kept_before = kept.clone();
+        let into = s.read_unchecked_into(scheme, &mut raw, &mut kept, &mut appended);
+        assert_eq!(
+            into,
+            s.read_unchecked(scheme, &mut raw, &mut kept, &mut samples)
+        );
+        assert_eq!(kept, kept_before);
+        assert_eq!(bits(&appended[1..]), bits(&samples));
         match labels {
             Ok(()) => ok.push((
                 pairs

@@ -12,10 +12,17 @@
 //! decompression buffer and appended by label pairs, so a request costs a
 //! handful of allocations rather than several per label. Every other
 //! request takes the general decoder, which answers identically.
+//!
+//! A body may take [`MAX_BODY_BYTES`] (413 beyond: Prometheus has no limit
+//! of its own on the compressed body, only on the decompressed one, which
+//! `ferrite-remote` checks); what decoding it may allocate is bounded by
+//! `ferrite-remote`'s memory budget, and the hot path reserves no more
+//! than [`MAX_RESERVED_SERIES`] series and [`MAX_RESERVED_SAMPLES`] samples
+//! ahead (a body's counts come from the sender).
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -26,6 +33,7 @@ use ferrite_remote::{
     WriteRequest, WriteStats,
 };
 use ferrite_tsdb::{AppendError, Db};
+use futures_util::StreamExt;
 use tracing::warn;
 
 use crate::AppState;
@@ -33,10 +41,16 @@ use crate::AppState;
 /// Largest request body accepted before decompression.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// Most series the hot path reserves room for before reading them.
+pub const MAX_RESERVED_SERIES: usize = 1 << 16;
+
+/// Most samples the hot path reserves room for before reading them.
+pub const MAX_RESERVED_SAMPLES: usize = 1 << 20;
+
 pub async fn remote_write(
     State(s): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if !s.opts.remote_write_receiver {
         return (
@@ -45,16 +59,12 @@ pub async fn remote_write(
         )
             .into_response();
     }
-    if body.len() > MAX_BODY_BYTES {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "request body of {} bytes is over the {MAX_BODY_BYTES} byte limit\n",
-                body.len()
-            ),
-        )
-            .into_response();
-    }
+    // Read here rather than by the `Bytes` extractor, whose default limit
+    // (2 MiB) would refuse bodies Prometheus accepts.
+    let body = match body_within(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
     let text = |name: HeaderName| {
         headers
             .get(name)
@@ -85,6 +95,43 @@ pub async fn remote_write(
             .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
     }
+}
+
+/// The whole body, or the answer: 413 as soon as it is over `limit` bytes
+/// (nothing more is read), 400 if reading it failed.
+async fn body_within(body: Body, limit: usize) -> Result<Bytes, Response> {
+    let mut chunks = body.into_data_stream();
+    // Most bodies arrive in one chunk (always, behind the read-timeout
+    // layer): kept as it is, not copied.
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
+    let mut len = 0usize;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("reading the request body: {e}\n"),
+            )
+                .into_response()
+        })?;
+        len = len.saturating_add(chunk.len());
+        if len > limit {
+            return Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body is over the {limit} byte limit\n"),
+            )
+                .into_response());
+        }
+        if first.is_none() && joined.is_empty() {
+            first = Some(chunk);
+        } else {
+            if let Some(f) = first.take() {
+                joined.extend_from_slice(&f);
+            }
+            joined.extend_from_slice(&chunk);
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
 }
 
 thread_local! {
@@ -119,20 +166,23 @@ fn decode_and_append(
 /// the whole request back.
 pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
     // Read every series first, then find the known ones in one batch.
-    let (mut raw, mut kept, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut raw, mut kept) = (Vec::new(), Vec::new());
     let mut all_kept: Vec<(&[u8], &[u8])> = Vec::new();
-    let mut all_samples: Vec<(i64, f64)> = Vec::with_capacity(view.sample_count());
+    let mut all_samples: Vec<(i64, f64)> =
+        Vec::with_capacity(view.sample_count().min(MAX_RESERVED_SAMPLES));
     // (labels range in all_kept, samples range in all_samples) per valid series
-    let mut series: Vec<(usize, usize, usize, usize)> = Vec::with_capacity(view.series_count());
+    let mut series: Vec<(usize, usize, usize, usize)> =
+        Vec::with_capacity(view.series_count().min(MAX_RESERVED_SERIES));
     for s in view.series() {
-        if !s.read_unchecked(opts.validation, &mut raw, &mut kept, &mut samples)
-            || samples.is_empty()
+        let n = all_samples.len();
+        if !s.read_unchecked_into(opts.validation, &mut raw, &mut kept, &mut all_samples)
+            || all_samples.len() == n
         {
+            all_samples.truncate(n);
             continue;
         }
-        let (k, n) = (all_kept.len(), all_samples.len());
+        let k = all_kept.len();
         all_kept.extend_from_slice(&kept);
-        all_samples.extend_from_slice(&samples);
         series.push((k, all_kept.len(), n, all_samples.len()));
     }
     let sets: Vec<&[(&[u8], &[u8])]> = series.iter().map(|&(a, b, _, _)| &all_kept[a..b]).collect();
