@@ -13,7 +13,9 @@
 //!
 //! At most `--storage.remote.read-concurrent-limit` reads run at once (0: no
 //! limit); the others wait. As in Prometheus, a request that cannot be
-//! decoded is a 400, a matcher that cannot be built a 500.
+//! decoded is a 400, a matcher that cannot be built a 500. A request over
+//! `ferrite-remote`'s limits (matchers, regular expressions, memory to
+//! decode it; Prometheus has none) is a 400 too.
 
 use std::sync::Arc;
 
@@ -96,30 +98,15 @@ pub async fn remote_read(State(s): State<Arc<AppState>>, body: Bytes) -> Respons
     if body.len() > ferrite_remote::read::MAX_READ_REQUEST {
         return text(StatusCode::BAD_REQUEST, "read request body too large");
     }
-    let req = match decode_read_request(&body) {
-        Ok(r) => r,
-        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+    // Decoding a large request and compiling its regexes take a while:
+    // done off the async threads, which keep answering other requests.
+    let parsed = tokio::task::spawn_blocking(move || parse_request(&body))
+        .await
+        .unwrap_or_else(|e| Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())));
+    let (kind, queries) = match parsed {
+        Ok(p) => p,
+        Err((status, msg)) => return text(status, msg),
     };
-    let kind = match negotiate(&req.accepted_response_types) {
-        Ok(k) => k,
-        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
-    };
-    let mut queries = Vec::with_capacity(req.queries.len());
-    for q in &req.queries {
-        match q
-            .matchers
-            .iter()
-            .map(matcher)
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(matchers) => queries.push(ReadQuery {
-                start: q.start_timestamp_ms,
-                end: q.end_timestamp_ms,
-                matchers,
-            }),
-            Err(e) => return text(StatusCode::INTERNAL_SERVER_ERROR, e),
-        }
-    }
     let db = s.db.clone();
     let opts = s.opts.remote_read.clone();
     match kind {
@@ -162,6 +149,30 @@ pub async fn remote_read(State(s): State<Arc<AppState>>, body: Bytes) -> Respons
     }
 }
 
+/// The response type and queries of a request body: a 400 if it cannot be
+/// decoded (or is over `ferrite-remote`'s limits), a 500 if a matcher
+/// cannot be built, as Prometheus answers.
+fn parse_request(body: &[u8]) -> Result<(ResponseType, Vec<ReadQuery>), (StatusCode, String)> {
+    let bad = |e: ferrite_remote::read::ReadRequestError| (StatusCode::BAD_REQUEST, e.to_string());
+    let req = decode_read_request(body).map_err(bad)?;
+    let kind = negotiate(&req.accepted_response_types).map_err(bad)?;
+    let mut queries = Vec::with_capacity(req.queries.len());
+    for q in &req.queries {
+        let matchers = q
+            .matchers
+            .iter()
+            .map(matcher)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        queries.push(ReadQuery {
+            start: q.start_timestamp_ms,
+            end: q.end_timestamp_ms,
+            matchers,
+        });
+    }
+    Ok((kind, queries))
+}
+
 fn pb_labels(l: &Labels) -> Vec<v1::Label> {
     l.iter()
         .map(|l| v1::Label {
@@ -172,6 +183,12 @@ fn pb_labels(l: &Labels) -> Vec<v1::Label> {
 }
 
 fn select(db: &Db, q: &ReadQuery) -> Result<Vec<QuerySeries>, String> {
+    // A query without matchers selects nothing in Prometheus (its postings
+    // are the intersection of none); Ferrite's querier would select every
+    // series.
+    if q.matchers.is_empty() {
+        return Ok(Vec::new());
+    }
     db.querier(q.start, q.end)
         .select(&q.matchers)
         .map_err(|e| e.to_string())
