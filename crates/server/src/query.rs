@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
@@ -254,15 +253,18 @@ pub struct Params(Vec<(String, String)>);
 /// A handler's parameters: the URL's query string, then a form body
 /// (`POST` with `application/x-www-form-urlencoded`), as Prometheus reads
 /// them.
+/// The largest form body read, as Go's `ParseForm` reads at most 10 MB.
+const MAX_FORM_BYTES: usize = 10 << 20;
+
 impl<S: Send + Sync> axum::extract::FromRequest<S> for Params {
     type Rejection = Response;
 
-    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Response> {
+    async fn from_request(req: axum::extract::Request, _: &S) -> Result<Self, Response> {
         let query = req.uri().query().map(str::to_owned);
         let headers = req.headers().clone();
-        let body = Bytes::from_request(req, state)
+        let body = axum::body::to_bytes(req.into_body(), MAX_FORM_BYTES)
             .await
-            .map_err(IntoResponse::into_response)?;
+            .map_err(|_| ApiError::bad_data("http: POST too large").into_response())?;
         Ok(Params::parse(query.as_deref(), &headers, &body))
     }
 }
