@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
@@ -85,15 +85,40 @@ impl IntoResponse for AdminError {
     }
 }
 
-/// Go's `Request.ParseForm`: a urlencoded body's values, then the query
-/// string's (so a body value wins for single-valued parameters).
-fn form(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = Vec::new();
-    let urlencoded = headers
+/// The most of a form body Go's `ParseForm` reads (10 MB); more is an
+/// error.
+const MAX_FORM_BYTES: usize = 10 << 20;
+
+fn is_urlencoded(headers: &HeaderMap) -> bool {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|c| c.to_str().ok())
-        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
-    if urlencoded {
+        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// Go's `Request.ParseForm`: a urlencoded body's values (other bodies are
+/// not read), then the query string's (so a body value wins for
+/// single-valued parameters); a body over [`MAX_FORM_BYTES`] is
+/// Prometheus' `bad_data` error.
+async fn read_form(
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Vec<(String, String)>, AdminError> {
+    let body = if is_urlencoded(headers) {
+        axum::body::to_bytes(body, MAX_FORM_BYTES)
+            .await
+            .map_err(|_| AdminError::bad_data("error parsing form values: http: POST too large"))?
+    } else {
+        Default::default()
+    };
+    Ok(form(query, headers, &body))
+}
+
+/// [`read_form`] of a body already read.
+fn form(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    if is_urlencoded(headers) {
         v.extend(form_urlencoded::parse(body).into_owned());
     }
     if let Some(q) = query {
@@ -145,12 +170,17 @@ pub async fn snapshot(
     State(s): State<Arc<AppState>>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, AdminError> {
     if !s.opts.admin_api {
         return Err(AdminError::disabled());
     }
-    let form = form(q.as_deref(), &headers, &body);
+    // Prometheus reads `skip_head` with `FormValue`, which ignores a form
+    // error: then only the query string counts.
+    let form = match read_form(q.as_deref(), &headers, body).await {
+        Ok(f) => f,
+        Err(_) => form(q.as_deref(), &HeaderMap::new(), &[]),
+    };
     let skip = value(&form, "skip_head");
     let skip_head = if skip.is_empty() {
         false
@@ -242,12 +272,12 @@ pub async fn delete_series(
     State(s): State<Arc<AppState>>,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, AdminError> {
     if !s.opts.admin_api {
         return Err(AdminError::disabled());
     }
-    let form = form(q.as_deref(), &headers, &body);
+    let form = read_form(q.as_deref(), &headers, body).await?;
     let selectors: Vec<&str> = form
         .iter()
         .filter(|(k, _)| k == "match[]")

@@ -4,7 +4,8 @@
 //! answer — the status Prometheus gives (400 for what cannot be decoded,
 //! 204 for what it accepts; Ferrite's own limits answer 400 as Prometheus'
 //! decoded-size limit does) — within a memory ceiling, the server stays
-//! up, and a sample written first is still read back afterwards.
+//! up, and a sample written first is still read back afterwards. The
+//! admin API's forms are checked too (its limit is Go's form limit).
 //!
 //! The test runs on a single-threaded runtime, client and server alike, so
 //! a handler that did heavy work on the async thread instead of a blocking
@@ -83,6 +84,7 @@ const T0: i64 = 1_700_000_000_000;
 
 const V1: &str = "application/x-protobuf";
 const V2: &str = "application/x-protobuf;proto=io.prometheus.write.v2.Request";
+const FORM: &str = "application/x-www-form-urlencoded";
 
 fn snappy(raw: &[u8]) -> Vec<u8> {
     snap::raw::Encoder::new().compress_vec(raw).unwrap()
@@ -263,6 +265,14 @@ impl Client {
         body
     }
 
+    /// Posts to `/api/v1/admin/tsdb/{path}`: the status and body text.
+    async fn admin(&self, what: &str, path: &str, ct: &str, body: Vec<u8>) -> (u16, String) {
+        let path = format!("/api/v1/admin/tsdb/{path}");
+        let (status, text) = self.post(what, &path, ct, body, CEILING).await;
+        self.healthy(what).await;
+        (status, String::from_utf8_lossy(&text).into_owned())
+    }
+
     async fn healthy(&self, after: &str) {
         let r = self
             .http
@@ -277,10 +287,13 @@ impl Client {
 #[tokio::test(flavor = "current_thread")]
 async fn hostile_requests_get_answers_and_the_server_stays_up() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = ServerOptions::new(
-        tmp.path().to_owned(),
-        "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
-    );
+    let opts = ServerOptions {
+        admin_api: true,
+        ..ServerOptions::new(
+            tmp.path().to_owned(),
+            "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
+        )
+    };
     let server = start(opts).await.unwrap();
     let c = Client {
         http: reqwest::Client::builder().timeout(TIMEOUT).build().unwrap(),
@@ -551,6 +564,44 @@ async fn hostile_requests_get_answers_and_the_server_stays_up() {
     .unwrap();
     assert_eq!(resp.results.len(), 1);
     assert!(resp.results[0].timeseries.is_empty());
+
+    // Admin forms: read up to Go's 10 MB form limit (a 3 MiB selector is
+    // a selector), refused past it with Prometheus' error; a body that is
+    // not a form is not read at all, and `snapshot` ignores a form error.
+    let form = format!("match[]=no_such_series{{a=\"{}\"}}", "x".repeat(3 << 20));
+    let (status, text) = c
+        .admin(
+            "delete_series: a 3 MiB form",
+            "delete_series",
+            FORM,
+            form.into_bytes(),
+        )
+        .await;
+    assert_eq!(status, 204, "{text}");
+    let (status, text) = c
+        .admin(
+            "delete_series: an 11 MiB form",
+            "delete_series",
+            FORM,
+            vec![b'x'; 11 << 20],
+        )
+        .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("error parsing form values: http: POST too large"),
+        "{text}"
+    );
+    for ct in [FORM, "application/json"] {
+        let (status, text) = c
+            .admin(
+                &format!("snapshot: an 11 MiB {ct} body"),
+                "snapshot?skip_head=true",
+                ct,
+                vec![b'x'; 11 << 20],
+            )
+            .await;
+        assert_eq!(status, 200, "{text}");
+    }
 
     // Still up, and the canary is still there: through remote read ...
     let body = c.read("read: the canary", whole, 200).await;
