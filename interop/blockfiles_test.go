@@ -126,7 +126,7 @@ func chunksSpec(rng *rand.Rand) (spec string, chunks int) {
 				c := chunkenc.NewXORChunk()
 				app, _ := c.Appender()
 				for k := range ts {
-					app.Append(ts[k], vs[k])
+					app.Append(0, ts[k], vs[k]) // XOR stores no start timestamp
 				}
 				enc, data = chunkenc.EncXOR, c.Bytes()
 			}

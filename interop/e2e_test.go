@@ -14,7 +14,7 @@ import (
 	"ferrite.dev/interop/internal/e2e"
 )
 
-// TestE2EPrometheusRemoteWrite: a real Prometheus (v3.9.1, built from the
+// TestE2EPrometheusRemoteWrite: a real Prometheus (v3.16.0, built from the
 // module this suite pins; PROMETHEUS_BIN overrides) scrapes itself and
 // Ferrite's /metrics (Ferrite may not serve it: then only up=0 and the
 // scrape_* series of that target exist, the same on both sides), evaluates a
@@ -387,7 +387,7 @@ func e2eBinaries(t *testing.T) (prom, pt string) {
 	}
 	prom = filepath.Join(t.TempDir(), "prometheus")
 	cmd := exec.Command("go", "build", "-o", prom,
-		"-ldflags", "-s -w -X github.com/prometheus/common/version.Version=3.9.1",
+		"-ldflags", "-s -w -X github.com/prometheus/common/version.Version=3.16.0",
 		"github.com/prometheus/prometheus/cmd/prometheus")
 	var out strings.Builder
 	cmd.Stdout = &out
@@ -409,7 +409,7 @@ func e2eBinaries(t *testing.T) (prom, pt string) {
 		err = cmd.Wait()
 	}
 	if err == nil {
-		t.Logf("built prometheus v3.9.1 from the module in %v", time.Since(started).Round(time.Second))
+		t.Logf("built prometheus v3.16.0 from the module in %v", time.Since(started).Round(time.Second))
 		return prom, pt
 	}
 	const distro = "/usr/bin/prometheus"

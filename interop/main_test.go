@@ -1,5 +1,5 @@
 // Interoperability tests: the same data dirs through the real Prometheus TSDB
-// (v3.9.1, used as a Go library) and through the `ferrite` binary.
+// (v3.16.0, used as a Go library) and through the `ferrite` binary.
 //
 // The ferrite binary comes from FERRITE_BIN (default ../target/release/ferrite,
 // relative to this directory). Tests that need it fail, with a message saying

@@ -13,7 +13,7 @@ import (
 )
 
 // TestPromtool: `ferrite tsdb list | analyze | dump` print what the real
-// promtool (built from the Prometheus module this suite pins, v3.9.1) prints
+// promtool (built from the Prometheus module this suite pins, v3.16.0) prints
 // for the same data dir: a dir Ferrite wrote and compacted, the same dir
 // while everything is still in the head, and a dir Prometheus wrote with
 // blocks and a head. Ferrite's tools must not change the dir.

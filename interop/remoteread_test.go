@@ -203,7 +203,7 @@ func TestRemoteReadMatchesPrometheusTSDB(t *testing.T) {
 		t.Errorf("ferrite did not exit cleanly: %v", err)
 	}
 
-	// A real Prometheus v3.9.1 server with Ferrite as its remote_read, and
+	// A real Prometheus v3.16.0 server with Ferrite as its remote_read, and
 	// nothing of its own, answers PromQL as Ferrite does. (With the default
 	// 1 MiB frames: Prometheus' querier does not join a series split over
 	// frames, whichever server split it.)

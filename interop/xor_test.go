@@ -149,7 +149,7 @@ func TestXorChunksByteIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range ts {
-			app.Append(ts[i], vs[i])
+			app.Append(0, ts[i], vs[i]) // XOR stores no start timestamp
 			fmt.Fprintf(&input, "%d %016x\n", ts[i], math.Float64bits(vs[i]))
 		}
 		input.WriteString("\n")

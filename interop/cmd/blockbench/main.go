@@ -1,4 +1,4 @@
-// Command blockbench compares Prometheus v3.9.1 and Ferrite on blocks, side by
+// Command blockbench compares Prometheus v3.16.0 and Ferrite on blocks, side by
 // side on the same data, normally run by scripts/bench-blocks:
 //
 //  1. head compaction: each tool opens a copy of a Prometheus-written data

@@ -1,6 +1,6 @@
 // Command promblockfiles writes and dumps the block files other than the
 // index — chunk segments, tombstones, meta.json — with Prometheus' own code
-// (v3.9.1), in the text forms `ferrite debug block-files` uses:
+// (v3.16.0), in the text forms `ferrite debug block-files` uses:
 //
 //	promblockfiles dump-chunks DIR
 //	promblockfiles write-chunks SPEC DIR

@@ -1,4 +1,4 @@
-// Command promcompact is the Prometheus (v3.9.1, as a library) side of the
+// Command promcompact is the Prometheus (v3.16.0, as a library) side of the
 // block benchmarks run by scripts/bench-blocks (interop/cmd/blockbench); the
 // Ferrite side is `ferrite debug bench-compact` / `bench-open`. It also
 // generates the benchmarks' data with the Prometheus TSDB.

@@ -1,5 +1,5 @@
 // Command promdigest is the Prometheus side of `ferrite tsdb digest`: it opens
-// a data dir with the real Prometheus TSDB (v3.9.1), reads every sample back
+// a data dir with the real Prometheus TSDB (v3.16.0), reads every sample back
 // and prints `open_s=.. series=.. samples=.. sum=..` as its last line.
 //
 //	promdigest DIR [--open-only] [--repair]

@@ -1,5 +1,5 @@
 // Command promgen writes a data dir of the synth model (internal/synth) with
-// the real Prometheus TSDB (v3.9.1): WAL plus chunks_head, no blocks. It prints
+// the real Prometheus TSDB (v3.16.0): WAL plus chunks_head, no blocks. It prints
 // the model's totals as `series=<n> samples=<n> sum=<%.12e>` (with
 // --checkpoint, the dir holds fewer samples than that: the checkpoint drops
 // the samples before its mint from the checkpointed segments).

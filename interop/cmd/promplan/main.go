@@ -1,4 +1,4 @@
-// Command promplan asks Prometheus' own TSDB code (v3.9.1) which blocks of a
+// Command promplan asks Prometheus' own TSDB code (v3.16.0) which blocks of a
 // data dir it would compact next and which a reload would delete, in the
 // output forms of `ferrite debug plan`:
 //

@@ -1,10 +1,11 @@
 // Command promremote is the Prometheus side of Ferrite's remote write
 // cross-checks. It builds remote write 1.0 and 2.0 request bodies with
 // Prometheus' own protobuf types (prompb, prompb/io/prometheus/write/v2),
-// snappy-compresses them, and answers them with Prometheus' real receiver
-// (storage/remote.NewWriteHandler, both messages accepted, start-timestamp
-// ingestion and metadata appends on) over a recording storage, printing the
-// answer and the appends in the dump format of crates/remote/src/text.rs.
+// snappy-compresses them, and answers them as Prometheus v3.16.0's receiver
+// does (storage/remote.NewWriteHandler, both messages accepted, metadata
+// appends on; its storage side restated in store.go) over a recording
+// storage, printing the answer and the appends in the dump format of
+// crates/remote/src/text.rs.
 //
 //	promremote gen SPEC.json OUTDIR        # OUTDIR/NAME.bin, NAME.headers, NAME.prom.txt
 //	promremote random SEED COUNT OUTDIR    # the same for COUNT random requests

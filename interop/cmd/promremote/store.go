@@ -1,35 +1,41 @@
 package main
 
-// store is the storage side of Prometheus v3.9.1's receiver
-// (storage/remote.writeHandler.Store with write and appendV2), restated
-// here because importing storage/remote would pull the OTLP and
+// store is the storage side of Prometheus v3.16.0's receiver
+// (storage/remote.writeHandler.Store with write and writeV2/appendV2),
+// restated here because importing storage/remote would pull the OTLP and
 // OpenTelemetry collector modules into interop/go.mod. Everything that
 // decides an outcome is Prometheus' own: gogo unmarshalling, ToLabels /
 // desymbolization and their errors, labels.IsValid(model.UTF8Validation),
-// HasDuplicateLabelNames, ToMetadata, ToExemplar; the negotiation, snappy
-// limit and headers come from client_golang's real handler. What is
-// restated is the control flow and the message formats of the 400 answers
-// (start-timestamp ingestion and metadata appends enabled; type-and-unit
-// labels off), with appends that always succeed.
+// HasDuplicateLabelNames, ToMetadata and its errors, ToExemplar,
+// exemplar.Compare; the negotiation, snappy limit and headers come from
+// client_golang's real handler. What is restated is the control flow and
+// the message formats of the 400 answers (metadata appends enabled;
+// type-and-unit labels off), over storage.AppenderV2 /
+// storage.ExemplarAppenderV2 appends that always succeed. Since v3.16 the
+// receiver hands every sample its start timestamp as it came (the storage
+// decides what to do with it), attaches the series' metadata to each
+// sample append, and appends a series' exemplars in one call, sorted by
+// exemplar.Compare, after its samples and histograms.
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/gogo/protobuf/proto"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/common/model"
 
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/storage"
 )
 
-type store struct{ app storage.Appendable }
+type store struct{ rec *recorder }
 
 func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*remoteapi.WriteResponse, error) {
 	body, err := io.ReadAll(r.Body)
@@ -37,7 +43,7 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 		return nil, err
 	}
 	wr := remoteapi.NewWriteResponse()
-	app := s.app.Appender(r.Context())
+	app := s.rec.AppenderV2(r.Context()).(*app)
 	if msgType == remoteapi.WriteV1MessageType {
 		var req prompb.WriteRequest
 		if err := proto.Unmarshal(body, &req); err != nil {
@@ -45,6 +51,7 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 			return wr, err
 		}
 		b := labels.NewScratchBuilder(0)
+		var exemplars []exemplar.Exemplar
 		for _, ts := range req.Timeseries {
 			ls := ts.ToLabels(&b, nil)
 			if !ls.Has(labels.MetricName) || !ls.IsValid(model.UTF8Validation) {
@@ -53,14 +60,24 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 				continue
 			}
 			for _, x := range ts.Samples {
-				_, _ = app.Append(0, ls, x.Timestamp, x.Value)
-			}
-			for _, ep := range ts.Exemplars {
-				_, _ = app.AppendExemplar(0, ls, ep.ToExemplar(&b, nil))
+				_, _ = app.Append(0, ls, 0, x.Timestamp, x.Value, nil, nil, storage.AOptions{})
 			}
 			for _, hp := range ts.Histograms {
-				_, _ = app.AppendHistogram(0, ls, hp.Timestamp, nil, nil)
+				if hp.IsFloatHistogram() {
+					_, _ = app.Append(0, ls, 0, hp.Timestamp, 0, nil, hp.ToFloatHistogram(), storage.AOptions{})
+				} else {
+					_, _ = app.Append(0, ls, 0, hp.Timestamp, 0, hp.ToIntHistogram(), nil, storage.AOptions{})
+				}
 			}
+			if len(ts.Exemplars) > 0 {
+				exemplars = exemplars[:0]
+				for _, ep := range ts.Exemplars {
+					exemplars = append(exemplars, ep.ToExemplar(&b, nil))
+				}
+				slices.SortFunc(exemplars, exemplar.Compare)
+				_, _ = app.AppendExemplars(0, ls, exemplars)
+			}
+			app.endSeries()
 		}
 		return wr, app.Commit()
 	}
@@ -71,9 +88,10 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 		return wr, err
 	}
 	var (
-		errs  []error
-		stats remoteapi.WriteResponseStats
-		b     = labels.NewScratchBuilder(0)
+		errs      []error
+		stats     remoteapi.WriteResponseStats
+		b         = labels.NewScratchBuilder(0)
+		exemplars []exemplar.Exemplar
 	)
 	for _, ts := range req.Timeseries {
 		ls, err := ts.ToLabels(&b, req.Symbols)
@@ -81,10 +99,9 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 			errs = append(errs, fmt.Errorf("parsing labels for series %v: %w", ts.LabelsRefs, err))
 			continue
 		}
-		m, err := toMetadata(ts, req.Symbols)
+		m, err := ts.ToMetadata(req.Symbols)
 		if err != nil {
-			// Prometheus panics here; Ferrite refuses the series.
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("parsing metadata for series %v: %w", ts.LabelsRefs, err))
 			continue
 		}
 		if !ls.Has(labels.MetricName) || !ls.IsValid(model.UTF8Validation) {
@@ -98,27 +115,36 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 			errs = append(errs, fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", ls.String()))
 			continue
 		}
+		opts := storage.AOptions{Metadata: m}
 		for _, x := range ts.Samples {
-			if x.StartTimestamp != 0 && x.Timestamp != 0 {
-				_, _ = app.AppendSTZeroSample(0, ls, x.Timestamp, x.StartTimestamp)
-			}
-			_, _ = app.Append(0, ls, x.Timestamp, x.Value)
+			_, _ = app.Append(0, ls, x.StartTimestamp, x.Timestamp, x.Value, nil, nil, opts)
 			stats.Samples++
 		}
 		for _, hp := range ts.Histograms {
-			_, _ = app.AppendHistogram(0, ls, hp.Timestamp, nil, nil)
+			if hp.IsFloatHistogram() {
+				_, _ = app.Append(0, ls, hp.StartTimestamp, hp.Timestamp, 0, nil, hp.ToFloatHistogram(), opts)
+			} else {
+				_, _ = app.Append(0, ls, hp.StartTimestamp, hp.Timestamp, 0, hp.ToIntHistogram(), nil, opts)
+			}
 			stats.Histograms++
 		}
-		for _, ep := range ts.Exemplars {
-			e, err := ep.ToExemplar(&b, req.Symbols)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("parsing exemplar for series %v: %w", ls.String(), err))
-				continue
+		if len(ts.Exemplars) > 0 {
+			exemplars = exemplars[:0]
+			for _, ep := range ts.Exemplars {
+				e, err := ep.ToExemplar(&b, req.Symbols)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("parsing exemplar for series %v: %w", ls.String(), err))
+					continue
+				}
+				exemplars = append(exemplars, e)
 			}
-			_, _ = app.AppendExemplar(0, ls, e)
-			stats.Exemplars++
+			if len(exemplars) > 0 {
+				slices.SortFunc(exemplars, exemplar.Compare)
+				_, _ = app.AppendExemplars(0, ls, exemplars)
+				stats.Exemplars += len(exemplars)
+			}
 		}
-		_, _ = app.UpdateMetadata(0, ls, m)
+		app.endSeries()
 	}
 	wr.Add(stats)
 	if err := app.Commit(); err != nil {
@@ -129,14 +155,4 @@ func (s *store) Store(r *http.Request, msgType remoteapi.WriteMessageType) (*rem
 		return wr, errors.Join(errs...)
 	}
 	return wr, nil
-}
-
-// toMetadata is ts.ToMetadata, turning its index-out-of-range panic into
-// the error Ferrite reports.
-func toMetadata(ts writev2.TimeSeries, symbols []string) (metadata.Metadata, error) {
-	if int(ts.Metadata.HelpRef) >= len(symbols) || int(ts.Metadata.UnitRef) >= len(symbols) {
-		return metadata.Metadata{}, fmt.Errorf("parsing metadata for series %v: help_ref %d or unit_ref %d outside of symbols table (size %d)",
-			ts.LabelsRefs, ts.Metadata.HelpRef, ts.Metadata.UnitRef, len(symbols))
-	}
-	return ts.ToMetadata(symbols), nil
 }

@@ -1,4 +1,4 @@
-// Command replaybench compares what a restart costs in Prometheus v3.9.1 and
+// Command replaybench compares what a restart costs in Prometheus v3.16.0 and
 // in Ferrite on the same Prometheus-written data dirs: `promdigest DIR
 // --open-only` against `ferrite tsdb digest DIR --open-only`, in two
 // scenarios per shape:

@@ -19,7 +19,7 @@ func ServerGC() {
 
 const digestUsage = `usage: promdigest DIR [--open-only] [--repair]
 
-Opens DIR with the Prometheus v3.9.1 TSDB, reads every sample back and prints
+Opens DIR with the Prometheus v3.16.0 TSDB, reads every sample back and prints
   open_s=<s> series=<n> samples=<n> sum=<sum of the float values, Go %%.12e>
 as its last line (with --open-only: open_s=<s> series=<n>).
 Default: read-only (tsdb.OpenDBReadOnly), DIR is not modified.

@@ -1,4 +1,4 @@
-// Package promtsdb drives the real Prometheus TSDB (v3.9.1, used as a Go
+// Package promtsdb drives the real Prometheus TSDB (v3.16.0, used as a Go
 // library): it writes data dirs of the synth model and digests data dirs the
 // way `ferrite tsdb digest` does, as the oracle of the interop tests and the
 // Prometheus side of the replay benchmark.
@@ -207,7 +207,10 @@ func checkpointFirstHalf(o GenOptions, comp compression.Type) error {
 	}
 	mint := o.StartMs + (o.Samples/2)*o.IntervalMs
 	keepAll := func(chunks.HeadSeriesRef) bool { return true }
-	if _, err := wlog.Checkpoint(Logger, w, first, to, keepAll, mint); err != nil {
+	// As Head.truncateWAL calls it: no start-timestamp storage (a feature
+	// flag), and with the min-valid-time record (type 14, since v3.16) as the
+	// checkpoint's first record.
+	if _, err := wlog.Checkpoint(Logger, w, first, to, keepAll, mint, false, true); err != nil {
 		return err
 	}
 	if err := w.Truncate(to + 1); err != nil {

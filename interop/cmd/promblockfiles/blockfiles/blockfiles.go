@@ -257,8 +257,9 @@ func iterSorted(r tombstones.Reader, f func(storage.SeriesRef, tombstones.Interv
 }
 
 // ErrPanicked marks an error that is a recovered panic inside Prometheus.
-// Prometheus v3.9.1's Intervals.Add indexes out of range when the added
-// interval ends at math.MaxInt64 and starts after the first existing one.
+// Prometheus' Intervals.Add (unchanged from v3.9.1 to v3.16.0) indexes out
+// of range when the added interval ends at math.MaxInt64 and starts after the
+// first existing one.
 var ErrPanicked = errors.New("prometheus panicked")
 
 // WriteTombstones writes file with tombstones.WriteFile (through a fresh

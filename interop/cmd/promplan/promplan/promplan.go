@@ -1,7 +1,7 @@
 // Package promplan is the Prometheus side of `ferrite debug plan`: the
 // compaction plan of Prometheus' leveled compactor over a directory of
 // block dirs, and the blocks Prometheus' retention deletes when it opens a
-// data dir, both computed by Prometheus' own code (v3.9.1). It also writes
+// data dir, both computed by Prometheus' own code (v3.16.0). It also writes
 // meta-only block dirs for planning scenarios.
 package promplan
 
