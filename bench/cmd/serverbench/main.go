@@ -1,4 +1,4 @@
-// Command serverbench compares Ferrite's server with Prometheus v3.9.1 and
+// Command serverbench compares Ferrite's server with Prometheus v3.16.0 and
 // single-node VictoriaMetrics on loopback (issue 4). Every tool runs alone on
 // a fresh data dir, one after another, fed by the remote write load of
 // internal/rw (the same code as cmd/rwload, run in this process):
@@ -37,7 +37,7 @@ import (
 
 var (
 	flagFerrite  = flag.String("ferrite", "", "ferrite binary")
-	flagProm     = flag.String("prometheus", "", "prometheus v3.9.1 binary")
+	flagProm     = flag.String("prometheus", "", "prometheus v3.16.0 binary")
 	flagVM       = flag.String("victoriametrics", "", "victoria-metrics binary")
 	flagVMVer    = flag.String("vm-version", "", "VictoriaMetrics module version (for the report)")
 	flagTools    = flag.String("tools", "prometheus,ferrite,victoriametrics", "tools to run, in this order")
