@@ -305,6 +305,11 @@ impl<'m> AggSink<'m> {
 }
 
 impl crate::functions::RangeSink for AggSink<'_> {
+    /// One cell per group and step, however many values went in.
+    fn holds(&self, _pushed: usize) -> usize {
+        self.cells.len()
+    }
+
     fn push(&mut self, step: usize, series: usize, labels: &Arc<Labels>, v: f64, drop_name: bool) {
         let g = self.group_of(series, labels);
         let c = &mut self.cells[g * self.steps + step];

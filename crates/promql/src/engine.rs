@@ -166,9 +166,12 @@ type SeriesValues = (usize, Vec<(usize, f64)>);
 /// sample count; `emit` then takes them, with the series, in selection
 /// order. When [`worth_parallel`], `eval` runs on every core, a batch of
 /// [`PARALLEL_BATCH`] series at a time, reading `state` shared; `emit`
-/// stays on this thread, in order, with `state` to itself.
+/// stays on this thread, in order, with `state` to itself. A batch holds
+/// the values of all its series at once, so with `steps` steps it has at
+/// most as many series as keep it within the max-samples limit.
 pub(crate) fn eval_series<'q, S: Sync>(
     ev: &mut Evaluator,
+    steps: usize,
     series: Vec<LazySeries<'q>>,
     state: &mut S,
     eval: impl Fn(&S, &LazySeries<'q>, &mut Vec<(i64, f64)>, &mut Vec<(usize, f64)>) -> Result<usize>
@@ -191,9 +194,10 @@ pub(crate) fn eval_series<'q, S: Sync>(
         }
         return Ok(());
     }
+    let batch_len = PARALLEL_BATCH.min((ev.max_samples / steps.max(1)).max(1));
     let mut series = series.into_iter().enumerate();
     loop {
-        let batch: Vec<_> = series.by_ref().take(PARALLEL_BATCH).collect();
+        let batch: Vec<_> = series.by_ref().take(batch_len).collect();
         if batch.is_empty() {
             return Ok(());
         }
@@ -317,6 +321,10 @@ pub(crate) struct Evaluator<'q> {
     pub query_end: i64,
     deadline: Instant,
     max_samples: usize,
+    /// Steps of the step arrays being evaluated (the query's and its
+    /// subqueries'): the engine holds at least one entry per step, so they
+    /// count toward `max_samples` together.
+    steps_held: usize,
     default_subquery_step: i64,
     /// See [`EngineOptions::delayed_name_removal`].
     pub delayed_name_removal: bool,
@@ -450,18 +458,13 @@ impl Engine {
             query_end: end,
             deadline: Instant::now() + self.opts.timeout,
             max_samples: self.opts.max_samples,
+            steps_held: 0,
             default_subquery_step: self.opts.default_subquery_step_ms,
             delayed_name_removal: self.opts.delayed_name_removal,
             annos: Annotations::default(),
             src: SourceMap::new(query, expr),
         };
-        let ts: Vec<i64> = if step == 0 {
-            vec![start]
-        } else {
-            (0..=((end - start) / step))
-                .map(|i| start + i * step)
-                .collect()
-        };
+        let ts = ev.hold_steps(start, end, step.max(1))?;
         let res = ev.eval(expr, &ts)?;
         let value = if step == 0 {
             instant_value(res, start)?
@@ -756,6 +759,26 @@ impl<'q> Evaluator<'q> {
         Ok(())
     }
 
+    /// The step times from `first` to `last` (inclusive) every `step` ms,
+    /// counted toward the max-samples limit with every other step array
+    /// being evaluated until [`Evaluator::release_steps`]. A step array the
+    /// limit would not allow is never allocated.
+    fn hold_steps(&mut self, first: i64, last: i64, step: i64) -> Result<Vec<i64>> {
+        let n = if first > last {
+            0
+        } else {
+            let span = (i128::from(last) - i128::from(first)) / i128::from(step.max(1));
+            usize::try_from(span + 1).unwrap_or(usize::MAX)
+        };
+        self.count_samples(self.steps_held.saturating_add(n))?;
+        self.steps_held += n;
+        Ok((0..n).map(|i| first + i as i64 * step).collect())
+    }
+
+    fn release_steps(&mut self, steps: &[i64]) {
+        self.steps_held -= steps.len();
+    }
+
     pub fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
         match at {
             None => None,
@@ -823,10 +846,12 @@ impl<'q> Evaluator<'q> {
             lookback: self.lookback,
             want_ts,
         };
-        // Samples per step, for the max-samples limit.
-        let mut per_step = vec![0usize; ts.len()];
+        // What the sink holds counts toward the max-samples limit as it
+        // grows, before it can grow past it.
+        let mut pushed = 0;
         eval_series(
             self,
+            ts.len(),
             series,
             &mut picker,
             |picker, s, buf, values| {
@@ -834,23 +859,14 @@ impl<'q> Evaluator<'q> {
                 picker.pick(buf, values);
                 Ok(buf.len())
             },
-            |_, _, i, s, _, values| {
+            |ev, _, i, s, _, values| {
                 let labels = Arc::new(s.labels);
                 for &(step, f) in values {
-                    per_step[step] += 1;
                     sink.push(step, i, &labels, f, false);
                 }
-                Ok(())
+                pushed += values.len();
+                ev.count_samples(sink.holds(pushed))
             },
-        )?;
-        let total: usize = per_step.iter().sum();
-        self.count_samples(
-            per_step
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(0)
-                .max(total / ts.len().max(1)),
         )
     }
 
@@ -924,48 +940,50 @@ impl<'q> Evaluator<'q> {
         if start <= lo - range {
             start += step;
         }
-        let inner_ts: Vec<i64> = if start > hi {
-            Vec::new()
-        } else {
-            (0..=((hi - start) / step))
-                .map(|i| start + i * step)
-                .collect()
-        };
-        let mut series: Vec<RangeSeries> = Vec::new();
-        if !inner_ts.is_empty() {
-            let inner = self.eval(&sq.expr, &inner_ts)?;
-            let Ev::Vector(steps) = inner else {
-                return eval_err(format!(
-                    "subquery is only allowed on instant vector, got {} instead",
-                    inner.type_name()
-                ));
-            };
-            let mut index: HashMap<Lbl, usize> = HashMap::new();
-            let mut total = 0;
-            for (i, vec) in steps.into_iter().enumerate() {
-                for s in vec {
-                    total += 1;
-                    let idx = *index.entry(s.labels.clone()).or_insert_with(|| {
-                        series.push(RangeSeries {
-                            labels: s.labels.clone(),
-                            samples: Vec::new(),
-                            drop_name: false,
-                        });
-                        series.len() - 1
-                    });
-                    series[idx].drop_name |= s.drop_name;
-                    series[idx].samples.push((inner_ts[i], s.f));
-                }
-            }
-            self.count_samples(total)?;
-            series.sort_by(|a, b| a.labels.cmp(&b.labels));
-        }
+        let inner_ts = self.hold_steps(start, hi, step)?;
+        let series = self.subquery_series(&sq.expr, &inner_ts);
+        self.release_steps(&inner_ts);
         Ok(RangeData {
-            series,
+            series: series?,
             range,
             offset: off,
             at,
         })
+    }
+
+    /// A subquery's expression evaluated at `inner_ts`, as range series.
+    fn subquery_series(&mut self, expr: &Expr, inner_ts: &[i64]) -> Result<Vec<RangeSeries>> {
+        let mut series: Vec<RangeSeries> = Vec::new();
+        if inner_ts.is_empty() {
+            return Ok(series);
+        }
+        let inner = self.eval(expr, inner_ts)?;
+        let Ev::Vector(steps) = inner else {
+            return eval_err(format!(
+                "subquery is only allowed on instant vector, got {} instead",
+                inner.type_name()
+            ));
+        };
+        let mut index: HashMap<Lbl, usize> = HashMap::new();
+        let mut total = 0;
+        for (i, vec) in steps.into_iter().enumerate() {
+            for s in vec {
+                total += 1;
+                let idx = *index.entry(s.labels.clone()).or_insert_with(|| {
+                    series.push(RangeSeries {
+                        labels: s.labels.clone(),
+                        samples: Vec::new(),
+                        drop_name: false,
+                    });
+                    series.len() - 1
+                });
+                series[idx].drop_name |= s.drop_name;
+                series[idx].samples.push((inner_ts[i], s.f));
+            }
+        }
+        self.count_samples(total)?;
+        series.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(series)
     }
 
     /// Evaluates `expr` at each of the step times `ts`.

@@ -784,6 +784,12 @@ fn eval_range_function(ev: &mut Evaluator, call: &Call, args: &[&Expr], ts: &[i6
 /// come in order, so a step's results arrive in series order.
 pub(crate) trait RangeSink {
     fn push(&mut self, step: usize, series: usize, labels: &Lbl, f: f64, drop_name: bool);
+
+    /// How many values the sink holds after `pushed` were pushed into it,
+    /// for the max-samples limit: all of them, unless it folds them.
+    fn holds(&self, pushed: usize) -> usize {
+        pushed
+    }
 }
 
 /// The instant vector of every step.
@@ -911,9 +917,10 @@ pub(crate) fn range_function_into(
         Expr::MatrixSelector(ms) => {
             let range = crate::engine::duration_ms(&ms.range);
             let (selected, spec) = ev.matrix_selection(&ms.vs, range, ts)?;
-            let mut total = 0;
+            let (mut total, mut pushed) = (0, 0);
             eval_series(
                 ev,
+                ts.len(),
                 selected,
                 &mut job,
                 |job, s, buf, values| {
@@ -928,7 +935,8 @@ pub(crate) fn range_function_into(
                     total += n;
                     ev.count_samples(total)?;
                     job.emit(i, &Arc::new(s.labels), false, values, sink);
-                    Ok(())
+                    pushed += values.len();
+                    ev.count_samples(sink.holds(pushed))
                 },
             )?;
         }

@@ -45,7 +45,7 @@ const CONSTRUCTS: &[Construct] = &[
     Construct {
         name: "unary minus",
         build: |n| format!("{}x", "-".repeat(n)),
-        value: |n| if n % 2 == 0 { 2.0 } else { -2.0 },
+        value: |n| if n.is_multiple_of(2) { 2.0 } else { -2.0 },
     },
     Construct {
         name: "binary chain over vectors",
@@ -85,7 +85,7 @@ const CONSTRUCTS: &[Construct] = &[
     Construct {
         name: "mixed",
         build: |n| wrap("-(sum(abs(", "x", " + 0)) * 1)", n),
-        value: |n| if n % 2 == 0 { 2.0 } else { -2.0 },
+        value: |n| if n.is_multiple_of(2) { 2.0 } else { -2.0 },
     },
 ];
 

@@ -36,7 +36,7 @@ fn one(_: usize) -> f64 {
 }
 
 fn alternating(n: usize) -> f64 {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         1.0
     } else {
         -1.0
