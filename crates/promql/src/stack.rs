@@ -21,7 +21,6 @@
 /// frames, parallel evaluation's set-up, regex compilation).
 const BASE_STACK: usize = 1 << 20;
 
-/// Room per level of the expression tree.
 /// Room per level of the expression tree: three to four times the most
 /// measured (18 KiB a level in a debug build, 2.5 KiB in a release build,
 /// nested function calls being the deepest per level).
@@ -32,7 +31,7 @@ const STACK_PER_LEVEL: usize = if cfg!(debug_assertions) {
 };
 
 /// The stack a tree `depth` levels deep needs.
-pub(crate) fn stack_for(depth: usize) -> usize {
+fn stack_for(depth: usize) -> usize {
     BASE_STACK.saturating_add(depth.saturating_mul(STACK_PER_LEVEL))
 }
 
