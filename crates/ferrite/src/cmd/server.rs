@@ -98,18 +98,20 @@ use Kind::{Bool, Bytes, Enum, Enums, Float, GoDuration, Int, Str, Strings};
 const RW_MESSAGES: &[&str] = &["prometheus.WriteRequest", "io.prometheus.write.v2.Request"];
 const WAL_COMPRESSIONS: &[&str] = &["snappy", "zstd"];
 
-/// Every flag of Prometheus v3.9.1's server (`prometheus --help`, hidden
+/// Every flag of Prometheus v3.16.0's server (`prometheus --help`, hidden
 /// ones included), except kingpin's own `--help*`, `--version` and
 /// `--completion-script-*`, in Prometheus' order; then Ferrite's own.
 pub const FLAGS: &[FlagSpec] = &[
     flag("config.file", Str, "prometheus.yml", Compat, false,
         "Prometheus configuration file path (scrape, rule and remote configuration are not used by Ferrite)."),
+    flag("config.auto-reload", Bool, "false", Compat, false, ""),
     flag("config.auto-reload-interval", Kind::Duration, "30s", Compat, false, ""),
     flag("web.listen-address", Strings, "0.0.0.0:9090", Used, false,
         "Address to listen on for the API and telemetry (`:9090` listens on all interfaces). Only the first is used if repeated."),
     flag("auto-gomaxprocs", Bool, "true", Compat, false, ""),
     flag("auto-gomemlimit", Bool, "true", Compat, false, ""),
     flag("auto-gomemlimit.ratio", Float, "0.9", Compat, false, ""),
+    flag("auto-gomemlimit.refresh-interval", Kind::Duration, "0s", Compat, false, ""),
     flag("web.config.file", Str, "", Compat, false, ""),
     flag("web.read-timeout", Kind::Duration, "5m", Used, false,
         "Maximum time to read a request body."),
@@ -166,6 +168,8 @@ pub const FLAGS: &[FlagSpec] = &[
     flag("storage.agent.wal-truncate-frequency", Kind::Duration, "0s", Agent, false, ""),
     flag("storage.agent.retention.min-time", Kind::Duration, "0s", Agent, false, ""),
     flag("storage.agent.retention.max-time", Kind::Duration, "0s", Agent, false, ""),
+    flag("storage.agent.checkpoint-from-in-memory-series", Bool, "false", Agent, false, ""),
+    flag("storage.agent.checkpoint-batch-size", Int, "1000", Agent, false, ""),
     flag("storage.agent.no-lockfile", Bool, "false", Agent, false, ""),
     flag("storage.remote.flush-deadline", Kind::Duration, "1m", Compat, false, ""),
     flag("storage.remote.read-sample-limit", Int, "50000000", Used, false,
@@ -174,6 +178,7 @@ pub const FLAGS: &[FlagSpec] = &[
         "Maximum number of concurrent remote read calls. 0 means no limit."),
     flag("storage.remote.read-max-bytes-in-frame", Int, "1048576", Used, false,
         "Maximum number of bytes in a single frame for streaming remote read response types before marshalling."),
+    flag("web.search.max-limit", Int, "10000", Compat, false, ""),
     flag("rules.alert.for-outage-tolerance", Kind::Duration, "1h", Compat, false, ""),
     flag("rules.alert.for-grace-period", Kind::Duration, "10m", Compat, false, ""),
     flag("rules.alert.resend-delay", Kind::Duration, "1m", Compat, false, ""),
@@ -1106,6 +1111,21 @@ mod tests {
         assert!(parse(&["--storage.tsdb.wal-segment-size=1MB"])
             .to_options()
             .is_err());
+    }
+
+    #[test]
+    fn flags_new_in_prometheus_3_16_are_accepted() {
+        let opts = parse(&[
+            "--config.auto-reload",
+            "--auto-gomemlimit.refresh-interval=1m",
+            "--web.search.max-limit=500",
+        ])
+        .to_options()
+        .unwrap();
+        let st = status(&opts);
+        assert_eq!(st["config.auto-reload"], "true");
+        assert_eq!(st["web.search.max-limit"], "500");
+        assert_eq!(st["storage.agent.checkpoint-batch-size"], "1000");
     }
 
     #[test]
