@@ -21,8 +21,11 @@
 //!   labels with empty values are dropped (a `foo=""` label is "no foo").
 //!   An empty set fails the first check, so it never reaches the store.
 //! * 2.0 only: label refs must come in pairs and point into the symbols
-//!   table; a series needs at least one sample or histogram; exemplar refs
-//!   are checked the same way (a bad exemplar is dropped, not its series).
+//!   table; then the metadata's unit ref, then its help ref, must too; a
+//!   series needs at least one sample or histogram; exemplar refs are
+//!   checked as label refs (a bad exemplar is dropped, not its series).
+//!   Metadata that is empty (unknown type, no help, no unit) is dropped:
+//!   v3.16 hands it to its head, which records none.
 //!
 //! A refused series does not fail the request: 1.0 drops it silently, 2.0
 //! writes the rest and answers 400 listing every problem (the spec's
@@ -154,6 +157,15 @@ pub struct MetricMetadata {
     pub unit: String,
 }
 
+impl MetricMetadata {
+    /// Prometheus' `Metadata.IsEmpty`: unknown type, no help, no unit (the
+    /// family is not looked at). Prometheus v3.16's head records no such
+    /// metadata (`tsdb/head_append_v2.go`).
+    pub fn is_empty(&self) -> bool {
+        self.kind == MetricType::Unknown && self.help.is_empty() && self.unit.is_empty()
+    }
+}
+
 /// A series that passed validation, with what to append to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
@@ -165,7 +177,9 @@ pub struct Series {
     /// stored yet (each series with some has a
     /// [`SeriesError::NativeHistogramsUnsupported`] in the request).
     pub histograms: usize,
-    /// 2.0: the series' metadata (all-default when the sender sent none).
+    /// 2.0: the series' metadata, `None` when it is empty (none sent, or
+    /// unknown type, no help and no unit: Prometheus v3.16 attaches it to
+    /// the series' appends, and its head records none of it).
     /// 1.0: `None` (see [`WriteRequest::metadata`]).
     pub metadata: Option<MetricMetadata>,
 }
@@ -183,12 +197,13 @@ pub enum SeriesError {
         value_ref: u32,
         symbols: usize,
     },
-    /// Prometheus indexes the symbols table unchecked here (and panics).
-    #[error("parsing metadata for series {refs}: help_ref {help_ref} or unit_ref {unit_ref} outside of symbols table (size {symbols})")]
-    MetadataRefsOutOfRange {
+    /// v3.16's `ToMetadata` checks the unit ref, then the help ref; the
+    /// first out of range is reported.
+    #[error("parsing metadata for series {refs}: metadata {field} {symbol_ref} outside of symbols table (size {symbols})")]
+    MetadataRefOutOfRange {
         refs: String,
-        help_ref: u32,
-        unit_ref: u32,
+        field: MetadataRef,
+        symbol_ref: u32,
         symbols: usize,
     },
     #[error("invalid metric name or labels, got {labels}")]
@@ -211,6 +226,22 @@ impl SeriesError {
             self,
             SeriesError::ExemplarRefs { .. } | SeriesError::NativeHistogramsUnsupported { .. }
         )
+    }
+}
+
+/// Which reference of a 2.0 series' metadata (`Display`: the field's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetadataRef {
+    Unit,
+    Help,
+}
+
+impl std::fmt::Display for MetadataRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MetadataRef::Unit => "unit_ref",
+            MetadataRef::Help => "help_ref",
+        })
     }
 }
 
@@ -239,8 +270,10 @@ pub struct WriteRequest {
     pub errors: Vec<SeriesError>,
     /// 1.0's request-level metadata (2.0 has it per series).
     pub metadata: Vec<MetricMetadata>,
-    /// Float and histogram samples in refused series (Prometheus counts
-    /// these in `prometheus_api_remote_write_invalid_labels_samples_total`).
+    /// Float and histogram samples in series refused for their labels
+    /// (Prometheus counts these in
+    /// `prometheus_api_remote_write_invalid_labels_samples_total`; not those
+    /// refused for their metadata or for having no samples).
     pub invalid_label_samples: usize,
 }
 
@@ -290,16 +323,7 @@ impl WriteRequest {
 
     /// Metadata entries (1.0 request level, or 2.0 series that carry any).
     pub fn metadata_count(&self) -> usize {
-        self.metadata.len()
-            + self
-                .series
-                .iter()
-                .filter(|s| {
-                    s.metadata
-                        .as_ref()
-                        .is_some_and(|m| *m != MetricMetadata::default())
-                })
-                .count()
+        self.metadata.len() + self.series.iter().filter(|s| s.metadata.is_some()).count()
     }
 }
 
@@ -723,16 +747,20 @@ pub fn convert_v2(
         }
         // Copied once below, into the labels or the error.
         budget.charge(text_len(&raw))?;
+        // v3.16's ToMetadata: the unit ref is checked first. Such a series
+        // is not counted as having invalid labels.
         let md = ts.metadata.unwrap_or_default();
-        let (Some(help), Some(unit)) = (
-            symbols.get(md.help_ref as usize),
-            symbols.get(md.unit_ref as usize),
-        ) else {
-            out.invalid_label_samples += bad_series;
-            out.errors.push(SeriesError::MetadataRefsOutOfRange {
+        let unit = symbols.get(md.unit_ref as usize);
+        let help = symbols.get(md.help_ref as usize);
+        let (Some(help), Some(unit)) = (help, unit) else {
+            let (field, symbol_ref) = match unit {
+                None => (MetadataRef::Unit, md.unit_ref),
+                Some(_) => (MetadataRef::Help, md.help_ref),
+            };
+            out.errors.push(SeriesError::MetadataRefOutOfRange {
                 refs: refs_string(&ts.labels_refs),
-                help_ref: md.help_ref,
-                unit_ref: md.unit_ref,
+                field,
+                symbol_ref,
                 symbols: symbols.len(),
             });
             continue;
@@ -795,17 +823,18 @@ pub fn convert_v2(
             }
         }
         budget.charge(help.len().saturating_add(unit.len()))?;
+        let metadata = MetricMetadata {
+            metric_family: String::new(),
+            kind: MetricType::from_proto(md.r#type),
+            help: lossy(help),
+            unit: lossy(unit),
+        };
         out.series.push(Series {
             labels,
             samples,
             exemplars,
             histograms: ts.histograms.len(),
-            metadata: Some(MetricMetadata {
-                metric_family: String::new(),
-                kind: MetricType::from_proto(md.r#type),
-                help: lossy(help),
-                unit: lossy(unit),
-            }),
+            metadata: (!metadata.is_empty()).then_some(metadata),
         });
     }
     Ok(out)

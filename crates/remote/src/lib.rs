@@ -1,5 +1,5 @@
 //! Prometheus remote write 1.0 and 2.0 requests, as the receiver of
-//! Prometheus v3.9.1 (`storage/remote/write_handler.go` on top of
+//! Prometheus v3.16.0 (`storage/remote/write_handler.go` on top of
 //! client_golang's `exp/api/remote` handler) understands them.
 //!
 //! The HTTP server hands this crate the request's `Content-Type` and
@@ -39,8 +39,8 @@ pub mod view;
 
 pub use decode::{
     decode_message, decode_request, decode_v1, decode_v2, decompress, decompress_into, read_body,
-    Exemplar, MetricMetadata, MetricType, Sample, Series, SeriesError, ValidationScheme, Verdict,
-    WriteRequest,
+    Exemplar, MetadataRef, MetricMetadata, MetricType, Sample, Series, SeriesError,
+    ValidationScheme, Verdict, WriteRequest,
 };
 pub use response::{WriteStats, SUCCESS_STATUS};
 pub use view::{utf8_labels, SeriesView, V1View};
@@ -168,7 +168,7 @@ impl Accepted {
     }
 }
 
-/// How to decode requests. The defaults are Prometheus v3.9.1's.
+/// How to decode requests. The defaults are Prometheus v3.16.0's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeOptions {
     /// Largest decompressed body accepted, in bytes.

@@ -3,7 +3,10 @@
 //! golden files, `examples/rwdump.rs` and `interop/cmd/promremote`.
 //!
 //! Dump format, one item per line, in the order Prometheus' receiver calls
-//! its appender (per series: samples, then exemplars, then metadata):
+//! its appender (per series: samples, each with the start timestamp it is
+//! handed, then the exemplars in the order they are appended, then the
+//! series' metadata unless it is empty, which v3.16 attaches to the
+//! samples' appends and its head does not record):
 //!
 //! ```text
 //! status 400
@@ -168,17 +171,14 @@ fn render_appends(req: &WriteRequest, out: &mut String) {
     for s in &req.series {
         let ls = labels_to_string(&s.labels);
         for x in &s.samples {
-            // Prometheus ingests a start timestamp only with a timestamp.
-            let st = if x.timestamp != 0 {
-                x.start_timestamp
-            } else {
-                0
-            };
+            // v3.16 hands every sample its start timestamp as sent, t=0 or
+            // not (the storage decides what to keep).
             let _ = writeln!(
                 out,
-                "sample {ls} t={} v={:#018x} st={st}",
+                "sample {ls} t={} v={:#018x} st={}",
                 x.timestamp,
                 x.value.to_bits(),
+                x.start_timestamp,
             );
         }
         for e in &s.exemplars {
