@@ -31,6 +31,7 @@
 
 pub mod cost;
 pub mod decode;
+mod gosort;
 pub mod proto;
 pub mod read;
 pub mod response;
