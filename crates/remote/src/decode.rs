@@ -26,8 +26,6 @@
 //!   checked as label refs (a bad exemplar is dropped, not its series).
 //!   Metadata that is empty (unknown type, no help, no unit) is dropped:
 //!   v3.16 hands it to its head, which records none.
-//! * a series' exemplars are put in the order v3.16 appends them: sorted
-//!   by timestamp, value and labels, with Go's own sort (`crate::gosort`).
 //!
 //! A refused series does not fail the request: 1.0 drops it silently, 2.0
 //! writes the rest and answers 400 listing every problem (the spec's
@@ -37,7 +35,6 @@ use ferrite_tsdb::labels::{Label, Labels, METRIC_NAME};
 use prost::Message;
 
 use crate::cost::{self, decoded_size, Budget};
-use crate::gosort::sort_func;
 use crate::proto::{v1, v2};
 use crate::response::WriteStats;
 use crate::text::labels_string;
@@ -95,9 +92,8 @@ pub struct Sample {
     pub start_timestamp: i64,
 }
 
-/// An exemplar attached to a series. Labels are sorted by name (as Go's
-/// sort orders them, duplicates included) with empty values dropped (as the
-/// head does before storing one).
+/// An exemplar attached to a series. Labels are sorted with empty values
+/// dropped (as the head does before storing one).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exemplar {
     pub labels: Labels,
@@ -176,11 +172,6 @@ pub struct Series {
     /// Sorted, unique names, no empty values, contains `__name__`.
     pub labels: Labels,
     pub samples: Vec<Sample>,
-    /// In the order Prometheus v3.16 appends them: sorted by Go's
-    /// (unstable) `slices.SortFunc` with `exemplar.Compare` — timestamp,
-    /// then value (a NaN ties with any value, as do 0 and -0), then labels
-    /// as Prometheus holds them (empty values included). Those that failed
-    /// (2.0 refs) are left out before sorting.
     pub exemplars: Vec<Exemplar>,
     /// Native histogram samples received for this series; they are not
     /// stored yet (each series with some has a
@@ -596,138 +587,19 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// One series' exemplars, gathered, then put in the order Prometheus v3.16
-/// appends them (`storage/remote/write_handler.go`, `write` and `appendV2`:
-/// `slices.SortFunc(exemplars, exemplar.Compare)` before
-/// `AppendExemplars`). `exemplar.Compare` looks at labels as Prometheus
-/// holds them, empty values included, so those are kept here beside each
-/// [`Exemplar`] (whose labels drop them), as `P`: a 1.0 label's bytes, or a
-/// 2.0 label's symbol refs (8 bytes a label, no more than prost's own refs),
-/// turned into bytes by a `resolve` function.
-struct ExemplarSorter<P> {
-    /// Every gathered exemplar's labels, sorted by name, one run each.
-    pairs: Vec<P>,
-    /// The exemplars, each with its run in `pairs`.
-    keyed: Vec<(Exemplar, usize, usize)>,
-}
-
-impl<P: Copy> ExemplarSorter<P> {
-    fn new() -> Self {
-        ExemplarSorter {
-            pairs: Vec::new(),
-            keyed: Vec::new(),
-        }
-    }
-
-    /// Room in `pairs` for `n` more labels. What the buffer grows by is
-    /// charged to `budget` first (it is reused from series to series).
-    fn reserve(&mut self, n: usize, budget: &mut Budget) -> Result<(), RequestError> {
-        let need = self.pairs.len().saturating_add(n);
-        let have = self.pairs.capacity();
-        if need > have {
-            budget.charge((need - have).saturating_mul(std::mem::size_of::<P>()))?;
-            self.pairs.reserve_exact(need - self.pairs.len());
-        }
-        Ok(())
-    }
-
-    /// Adds an exemplar. Its labels are sorted by name as Prometheus'
-    /// `ScratchBuilder.Sort` does (Go's sort: equal names stay in request
-    /// order up to 12 labels, beyond that as Go leaves them).
-    fn push<'s>(
-        &mut self,
-        labels: impl IntoIterator<Item = P>,
-        resolve: impl Fn(P) -> (&'s [u8], &'s [u8]),
-        value: f64,
-        timestamp: i64,
-    ) {
-        let start = self.pairs.len();
-        self.pairs.extend(labels);
-        let run = &mut self.pairs[start..];
-        sort_func(run, |&a, &b| resolve(a).0 < resolve(b).0);
-        let kept = run
-            .iter()
-            .map(|&p| resolve(p))
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(n, v)| Label {
-                name: compact_str::CompactString::from_utf8_lossy(n),
-                value: compact_str::CompactString::from_utf8_lossy(v),
-            })
-            .collect();
-        let e = Exemplar {
-            labels: Labels::from_sorted(kept),
-            value,
-            timestamp,
-        };
-        self.keyed.push((e, start, self.pairs.len()));
-    }
-
-    /// The exemplars in Prometheus' order; the sorter is empty again.
-    fn take_sorted<'s>(&mut self, resolve: impl Fn(P) -> (&'s [u8], &'s [u8])) -> Vec<Exemplar> {
-        let pairs = &self.pairs;
-        sort_func(&mut self.keyed, |a, b| {
-            exemplar_less(&a.0, &b.0, || {
-                compare_labels(
-                    pairs[a.1..a.2].iter().map(|&p| resolve(p)),
-                    pairs[b.1..b.2].iter().map(|&p| resolve(p)),
-                )
-            })
-        });
-        self.pairs.clear();
-        self.keyed.drain(..).map(|(e, _, _)| e).collect()
-    }
-}
-
-/// `exemplar.Compare(a, b) < 0`: timestamps, then values (with Go's `<`
-/// and `>`: a NaN is neither, so it ties, as 0 and -0 do), then labels.
-fn exemplar_less(a: &Exemplar, b: &Exemplar, labels: impl FnOnce() -> std::cmp::Ordering) -> bool {
-    if a.timestamp != b.timestamp {
-        return a.timestamp < b.timestamp;
-    }
-    if a.value < b.value {
-        return true;
-    }
-    if a.value > b.value {
-        return false;
-    }
-    labels().is_lt()
-}
-
-/// Prometheus' `labels.Compare` of two sorted label sets: the first name
-/// or value (in the order name, value, name, value, ...) that differs
-/// decides, bytewise; a set that is a prefix of the other comes first.
-fn compare_labels<'s>(
-    mut a: impl Iterator<Item = (&'s [u8], &'s [u8])>,
-    mut b: impl Iterator<Item = (&'s [u8], &'s [u8])>,
-) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    loop {
-        match (a.next(), b.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => {
-                let o = x.0.cmp(y.0).then_with(|| x.1.cmp(y.1));
-                if o.is_ne() {
-                    return o;
-                }
-            }
-        }
-    }
-}
-
-/// A 1.0 exemplar label: its bytes.
-fn v1_pair<'a>(p: (&'a [u8], &'a [u8])) -> (&'a [u8], &'a [u8]) {
-    p
-}
-
-/// A 2.0 exemplar label's refs as bytes (they were checked against the
-/// table; one that is not in it would read as empty).
-fn v2_pair<'s>(symbols: &'s [Vec<u8>]) -> impl Fn((u32, u32)) -> (&'s [u8], &'s [u8]) + 's {
-    move |(n, v)| {
-        let sym = |r: u32| symbols.get(r as usize).map_or(&[][..], |s| &s[..]);
-        (sym(n), sym(v))
-    }
+/// Exemplar labels as Prometheus keeps them: stable-sorted by name only
+/// (duplicates stay, in request order), empty values dropped.
+fn exemplar_labels(pairs: &[(&[u8], &[u8])]) -> Labels {
+    let mut v: Vec<Label> = pairs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(n, v)| Label {
+            name: compact_str::CompactString::from_utf8_lossy(n),
+            value: compact_str::CompactString::from_utf8_lossy(v),
+        })
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    Labels::from_sorted(v)
 }
 
 /// Converts a decoded 1.0 request.
@@ -737,7 +609,6 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
         ..Default::default()
     };
     let mut raw: Vec<(&[u8], &[u8])> = Vec::new();
-    let mut exemplars = ExemplarSorter::new();
     for ts in &req.timeseries {
         raw.clear();
         raw.extend(ts.labels.iter().map(|l| (&l.name[..], &l.value[..])));
@@ -758,10 +629,22 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
                 start_timestamp: 0,
             })
             .collect();
-        for e in &ts.exemplars {
-            let labels = e.labels.iter().map(|l| (&l.name[..], &l.value[..]));
-            exemplars.push(labels, v1_pair, e.value, e.timestamp);
-        }
+        let exemplars = ts
+            .exemplars
+            .iter()
+            .map(|e| {
+                let pairs: Vec<(&[u8], &[u8])> = e
+                    .labels
+                    .iter()
+                    .map(|l| (&l.name[..], &l.value[..]))
+                    .collect();
+                Exemplar {
+                    labels: exemplar_labels(&pairs),
+                    value: e.value,
+                    timestamp: e.timestamp,
+                }
+            })
+            .collect();
         if !ts.histograms.is_empty() {
             out.errors.push(SeriesError::NativeHistogramsUnsupported {
                 labels: labels_string(&raw),
@@ -771,7 +654,7 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
         out.series.push(Series {
             labels,
             samples,
-            exemplars: exemplars.take_sorted(v1_pair),
+            exemplars,
             histograms: ts.histograms.len(),
             metadata: None,
         });
@@ -842,7 +725,6 @@ pub fn convert_v2(
     let symbols = &req.symbols;
     let mut raw: Vec<(&[u8], &[u8])> = Vec::new();
     let mut ex_raw: Vec<(&[u8], &[u8])> = Vec::new();
-    let mut exemplars = ExemplarSorter::new();
     for ts in &req.timeseries {
         let bad_series = ts.samples.len() + ts.histograms.len();
         if ts.labels_refs.len() % 2 != 0 {
@@ -913,6 +795,7 @@ pub fn convert_v2(
                 count: ts.histograms.len(),
             });
         }
+        let mut exemplars = Vec::with_capacity(ts.exemplars.len());
         for e in &ts.exemplars {
             let res = if e.labels_refs.len() % 2 != 0 {
                 Err(format!("invalid labelRefs length {}", e.labels_refs.len()))
@@ -927,9 +810,11 @@ pub fn convert_v2(
             match res {
                 Ok(()) => {
                     budget.charge(text_len(&ex_raw))?;
-                    exemplars.reserve(ex_raw.len(), budget)?;
-                    let refs = e.labels_refs.chunks_exact(2).map(|p| (p[0], p[1]));
-                    exemplars.push(refs, v2_pair(symbols), e.value, e.timestamp);
+                    exemplars.push(Exemplar {
+                        labels: exemplar_labels(&ex_raw),
+                        value: e.value,
+                        timestamp: e.timestamp,
+                    })
                 }
                 Err(reason) => out.errors.push(SeriesError::ExemplarRefs {
                     labels: quoted(&raw, budget)?,
@@ -947,7 +832,7 @@ pub fn convert_v2(
         out.series.push(Series {
             labels,
             samples,
-            exemplars: exemplars.take_sorted(v2_pair(symbols)),
+            exemplars,
             histograms: ts.histograms.len(),
             metadata: (!metadata.is_empty()).then_some(metadata),
         });

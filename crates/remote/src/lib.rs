@@ -31,7 +31,6 @@
 
 pub mod cost;
 pub mod decode;
-mod gosort;
 pub mod proto;
 pub mod read;
 pub mod response;

@@ -1,8 +1,8 @@
 """The hand-encoded requests of spec.json (see README.md): prints their
 entries, to paste into spec.json. Protobuf is written field by field here
-because Prometheus' own types cannot carry NaN exemplar values from JSON,
--0 values, unknown metric type numbers or an empty symbols table."""
-import json, random, struct
+because Prometheus' own types cannot carry unknown metric type numbers or
+an empty symbols table."""
+import json, struct
 
 def varint(n):
     n &= (1 << 64) - 1
@@ -23,32 +23,6 @@ def dbl(field, bits): return key(field, 1) + struct.pack('<Q', bits)
 def packed(field, nums): return ln(field, b''.join(varint(x) for x in nums))
 
 F = lambda x: struct.unpack('<Q', struct.pack('<d', x))[0]
-
-VALUES = [0x7ff8000000000001, 0x7ff0000000000002, 0x8000000000000000, 0, F(1.5), F(-2.0), F(float('inf'))]
-TS = [100, 200, 300]
-BIG = [("k", "3"), ("k", "1"), ("b", "x"), ("k", "2"), ("a", ""), ("k", "0"), ("c", "y"),
-       ("k", "5"), ("d", ""), ("k", "4"), ("e", "z"), ("k", "7"), ("k", "6"), ("f", "w")]
-LABELSETS = [[], [("trace_id", "a")], [("trace_id", "b")], [("span", ""), ("trace_id", "a")],
-             [("z", "1"), ("a", "2")], [("trace_id", "a"), ("span", "")], [("z", "1"), ("a", "")], BIG]
-
-def exemplars(r, n):
-    return [(r.choice(LABELSETS), r.choice(VALUES), r.choice(TS)) for _ in range(n)]
-
-def v1_label(n, v): return ln(1, n.encode()) + ln(2, v.encode())
-
-def v1_series(labels, samples, exs):
-    b = b''.join(ln(1, v1_label(n, v)) for n, v in labels)
-    b += b''.join(ln(2, dbl(1, vb) + vi(2, t)) for vb, t in samples)
-    for ls, vb, t in exs:
-        b += ln(3, b''.join(ln(1, v1_label(n, v)) for n, v in ls) + dbl(2, vb) + vi(3, t))
-    return b
-
-r = random.Random(20261124)
-v1 = b''
-v1 += ln(1, v1_series([("__name__", "ex_order"), ("job", "sixty")], [(F(1), 1000)], exemplars(r, 60)))
-v1 += ln(1, v1_series([("job", "no_name")], [(F(1), 1000)], exemplars(r, 3)))
-v1 += ln(1, v1_series([("__name__", "ex_order"), ("job", "thirteen")], [(F(1), 1000)], exemplars(r, 13)))
-v1 += ln(1, v1_series([("__name__", "ex_order"), ("job", "no_samples")], [], exemplars(r, 5)))
 
 class Sym:
     def __init__(self): self.s = [""]
@@ -80,16 +54,6 @@ def request(build):
     ts = build(sym)
     return b''.join(ln(4, s.encode()) for s in sym.s) + b''.join(ln(5, t) for t in ts)
 
-def exemplar_series(sym):
-    exs = exemplars(r, 60)
-    exs.insert(7, ('refs', [1], F(1), 100))
-    exs.insert(30, ('refs', [1, 999], F(1), 100))
-    return [
-        v2_series(sym, [("__name__", "ex_order"), ("job", "sixty")], [(F(1), 1000, 0)], exs, meta=(1, 0, 0)),
-        v2_series(sym, [("__name__", "ex_order"), ("job", "thirteen")], [(F(1), 1000, 0)], exemplars(r, 13)),
-        v2_series(sym, [("__name__", "ex_order"), ("job", "no_samples")], [], exemplars(r, 4)),
-    ]
-
 def metadata_series(sym):
     return [
         v2_series(sym, [("__name__", "meta_empty")], [(F(1), 5, 0)], [], meta=(0, 0, 0)),
@@ -104,15 +68,12 @@ def metadata_series(sym):
         v2_series(sym, [("__name__", "st_t0")], [(F(1), 0, -5), (F(2), 0, 123), (F(3), 10, 0), (F(4), 20, 7)], [], meta=(1, sym("help text"), 0)),
     ]
 
-v2 = request(exemplar_series)
 v2m = request(metadata_series)
 
 # A v2 request without symbols: metadata refs 0 are out of range.
 nosym = ln(5, packed(1, []) + ln(2, dbl(1, F(1)) + vi(2, 5)))
 
 specs = [
-    {"name": "v1_exemplar_order", "version": 1, "content_type": "application/x-protobuf", "proto_hex": v1.hex()},
-    {"name": "v2_exemplar_order", "version": 2, "content_type": "application/x-protobuf;proto=io.prometheus.write.v2.Request", "proto_hex": v2.hex()},
     {"name": "v2_metadata_and_st", "version": 2, "content_type": "application/x-protobuf;proto=io.prometheus.write.v2.Request", "proto_hex": v2m.hex()},
     {"name": "v2_no_symbols", "version": 2, "content_type": "application/x-protobuf;proto=io.prometheus.write.v2.Request", "proto_hex": nosym.hex()},
 ]

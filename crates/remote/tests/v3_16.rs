@@ -1,17 +1,15 @@
 //! The receiver rules Prometheus v3.16.0 changed, one by one (the golden
-//! bodies `v1_exemplar_order`, `v2_exemplar_order`, `v2_metadata_and_st`
-//! and `v2_no_symbols` check them against Prometheus itself):
+//! bodies `v2_metadata_and_st` and `v2_no_symbols` check them against
+//! Prometheus itself):
 //!
 //! - metadata refs: the unit ref is checked before the help ref, each with
 //!   its own message (`prompb/io/prometheus/write/v2/codec.go`, `ToMetadata`),
 //!   and such a series does not count as having invalid labels;
 //! - empty metadata is not handed on (`tsdb/head_append_v2.go` records
 //!   metadata only when `!IsEmpty()`);
-//! - a series' exemplars are appended sorted by `exemplar.Compare`
-//!   (`storage/remote/write_handler.go`, `write` and `appendV2`);
 //! - each sample is handed its start timestamp as sent, t=0 included.
 
-use ferrite_remote::proto::{v1, v2};
+use ferrite_remote::proto::v2;
 use ferrite_remote::{
     decode_request, text, DecodeOptions, MessageType, MetadataRef, MetricType, SeriesError,
     WriteRequest,
@@ -142,116 +140,6 @@ fn empty_metadata_is_not_handed_on() {
     assert_eq!(out.metadata_count(), 2);
     let dump = text::render_response(&Ok(out));
     assert_eq!(dump.matches("\nmetadata ").count(), 2, "{dump}");
-}
-
-fn v1_exemplar(labels: &[(&str, &str)], value: f64, timestamp: i64) -> v1::Exemplar {
-    v1::Exemplar {
-        labels: labels
-            .iter()
-            .map(|(n, v)| v1::Label {
-                name: n.as_bytes().to_vec(),
-                value: v.as_bytes().to_vec(),
-            })
-            .collect(),
-        value,
-        timestamp,
-    }
-}
-
-#[test]
-fn exemplars_are_sorted_by_time_value_and_labels() {
-    let exemplars = vec![
-        v1_exemplar(&[("t", "late")], 1.0, 300),
-        v1_exemplar(&[("t", "big")], 2.0, 100),
-        // Printed alike ({b="y"} after {b="x"}), but Prometheus compares
-        // the labels it holds, the empty a="" included: "a" < "b".
-        v1_exemplar(&[("b", "x")], 1.0, 100),
-        v1_exemplar(&[("b", "y"), ("a", "")], 1.0, 100),
-        // No labels: a prefix of every set, so first among equals.
-        v1_exemplar(&[], 1.0, 100),
-        // A NaN ties with any value, and these labels tie too: equal for
-        // the sort, which keeps their order (insertion sort up to 12
-        // elements). (-0 would tie with 0 too, but proto3 cannot carry it
-        // from prost; the golden bodies do.)
-        v1_exemplar(&[], 0.0, 50),
-        v1_exemplar(&[], f64::NAN, 50),
-        v1_exemplar(&[], 0.0, 50),
-    ];
-    let req = v1::WriteRequest {
-        timeseries: vec![v1::TimeSeries {
-            labels: vec![v1::Label {
-                name: b"__name__".to_vec(),
-                value: b"x".to_vec(),
-            }],
-            samples: vec![v1::Sample {
-                value: 1.0,
-                timestamp: 1,
-            }],
-            exemplars,
-            histograms: vec![],
-        }],
-        metadata: vec![],
-    };
-    let out = decode(MessageType::V1, &req.encode_to_vec());
-    let got: Vec<String> = out.series[0]
-        .exemplars
-        .iter()
-        .map(|e| format!("{} {} {:?}", e.timestamp, e.labels, e.value))
-        .collect();
-    assert_eq!(
-        got,
-        [
-            "50 {} 0.0",
-            "50 {} NaN",
-            "50 {} 0.0",
-            "100 {} 1.0",
-            "100 {b=\"y\"} 1.0",
-            "100 {b=\"x\"} 1.0",
-            "100 {t=\"big\"} 2.0",
-            "300 {t=\"late\"} 1.0",
-        ]
-    );
-}
-
-#[test]
-fn a_nan_value_ties_and_labels_decide() {
-    // v2, with a bad exemplar (left out before sorting).
-    // 0 "", 1 __name__, 2 x, 3 t, 4 a, 5 b
-    let ex = |labels_refs: Vec<u32>, value: f64| v2::Exemplar {
-        labels_refs,
-        value,
-        timestamp: 7,
-    };
-    let req = v2::Request {
-        symbols: symbols(&["", "__name__", "x", "t", "a", "b"]),
-        timeseries: vec![v2::TimeSeries {
-            exemplars: vec![
-                ex(vec![3, 5], 1.0),
-                ex(vec![3, 99], 0.0),
-                ex(vec![3, 4], f64::NAN),
-                ex(vec![3, 5], 0.5),
-            ],
-            ..series(
-                vec![1, 2],
-                v2::Metadata {
-                    r#type: 0,
-                    help_ref: 0,
-                    unit_ref: 0,
-                },
-            )
-        }],
-    };
-    let out = decode(MessageType::V2, &req.encode_to_vec());
-    assert_eq!(out.errors.len(), 1);
-    let got: Vec<String> = out.series[0]
-        .exemplars
-        .iter()
-        .map(|e| format!("{} {:?}", e.labels, e.value))
-        .collect();
-    // Go's insertion sort: NaN{t=a} is not above 1.0{t=b} by value, so the
-    // labels put it first; then 0.5{t=b} moves below 1.0{t=b} but stops at
-    // the NaN, whose labels are lower.
-    assert_eq!(got, ["{t=\"a\"} NaN", "{t=\"b\"} 0.5", "{t=\"b\"} 1.0"]);
 }
 
 #[test]
