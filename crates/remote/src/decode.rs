@@ -25,7 +25,8 @@
 //!   series needs at least one sample or histogram; exemplar refs are
 //!   checked as label refs (a bad exemplar is dropped, not its series).
 //!   Metadata that is empty (unknown type, no help, no unit) is dropped:
-//!   v3.16 hands it to its head, which records none.
+//!   v3.16 hands it to its head, which records none. A series' exemplars
+//!   are sorted by timestamp, value and labels, as v3.16 appends them.
 //!
 //! A refused series does not fail the request: 1.0 drops it silently, 2.0
 //! writes the rest and answers 400 listing every problem (the spec's
@@ -587,6 +588,21 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// A series' exemplars in the order Prometheus v3.16 appends them
+/// (`write_handler.go` sorts them with `exemplar.Compare` first): by
+/// timestamp, then value, then labels. Go's sort is unstable, and its
+/// comparison ties a NaN with any value, 0 with -0, and labels that differ
+/// only in empty values; the order of such ties is Go's sort's accident,
+/// and here it is a total order's (`f64::total_cmp`).
+fn sort_exemplars(exemplars: &mut [Exemplar]) {
+    exemplars.sort_by(|a, b| {
+        a.timestamp
+            .cmp(&b.timestamp)
+            .then(a.value.total_cmp(&b.value))
+            .then_with(|| a.labels.cmp(&b.labels))
+    });
+}
+
 /// Exemplar labels as Prometheus keeps them: stable-sorted by name only
 /// (duplicates stay, in request order), empty values dropped.
 fn exemplar_labels(pairs: &[(&[u8], &[u8])]) -> Labels {
@@ -629,7 +645,7 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
                 start_timestamp: 0,
             })
             .collect();
-        let exemplars = ts
+        let mut exemplars: Vec<Exemplar> = ts
             .exemplars
             .iter()
             .map(|e| {
@@ -645,6 +661,7 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
                 }
             })
             .collect();
+        sort_exemplars(&mut exemplars);
         if !ts.histograms.is_empty() {
             out.errors.push(SeriesError::NativeHistogramsUnsupported {
                 labels: labels_string(&raw),
@@ -829,6 +846,7 @@ pub fn convert_v2(
             help: lossy(help),
             unit: lossy(unit),
         };
+        sort_exemplars(&mut exemplars);
         out.series.push(Series {
             labels,
             samples,

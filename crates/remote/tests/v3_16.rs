@@ -7,7 +7,10 @@
 //!   and such a series does not count as having invalid labels;
 //! - empty metadata is not handed on (`tsdb/head_append_v2.go` records
 //!   metadata only when `!IsEmpty()`);
-//! - each sample is handed its start timestamp as sent, t=0 included.
+//! - each sample is handed its start timestamp as sent, t=0 included;
+//! - a series' exemplars are appended sorted by timestamp, then value, then
+//!   labels (`write_handler.go`: `slices.SortFunc(exemplars,
+//!   exemplar.Compare)`).
 
 use ferrite_remote::proto::v2;
 use ferrite_remote::{
@@ -166,4 +169,47 @@ fn start_timestamps_are_handed_on_as_sent() {
         .map(|l| l.rsplit(' ').next().unwrap())
         .collect();
     assert_eq!(sts, ["st=-5", "st=123", "st=0", "st=7"]);
+}
+
+#[test]
+fn exemplars_are_sorted_by_timestamp_value_and_labels() {
+    // 0 "", 1 __name__, 2 x, 3 trace_id, 4 a, 5 b
+    let exemplar = |trace: u32, value: f64, timestamp: i64| v2::Exemplar {
+        labels_refs: vec![3, trace],
+        value,
+        timestamp,
+    };
+    let req = v2::Request {
+        symbols: symbols(&["", "__name__", "x", "trace_id", "a", "b"]),
+        timeseries: vec![v2::TimeSeries {
+            labels_refs: vec![1, 2],
+            samples: vec![v2::Sample {
+                value: 1.0,
+                timestamp: 50,
+                start_timestamp: 0,
+            }],
+            exemplars: vec![
+                exemplar(5, 1.0, 30),
+                exemplar(4, 2.0, 10),
+                exemplar(5, 1.0, 10),
+                exemplar(4, 1.0, 10),
+            ],
+            ..Default::default()
+        }],
+    };
+    let out = decode(MessageType::V2, &req.encode_to_vec());
+    let order: Vec<(i64, f64, String)> = out.series[0]
+        .exemplars
+        .iter()
+        .map(|e| (e.timestamp, e.value, e.labels.get("trace_id").unwrap_or("").to_string()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (10, 1.0, "a".to_string()),
+            (10, 1.0, "b".to_string()),
+            (10, 2.0, "a".to_string()),
+            (30, 1.0, "b".to_string()),
+        ]
+    );
 }
