@@ -3,6 +3,12 @@
 // the model's totals as `series=<n> samples=<n> sum=<%.12e>` (with
 // --checkpoint, the dir holds fewer samples than that: the checkpoint drops
 // the samples before its mint from the checkpointed segments).
+//
+// With --unsupported KIND it writes instead one of the dirs of data Ferrite
+// does not support yet (promtsdb.UnsupportedKinds: native histograms in the
+// WAL, in chunks_head/ or in blocks, custom-bucket histograms, out-of-order
+// samples), prints where that data sits and, last, the census of everything
+// written (`series= floats= histograms= ...`).
 package main
 
 import (
@@ -10,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"ferrite.dev/interop/internal/promtsdb"
@@ -28,6 +35,7 @@ func main() {
 	flag.BoolVar(&o.NoChunksHead, "no-chunks-head", false, "remove chunks_head/ after the clean close (forces a full WAL replay)")
 	flag.BoolVar(&o.Compact, "compact", false, "before closing, compact the head as the server would (blocks, WAL checkpoint)")
 	flag.BoolVar(&o.Checkpoint, "checkpoint", false, "after the close, checkpoint and truncate the first half of the WAL segments (mint in the middle of the time range)")
+	unsupported := flag.String("unsupported", "", "write a dir of one kind of data Ferrite does not support yet instead: "+strings.Join(promtsdb.UnsupportedKinds, ", "))
 	flag.Parse()
 	if o.Dir == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: promgen --dir DIR [flags]")
@@ -35,6 +43,16 @@ func main() {
 		os.Exit(2)
 	}
 	start := time.Now()
+	if *unsupported != "" {
+		u, err := promtsdb.GenerateUnsupported(*unsupported, o.Dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "promgen:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "promgen: wrote %s (%s) in %.1fs\n%s\n", o.Dir, u.Kind, time.Since(start).Seconds(), u.Files)
+		fmt.Println(u.Want)
+		return
+	}
 	t, err := promtsdb.Generate(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promgen:", err)
