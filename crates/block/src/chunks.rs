@@ -572,7 +572,13 @@ impl ChunkReader {
             }
         }
         let encoding = body[0];
-        if !is_valid_encoding(encoding) {
+        // With the checksum verified, the encoding byte is what the writer
+        // wrote: any value is returned, and the caller refuses those it
+        // cannot decode as unsupported, never as damage. Unchecked, only
+        // the encodings Prometheus v3.16 writes (`chunkenc.IsValidEncoding`
+        // v0.316.0: 1 XOR, 2 histogram, 3 float histogram, 4 XOR2, 5 and 6
+        // histogram and float histogram with start timestamps) pass.
+        if !check_crc && !matches!(encoding, 1..=6) {
             return Err(ChunksError::InvalidEncoding {
                 chunk_ref,
                 encoding,

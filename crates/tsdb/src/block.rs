@@ -10,6 +10,18 @@
 //! (`<ULID>.tmp-for-creation`, as Prometheus names it), syncs it and renames
 //! it into place: a crash leaves either no block or a whole one, and leftover
 //! temporary directories are removed on the next open.
+//!
+//! Chunk encodings: only XOR chunks are decoded. [`Block::chunk`] refuses
+//! every other encoding byte (native histograms, Prometheus v3.16's XOR2
+//! and start-timestamp encodings, unknown bytes) with
+//! [`BlockError::UnsupportedEncoding`], so a query, `tsdb dump`, `tsdb
+//! digest` or a compaction that reaches such a chunk fails naming the file
+//! and (from the querier) the series; compaction never decodes, re-encodes
+//! or drops it, and a compaction failing this way leaves its source blocks
+//! untouched (not even marked `compaction.failed`). Opening a block does
+//! not scan its chunks for this: that would read every chunk file of every
+//! block on each start, while the encoding byte is checked on every read
+//! anyway, at no cost.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -56,9 +68,13 @@ pub enum BlockError {
         #[source]
         source: ferrite_block::TombstonesError,
     },
-    #[error("block {dir}: chunk {chunk} has encoding {encoding}, which Ferrite does not read yet")]
+    /// A chunk Ferrite cannot decode (anything but XOR). Never decoded as
+    /// XOR, never re-encoded or dropped: reads and compactions fail.
+    #[error("unsupported: block chunk encoding {encoding} ({}) in {}, chunk {chunk}; Ferrite cannot read it yet", crate::error::chunk_encoding_name(*encoding), file.display())]
     UnsupportedEncoding {
         dir: PathBuf,
+        /// The chunk segment file holding it.
+        file: PathBuf,
         chunk: ChunkRef,
         encoding: u8,
     },
@@ -283,8 +299,10 @@ impl Block {
                 source,
             })?;
         if encoding != Encoding::Xor as u8 {
+            let name = self.chunks.segment_name(chunk.segment() as usize);
             return Err(BlockError::UnsupportedEncoding {
                 dir: self.dir.clone(),
+                file: self.dir.join("chunks").join(name.unwrap_or("?")),
                 chunk,
                 encoding,
             });

@@ -25,7 +25,7 @@ use tracing::{error, info, warn};
 use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
 use crate::compact::planner::{server_block_ranges, server_retention_ms, PlanBlock, Planner};
 use crate::compact::{compact_blocks, persist_head_range, CompactError};
-use crate::error::DbError;
+use crate::error::{DbError, HeadError, Unsupported, UnsupportedKind};
 use crate::head::{Head, HeadAppender, HeadOptions};
 use crate::querier::Querier;
 use crate::replay::{replay, ReplayStats};
@@ -108,10 +108,8 @@ impl Db {
         } else {
             Some(lock_dir(dir)?)
         };
-        let wbl = dir.join("wbl");
-        if fs::read_dir(&wbl).is_ok_and(|mut d| d.next().is_some()) {
-            warn!(dir = %wbl.display(), "out-of-order WAL (wbl/) is not replayed yet; its samples are not loaded");
-        }
+        // Before anything in the directory can change.
+        check_no_out_of_order_wal(&dir.join("wbl"))?;
         let ranges = server_block_ranges(
             opts.head.chunk_range,
             opts.max_block_duration_ms,
@@ -255,7 +253,14 @@ impl Db {
                 Err(e) => {
                     // As Prometheus: the planner leaves these blocks alone
                     // from now on, instead of failing on them every cycle.
-                    self.mark_compaction_failed(&chosen);
+                    // Not for chunks Ferrite cannot read yet: those blocks
+                    // stay exactly as they are (a later version compacts them).
+                    if !matches!(
+                        e,
+                        CompactError::Block(BlockError::UnsupportedEncoding { .. })
+                    ) {
+                        self.mark_compaction_failed(&chosen);
+                    }
                     return Err(compact_err(e));
                 }
             };
@@ -532,4 +537,31 @@ impl Db {
     pub fn head_cardinality(&self, limit: usize) -> crate::head::CardinalityStats {
         self.head.cardinality_stats("__name__", limit)
     }
+}
+
+/// Refuses a `wbl/` (the out-of-order WAL Prometheus writes when
+/// `out_of_order_time_window` is set) whose segments hold any record:
+/// Ferrite cannot replay out-of-order samples yet, and opening without them
+/// would let compaction and WAL truncation lose them. Segments without
+/// records (Prometheus creates an empty one) are fine. A segment that cannot
+/// be read before its first record is a WAL error: it is not repaired.
+fn check_no_out_of_order_wal(wbl: &Path) -> Result<(), DbError> {
+    if !wbl.is_dir() {
+        return Ok(());
+    }
+    let segments = ferrite_wal::list_segments(wbl).map_err(HeadError::from)?;
+    for seg in segments {
+        let path = seg.path.clone();
+        let mut reader = ferrite_wal::RecordReader::new(vec![seg]);
+        if reader.next_record().map_err(HeadError::from)?.is_some() {
+            return Err(HeadError::from(Unsupported {
+                kind: UnsupportedKind::OutOfOrderWal,
+                file: path,
+                series: None,
+                series_ref: None,
+            })
+            .into());
+        }
+    }
+    Ok(())
 }

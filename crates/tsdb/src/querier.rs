@@ -111,12 +111,20 @@ impl QuerySeries {
             }
             ChunkSource::MappedBytes(bytes) => f(bytes),
             ChunkSource::Memory(bytes) => f(bytes),
-            ChunkSource::Block(block, r) => {
-                f(block.chunk(*r).map_err(|e| QueryError::CorruptChunk {
+            ChunkSource::Block(block, r) => f(block.chunk(*r).map_err(|e| match e {
+                crate::block::BlockError::UnsupportedEncoding { file, encoding, .. } => {
+                    QueryError::Unsupported(Box::new(crate::error::Unsupported {
+                        kind: crate::error::UnsupportedKind::BlockChunk(encoding),
+                        file,
+                        series: Some(self.labels.to_string()),
+                        series_ref: None,
+                    }))
+                }
+                e => QueryError::CorruptChunk {
                     series: self.labels.to_string(),
                     detail: e.to_string(),
-                })?)
-            }
+                },
+            })?),
         }))
     }
 

@@ -29,7 +29,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
-use ferrite_wal::checkpoint::replay_sources;
+use ferrite_wal::checkpoint::{read_min_valid_time, replay_sources};
 use ferrite_wal::record::{self, RecordType, RefSample};
 use ferrite_wal::{
     list_segments, repair, split_segments, stitch, RangeEnd, SegmentRange, WalError,
@@ -37,7 +37,7 @@ use ferrite_wal::{
 use parking_lot::{Mutex, MutexGuard};
 use tracing::{error, info, warn};
 
-use crate::error::HeadError;
+use crate::error::{HeadError, Unsupported, UnsupportedKind};
 use crate::head::registry::{hash_labels, SeriesEntry};
 use crate::head::series::{MemSeries, MmappedChunk};
 use crate::head::Head;
@@ -52,8 +52,12 @@ pub struct ReplayStats {
     pub mmapped_chunks_dropped: u64,
     /// Head chunks older than the newest block (already persisted), skipped.
     pub mmapped_chunks_in_blocks: u64,
+    /// Always 0: out-of-order head chunks now stop the open (unsupported).
     pub ooo_mmapped_chunks_skipped: u64,
     pub checkpoint: Option<u32>,
+    /// The min valid time the newest checkpoint recorded (v3.16's
+    /// `min_valid_time` record), if it has one.
+    pub checkpoint_min_valid_time: Option<i64>,
     pub segments: u32,
     pub records: u64,
     pub series: u64,
@@ -79,6 +83,9 @@ impl ReplayStats {
         }
     }
 }
+
+/// The XOR chunk encoding byte, the only one replay reads.
+const XOR_ENCODING: u8 = 1;
 
 /// WAL bytes per decoding range: small enough that the ranges in flight
 /// stay a few MB, large enough that handing them over costs nothing.
@@ -205,13 +212,30 @@ impl Decoder<'_> {
                 Err(e) => return Err(e.into()),
             };
             // A record with a valid checksum that does not decode is damage
-            // all the same: repair at its start, as Prometheus does.
-            if let Err(e) = self.record(rec, &mut out, &mut samples) {
-                break Err(ferrite_wal::Corruption {
-                    segment: reader.segment(),
-                    offset: reader.offset(),
-                    reason: format!("undecodable record: {e}"),
-                });
+            // all the same: repair at its start, as Prometheus does. A
+            // record of a kind Ferrite cannot store stops the replay with
+            // nothing repaired (see `Unsupported`).
+            match self.record(rec, &mut out, &mut samples) {
+                Ok(()) => {}
+                Err(RecordFailure::Corrupt(e)) => {
+                    break Err(ferrite_wal::Corruption {
+                        segment: reader.segment(),
+                        offset: reader.offset(),
+                        reason: format!("undecodable record: {e}"),
+                    });
+                }
+                Err(RecordFailure::Unsupported {
+                    type_byte,
+                    series_ref,
+                }) => {
+                    return Err(Unsupported {
+                        kind: UnsupportedKind::WalRecord(type_byte),
+                        file: range.segment.path.clone(),
+                        series: None,
+                        series_ref,
+                    }
+                    .into());
+                }
             }
             out.records += 1;
         };
@@ -238,8 +262,13 @@ impl Decoder<'_> {
         rec: &[u8],
         out: &mut DecodedRange,
         samples: &mut Vec<Vec<RefSample>>,
-    ) -> Result<(), record::RecordError> {
+    ) -> Result<(), RecordFailure> {
         let s = &mut self.scratch;
+        if rec.is_empty() {
+            // No type at all: nothing to lose.
+            out.skipped.skip("empty records", 1);
+            return Ok(());
+        }
         match RecordType::of(rec) {
             RecordType::Series => {
                 record::decode_series(rec, |_, _| {})?;
@@ -269,7 +298,7 @@ impl Decoder<'_> {
                     for (shard, &len) in samples.iter_mut().zip(lens.iter()) {
                         shard.truncate(len);
                     }
-                    return Err(e);
+                    return Err(e.into());
                 }
                 out.in_mmapped += in_mmapped;
             }
@@ -291,21 +320,59 @@ impl Decoder<'_> {
                 record::decode_mmap_markers(rec, &mut s.markers)?;
                 out.skipped.skip("mmap markers", s.markers.len() as u64);
             }
-            RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples => {
+            // Native histograms are not stored yet. Skipping them would lose
+            // them at the next checkpoint, so they stop the replay; a record
+            // that does not even decode is damage as above.
+            typ @ (RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples) => {
                 record::decode_histogram_samples(rec, &mut s.histograms)?;
-                out.skipped
-                    .skip("native histogram samples", s.histograms.len() as u64);
+                return Err(RecordFailure::Unsupported {
+                    type_byte: typ.as_u8(),
+                    series_ref: s.histograms.first().map(|h| h.series_ref),
+                });
             }
-            RecordType::FloatHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples => {
+            typ @ (RecordType::FloatHistogramSamples
+            | RecordType::CustomBucketsFloatHistogramSamples) => {
                 record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
-                out.skipped.skip(
-                    "native float histogram samples",
-                    s.float_histograms.len() as u64,
-                );
+                return Err(RecordFailure::Unsupported {
+                    type_byte: typ.as_u8(),
+                    series_ref: s.float_histograms.first().map(|h| h.series_ref),
+                });
             }
-            RecordType::Unknown(_) => out.skipped.skip("unknown record types", 1),
+            // Read before replay starts (`read_min_valid_time`): a
+            // checkpoint's first record. Checked to decode, else ignored,
+            // as Prometheus v3.16's replay does.
+            RecordType::MinValidTime => {
+                record::decode_min_valid_time(rec)?;
+            }
+            // v3.16's start-timestamp records and types newer than v3.16.
+            typ @ (RecordType::SamplesV2
+            | RecordType::HistogramSamplesV2
+            | RecordType::FloatHistogramSamplesV2
+            | RecordType::Unknown(_)) => {
+                return Err(RecordFailure::Unsupported {
+                    type_byte: typ.as_u8(),
+                    series_ref: None,
+                });
+            }
         }
         Ok(())
+    }
+}
+
+/// Why one WAL record could not be replayed.
+enum RecordFailure {
+    /// It does not decode: damage, repaired like a bad checksum.
+    Corrupt(record::RecordError),
+    /// A kind Ferrite cannot store yet: the open stops, nothing repaired.
+    Unsupported {
+        type_byte: u8,
+        series_ref: Option<u64>,
+    },
+}
+
+impl From<record::RecordError> for RecordFailure {
+    fn from(e: record::RecordError) -> Self {
+        RecordFailure::Corrupt(e)
     }
 }
 
@@ -676,7 +743,13 @@ impl Applier<'_> {
         for event in decoded.events {
             match event {
                 Event::Series(rec) => self.series(&rec)?,
-                Event::Tombstones(stones) => {
+                Event::Tombstones(mut stones) => {
+                    // As Prometheus: intervals wholly before the min valid
+                    // time cover nothing the head holds.
+                    let min_valid = self.head.min_valid_time();
+                    for st in &mut stones {
+                        st.intervals.retain(|&(_, maxt)| maxt >= min_valid);
+                    }
                     for st in &stones {
                         let r = self
                             .aliases
@@ -790,7 +863,20 @@ fn apply_all(
     let start = Instant::now();
     let mut prev: Option<(usize, RangeEnd)> = None;
     for (i, src) in sources.iter().enumerate() {
-        let mut decoded = queue.take(i, |j| decoder.decode_guarded(&sources[j].range))?;
+        let mut decoded = match queue.take(i, |j| decoder.decode_guarded(&sources[j].range)) {
+            Ok(d) => d,
+            Err(HeadError::Unsupported(mut u)) => {
+                // Every earlier record is applied: name the series.
+                if let Some(r) = u.series_ref {
+                    let r = st.aliases.get(&r).copied().unwrap_or(r);
+                    if let Some(e) = st.head.series.get(r) {
+                        u.series = Some(st.head.resolve_labels(&e.labels).to_string());
+                    }
+                }
+                return Err(HeadError::Unsupported(u));
+            }
+            Err(e) => return Err(e),
+        };
         if let Some((p, prev_end)) = &prev {
             let p = &sources[*p];
             if p.checkpoint == src.checkpoint {
@@ -851,19 +937,38 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     let mut mmapped: Vec<FastMap<u64, Vec<MmappedChunk>>> =
         (0..workers).map(|_| FastMap::default()).collect();
     let mut stats = ReplayStats::default();
-    let mut ooo = 0u64;
     let mut loaded = 0u64;
-    // Samples before this are in blocks already (the newest block's end).
+    // Samples before this are in blocks already (the newest block's end),
+    // or were truncated from the WAL by a checkpoint that recorded it
+    // (Prometheus v3.16's `min_valid_time` record, the checkpoint's first):
+    // the higher of the two, as v3.16's `DB.open` takes. Older WAL samples
+    // and head chunks ending before it are dropped, as v3.16 does.
+    if let Some(t) = read_min_valid_time(wal_dir)? {
+        stats.checkpoint_min_valid_time = Some(t);
+        if t > head.min_valid_time() {
+            head.set_min_valid_time(t);
+        }
+    }
     let min_valid = head.min_valid_time();
     let mut below_blocks = 0u64;
-    head.mapper.iterate_all_chunks(&mut |m| {
+    // Only in-order XOR chunks are read. Anything else (out-of-order
+    // chunks, native histograms, v3.16's new encodings, unknown bytes) stops
+    // the open before any head chunk file is repaired or deleted. Like
+    // Prometheus, in-order chunks wholly before the min valid time are
+    // dropped first, whatever their encoding: blocks hold their samples.
+    let mut refused: Option<crate::head_chunks::MappedChunkMeta> = None;
+    head.mapper.try_iterate_all_chunks(&mut |m| {
         if m.is_ooo {
-            ooo += 1;
-            return;
+            refused = Some(m);
+            return false;
         }
         if m.maxt < min_valid {
             below_blocks += 1;
-            return;
+            return true;
+        }
+        if m.encoding != XOR_ENCODING {
+            refused = Some(m);
+            return false;
         }
         loaded += 1;
         mmapped[(m.series_ref as usize) % workers]
@@ -875,7 +980,25 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 maxt: m.maxt,
                 num_samples: m.num_samples,
             });
+        true
     })?;
+    if let Some(m) = refused {
+        let ooo_bit = if m.is_ooo {
+            crate::head_chunks::OOO_ENCODING_MASK
+        } else {
+            0
+        };
+        return Err(Unsupported {
+            kind: UnsupportedKind::HeadChunk(m.encoding | ooo_bit),
+            file: head
+                .mapper
+                .dir()
+                .join(crate::head_chunks::chunk_file_name(m.chunk_ref.seq())),
+            series: None,
+            series_ref: Some(m.series_ref),
+        }
+        .into());
+    }
     let floor = min_valid.saturating_sub(1);
     let mut skip_until = RefTable::new(floor);
     for shard in mmapped.iter_mut() {
@@ -897,13 +1020,6 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     }
     stats.mmapped_chunks = loaded;
     stats.mmapped_chunks_in_blocks = below_blocks;
-    stats.ooo_mmapped_chunks_skipped = ooo;
-    if ooo > 0 {
-        warn!(
-            chunks = ooo,
-            "out-of-order head chunks are not supported yet; skipped"
-        );
-    }
 
     // 2. Checkpoint and segments, split into ranges.
     let range_bytes = match head.options().replay_range_bytes {

@@ -17,7 +17,12 @@
 //! * tombstone intervals ending at or after `mint`;
 //! * the latest metadata of each kept series, written last (sorted by ref,
 //!   where Prometheus uses random map order);
-//! * no mmap markers and no records of unknown types.
+//! * no mmap markers and no records of unknown types;
+//! * first of all, a `min_valid_time` record (type 14, as Prometheus v3.16
+//!   writes into every checkpoint): the higher of this truncation's `mint`
+//!   and the value the previous checkpoint recorded
+//!   ([`read_min_valid_time`]), so the value never goes back across
+//!   restarts; the previous checkpoint's own copy is not copied over.
 //!
 //! Two deliberate differences in histogram handling: histograms with a schema
 //! Prometheus does not know are dropped (its decoder skips them too), but
@@ -186,6 +191,37 @@ pub fn replay_sources(wal_dir: &Path) -> Result<ReplaySources, WalError> {
     Ok((checkpoint, segments))
 }
 
+/// The min valid time recorded by the newest checkpoint in `wal_dir`: its
+/// first record, if that is a `min_valid_time` record (Prometheus v3.16's
+/// `wlog.ReadMinValidTime`). `None` without a checkpoint or when the
+/// checkpoint predates the record (Prometheus before v3.16, or Ferrite
+/// before it wrote one).
+pub fn read_min_valid_time(wal_dir: &Path) -> Result<Option<i64>, CheckpointError> {
+    let Some((dir, _)) = last_checkpoint(wal_dir)? else {
+        return Ok(None);
+    };
+    let segments = crate::segment::list_segments_in_range(&dir, 0, u32::MAX)?;
+    let mut reader = RecordReader::new(segments);
+    let rec = match reader.next_record() {
+        Ok(Some(rec)) => rec,
+        Ok(None) => return Ok(None),
+        Err(source) => return Err(CheckpointError::Read { dir, source }),
+    };
+    if RecordType::of(rec) != RecordType::MinValidTime {
+        return Ok(None);
+    }
+    match record::decode_min_valid_time(rec) {
+        Ok(t) => Ok(Some(t)),
+        Err(source) => Err(CheckpointError::Record {
+            segment: reader.segment(),
+            offset: reader.offset(),
+            dir,
+            record_type: RecordType::MinValidTime.name(),
+            source,
+        }),
+    }
+}
+
 /// What a checkpoint processed and dropped. Samples include histogram
 /// samples; tombstones count intervals.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -259,14 +295,15 @@ pub fn write_checkpoint(
         _ => Vec::new(),
     };
     sources.push((wal_dir.to_path_buf(), wal_segments));
+    let min_valid_time = read_min_valid_time(wal_dir)?.map_or(mint, |prev| prev.max(mint));
 
     let final_dir = wal_dir.join(checkpoint_dir_name(to));
     let tmp_dir = wal_dir.join(format!("{}{TMP_SUFFIX}", checkpoint_dir_name(to)));
     remove_dir_if_exists(&tmp_dir)?;
     fs::create_dir_all(&tmp_dir).map_err(io_err(&tmp_dir))?;
 
-    let written =
-        write_tmp_checkpoint(&tmp_dir, &sources, keep_series, mint, opts).and_then(|stats| {
+    let written = write_tmp_checkpoint(&tmp_dir, &sources, keep_series, mint, min_valid_time, opts)
+        .and_then(|stats| {
             sync_dir(&tmp_dir).map_err(io_err(&tmp_dir))?;
             Ok(stats)
         });
@@ -298,13 +335,17 @@ fn write_tmp_checkpoint(
     sources: &[(PathBuf, Vec<SegmentRef>)],
     keep_series: &dyn Fn(u64) -> bool,
     mint: i64,
+    min_valid_time: i64,
     opts: WalOptions,
 ) -> Result<CheckpointStats, CheckpointError> {
     let write_err = |source| CheckpointError::Write {
         dir: tmp_dir.to_path_buf(),
         source,
     };
-    let writer = WalWriter::open(tmp_dir, opts).map_err(write_err)?;
+    let mut writer = WalWriter::open(tmp_dir, opts).map_err(write_err)?;
+    let mut first = Vec::with_capacity(9);
+    record::encode_min_valid_time(&mut first, min_valid_time);
+    writer.log(&[&first]).map_err(write_err)?;
     let mut filter = Filter::new(keep_series, mint);
     // Compressing and writing the kept records runs on a second thread,
     // beside reading, decompressing and filtering.
@@ -611,7 +652,14 @@ impl<'k> Filter<'k> {
                 );
                 Ok(false)
             }
-            RecordType::MmapMarkers | RecordType::Unknown(_) => {
+            // The previous checkpoint's copy: already folded into the new
+            // checkpoint's first record.
+            RecordType::MinValidTime => Ok(false),
+            RecordType::MmapMarkers
+            | RecordType::SamplesV2
+            | RecordType::HistogramSamplesV2
+            | RecordType::FloatHistogramSamplesV2
+            | RecordType::Unknown(_) => {
                 stats.skipped_records += 1;
                 Ok(false)
             }

@@ -1,5 +1,12 @@
 //! Codecs for the WAL records Prometheus v3.9.1 writes (`tsdb/record`).
 //!
+//! Prometheus v3.16 added types 11-14 (`tsdb/record/record.go` v0.316.0):
+//! 11 `samples_v2`, 12 `histogram_samples_v2`, 13 `float_histogram_samples_v2`
+//! (samples with a start timestamp each) and 14 `min_valid_time` (a
+//! checkpoint's first record: the min time of the truncation that wrote
+//! it, a big-endian i64). Types 11-13 are named here but not decoded: the
+//! head refuses them on replay. Type 14 is decoded ([`decode_min_valid_time`]).
+//!
 //! A WAL segment only moves opaque byte records; this module gives them
 //! meaning. Every record starts with one [`RecordType`] byte. Fixed-width
 //! integers and floats are big-endian, varints are Go's `binary.Uvarint` and
@@ -56,6 +63,16 @@ pub enum RecordType {
     FloatHistogramSamples,
     CustomBucketsHistogramSamples,
     CustomBucketsFloatHistogramSamples,
+    /// Float samples with an optional start timestamp per sample (v3.16).
+    SamplesV2,
+    /// Histogram samples with start timestamps (v3.16).
+    HistogramSamplesV2,
+    /// Float histogram samples with start timestamps (v3.16).
+    FloatHistogramSamplesV2,
+    /// The min time of the WAL truncation that wrote a checkpoint (v3.16):
+    /// the first record of a checkpoint, never in a live segment; replay
+    /// drops samples and head chunks older than it ([`decode_min_valid_time`]).
+    MinValidTime,
     /// A type this version does not know (from a newer writer); Prometheus
     /// skips these on replay. An empty record is `Unknown(255)`.
     Unknown(u8),
@@ -82,6 +99,10 @@ impl RecordType {
             8 => RecordType::FloatHistogramSamples,
             9 => RecordType::CustomBucketsHistogramSamples,
             10 => RecordType::CustomBucketsFloatHistogramSamples,
+            11 => RecordType::SamplesV2,
+            12 => RecordType::HistogramSamplesV2,
+            13 => RecordType::FloatHistogramSamplesV2,
+            14 => RecordType::MinValidTime,
             other => RecordType::Unknown(other),
         }
     }
@@ -98,6 +119,10 @@ impl RecordType {
             RecordType::FloatHistogramSamples => 8,
             RecordType::CustomBucketsHistogramSamples => 9,
             RecordType::CustomBucketsFloatHistogramSamples => 10,
+            RecordType::SamplesV2 => 11,
+            RecordType::HistogramSamplesV2 => 12,
+            RecordType::FloatHistogramSamplesV2 => 13,
+            RecordType::MinValidTime => 14,
             RecordType::Unknown(b) => b,
         }
     }
@@ -117,6 +142,10 @@ impl RecordType {
             RecordType::CustomBucketsFloatHistogramSamples => {
                 "custom_buckets_float_histogram_samples"
             }
+            RecordType::SamplesV2 => "samples_v2",
+            RecordType::HistogramSamplesV2 => "histogram_samples_v2",
+            RecordType::FloatHistogramSamplesV2 => "float_histogram_samples_v2",
+            RecordType::MinValidTime => "min_valid_time",
             RecordType::Unknown(_) => "unknown",
         }
     }
@@ -728,6 +757,26 @@ pub fn encode_samples(buf: &mut Vec<u8>, samples: &[RefSample]) {
         put_sample_ref_t(buf, base, s.series_ref, s.t);
         put_be_f64(buf, s.v);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Min valid time (v3.16)
+
+/// Decodes a min valid time record: type byte 14, then the time as a
+/// big-endian i64, nothing else (`record.Decoder.MinValidTime`).
+pub fn decode_min_valid_time(rec: &[u8]) -> Result<i64, RecordError> {
+    let mut c = Cursor::open(rec, &[RecordType::MinValidTime], "min_valid_time")?;
+    let t = c.be_u64()? as i64;
+    if !c.at_end() {
+        return Err(RecordError::Truncated { offset: 9 });
+    }
+    Ok(t)
+}
+
+/// Encodes a min valid time record into `buf` (cleared first).
+pub fn encode_min_valid_time(buf: &mut Vec<u8>, t: i64) {
+    start_record(buf, RecordType::MinValidTime);
+    buf.extend_from_slice(&t.to_be_bytes());
 }
 
 // ---------------------------------------------------------------------------

@@ -117,7 +117,14 @@ fn describe(rec: &[u8]) -> Vec<String> {
                 )
             }));
         }
-        RecordType::Unknown(b) => lines.push(format!("unknown {b}")),
+        RecordType::MinValidTime => lines.push(format!(
+            "min_valid_time {}",
+            decode_min_valid_time(rec).unwrap()
+        )),
+        RecordType::SamplesV2
+        | RecordType::HistogramSamplesV2
+        | RecordType::FloatHistogramSamplesV2
+        | RecordType::Unknown(_) => lines.push(format!("unknown {}", typ.as_u8())),
     }
     lines
 }
@@ -198,10 +205,14 @@ fn checkpoints_match_prometheus_byte_for_byte() {
             skipped_records: 2,
         }
     );
-    let ours = fs::read(wal.join("checkpoint.00000001/00000000")).unwrap();
-    let theirs = fs::read(testdata_dir().join("checkpoint.00000001/00000000")).unwrap();
+    // The testdata comes from Prometheus v3.9.1, which wrote no
+    // min_valid_time record; v3.16 writes it first, as we do. The rest is
+    // record-for-record what v3.9.1 wrote.
+    let ours = read_records(&wal.join("checkpoint.00000001"));
+    let theirs = read_records(&testdata_dir().join("checkpoint.00000001"));
+    assert_eq!(describe(&ours[0]), ["min_valid_time 1000"]);
     assert!(
-        ours == theirs,
+        ours[1..] == theirs[..],
         "checkpoint.00000001 differs from Prometheus'"
     );
 
@@ -226,6 +237,9 @@ fn checkpoints_match_prometheus_byte_for_byte() {
     // record by Go map iteration (random) and we by ref.
     let ours = read_records(&wal.join(checkpoint_dir_name(2)));
     let theirs = read_records(&testdata_dir().join(checkpoint_dir_name(2)));
+    // max(2000, the 1000 checkpoint 1 recorded); its own copy not repeated.
+    assert_eq!(describe(&ours[0]), ["min_valid_time 2000"]);
+    let ours = &ours[1..];
     assert_eq!(ours.len(), theirs.len());
     for (o, t) in ours.iter().zip(&theirs) {
         if RecordType::of(o) == RecordType::Metadata {
@@ -345,6 +359,7 @@ fn ferrite_wal_checkpoint_and_compressions() {
         assert_eq!(
             describe_all(&cp),
             [
+                "min_valid_time 1000",
                 r#"series 1 [("__name__", "a"), ("job", "x")]"#,
                 r#"series 3 [("__name__", "c"), ("le", "0.5")]"#,
                 "sample 3 1000 3",
@@ -381,7 +396,9 @@ fn checkpoint_of_everything_dropped_is_empty() {
         stats.kept_series() + stats.kept_samples() + stats.kept_metadata(),
         0
     );
-    assert!(read_records(&tmp.path().join("checkpoint.00000000")).is_empty());
+    let left = read_records(&tmp.path().join("checkpoint.00000000"));
+    assert_eq!(left.len(), 1);
+    assert_eq!(describe(&left[0]), [format!("min_valid_time {}", i64::MAX)]);
 }
 
 #[test]
@@ -436,7 +453,7 @@ fn interrupted_checkpoint_is_invisible_and_replaced() {
 
     write_checkpoint(wal, 0, 0, &keep_a, 1000, opts(Compression::None)).unwrap();
     assert!(!stale.exists());
-    assert_eq!(describe_all(&wal.join("checkpoint.00000000")).len(), 9);
+    assert_eq!(describe_all(&wal.join("checkpoint.00000000")).len(), 10);
     assert_eq!(remove_tmp_checkpoints(wal).unwrap(), 1);
     assert!(!wal.join("checkpoint.00000007.tmp").exists());
 }
@@ -560,4 +577,26 @@ fn delete_checkpoints_below_index() {
     left.sort();
     assert_eq!(left, ["checkpoint.00000005", "checkpoint.00000009.tmp"]);
     delete_checkpoints(&wal.join("missing"), 5).unwrap();
+}
+
+/// Prometheus v3.16 keeps the highest min valid time any checkpoint
+/// recorded (`wlog.Checkpoint` with `ReadMinValidTime`): a lower `mint`
+/// after a restart does not lower it.
+#[test]
+fn min_valid_time_is_carried_and_never_lowered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = tmp.path();
+    write_test_wal(wal, Compression::None);
+    assert_eq!(read_min_valid_time(wal).unwrap(), None);
+    write_checkpoint(wal, 0, 0, &keep_a, 1000, opts(Compression::None)).unwrap();
+    assert_eq!(read_min_valid_time(wal).unwrap(), Some(1000));
+    // A later truncation with a lower mint (e.g. after a restart).
+    write_checkpoint(wal, 1, 1, &keep_a, 500, opts(Compression::None)).unwrap();
+    assert_eq!(read_min_valid_time(wal).unwrap(), Some(1000));
+    let recs = read_records(&wal.join("checkpoint.00000001"));
+    let n = recs
+        .iter()
+        .filter(|r| RecordType::of(r) == RecordType::MinValidTime)
+        .count();
+    assert_eq!(n, 1, "the previous checkpoint's record is not copied");
 }

@@ -87,7 +87,13 @@ fn record_types() {
     }
     assert_eq!(RecordType::of(&[]), RecordType::Unknown(255));
     assert_eq!(RecordType::of(&[0]), RecordType::Unknown(0));
-    assert_eq!(RecordType::of(&[11, 1]), RecordType::Unknown(11));
+    assert_eq!(RecordType::of(&[11, 1]), RecordType::SamplesV2);
+    assert_eq!(RecordType::of(&[14, 1]), RecordType::MinValidTime);
+    assert_eq!(RecordType::of(&[15, 1]), RecordType::Unknown(15));
+    for b in 1..=14 {
+        assert_eq!(RecordType::from_u8(b).as_u8(), b);
+        assert_ne!(RecordType::from_u8(b).name(), "unknown");
+    }
     assert_eq!(RecordType::Unknown(200).as_u8(), 200);
     assert_eq!(
         RecordType::CustomBucketsHistogramSamples.name(),
@@ -515,7 +521,11 @@ fn decode_any(rec: &[u8]) -> Option<Result<usize, RecordError>> {
             let mut v = Vec::new();
             decode_float_histogram_samples(rec, &mut v).map(|()| v.len())
         }
-        RecordType::Unknown(_) => return None,
+        RecordType::MinValidTime => decode_min_valid_time(rec).map(|_| 1),
+        RecordType::SamplesV2
+        | RecordType::HistogramSamplesV2
+        | RecordType::FloatHistogramSamplesV2
+        | RecordType::Unknown(_) => return None,
     })
 }
 
@@ -1046,4 +1056,18 @@ proptest! {
         rec[i] = byte;
         let _ = decode_any(&rec);
     }
+}
+
+#[test]
+fn min_valid_time_round_trip() {
+    let mut buf = Vec::new();
+    encode_min_valid_time(&mut buf, -5);
+    // As Prometheus v3.16's Encoder.MinValidTime: type 14, big-endian i64.
+    assert_eq!(buf, [14, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfb]);
+    assert_eq!(decode_min_valid_time(&buf), Ok(-5));
+    assert!(decode_min_valid_time(&buf[..8]).is_err());
+    let mut long = buf.clone();
+    long.push(0);
+    assert!(decode_min_valid_time(&long).is_err());
+    assert!(decode_min_valid_time(&[2, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
 }

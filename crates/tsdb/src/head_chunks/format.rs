@@ -37,8 +37,11 @@ const CRC_SIZE: usize = 4;
 /// Largest per-chunk overhead (everything but the data).
 pub const MAX_CHUNK_META_SIZE: usize = FIXED_PREFIX_SIZE + MAX_LEN_FIELD_SIZE + CRC_SIZE;
 
-/// Encodings Prometheus v3.9.1 knows (`chunkenc.IsValidEncoding`): XOR,
-/// histogram, float histogram. `enc` is without the out-of-order bit.
+/// Encodings Ferrite writes (Prometheus v3.9.1's `chunkenc.IsValidEncoding`):
+/// XOR, histogram, float histogram. `enc` is without the out-of-order bit.
+/// Reading reports chunks of every encoding byte (see [`parse_chunk`]);
+/// v3.16 adds 4 XOR2, 5 histogram and 6 float histogram with start
+/// timestamps (`tsdb/chunkenc/chunk.go` v0.316.0).
 pub fn is_valid_encoding(enc: u8) -> bool {
     matches!(enc, 1..=3)
 }
@@ -203,9 +206,10 @@ pub fn parse_chunk(bytes: &[u8], start: usize) -> Result<ParsedChunk, DamageKind
     if stored != computed {
         return Err(DamageKind::BadCrc { stored, computed });
     }
-    if !is_valid_encoding(raw_encoding & !OOO_ENCODING_MASK) {
-        return Err(DamageKind::BadEncoding(raw_encoding));
-    }
+    // The checksum covers the encoding byte: a byte Ferrite does not
+    // know here was written as such (by a newer Prometheus), so the chunk
+    // is reported, not treated as damage, and its reader decides (replay
+    // refuses anything but in-order XOR as unsupported).
     Ok(ParsedChunk {
         series_ref,
         mint: mint as i64,
@@ -351,8 +355,15 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert!(matches!(scan.damage, Some(DamageKind::Truncated { .. })));
 
-        let bad_enc = file_with(&[(1, 10, 20, 5, &[0, 1])]);
-        assert_eq!(collect(&bad_enc).1.damage, Some(DamageKind::BadEncoding(5)));
+        // A valid chunk of an encoding v3.9.1 does not know (5 is v3.16's
+        // histogram with start timestamps) is not damage: it is reported.
+        let new_enc = file_with(&[(1, 10, 20, 5, &[0, 1]), (2, 10, 20, 0x7f, &[0, 1])]);
+        let (m, scan) = collect(&new_enc);
+        assert_eq!(scan.damage, None);
+        assert_eq!(
+            m.iter().map(|m| (m.encoding, m.is_ooo)).collect::<Vec<_>>(),
+            [(5, false), (0x7f, false)]
+        );
 
         let mut long_len = good.clone();
         long_len[8 + 25..8 + 30].fill(0xFF);

@@ -31,6 +31,11 @@
 //! order is `writer` then `state`; readers only take `state`, briefly.
 
 mod disk;
+
+/// Name of head chunks file `seq` (`000001`, ...).
+pub fn chunk_file_name(seq: u32) -> String {
+    disk::file_name(seq)
+}
 pub mod format;
 
 use std::collections::BTreeMap;
@@ -91,7 +96,8 @@ pub struct MappedChunkMeta {
     pub mint: i64,
     pub maxt: i64,
     /// Chunk encoding without the out-of-order bit (1 XOR, 2 histogram,
-    /// 3 float histogram).
+    /// 3 float histogram; v3.16: 4 XOR2, 5 and 6 histogram and float
+    /// histogram with start timestamps; any other byte a newer writer's).
     pub encoding: u8,
     pub is_ooo: bool,
     /// The big-endian u16 every encoding starts its data with; 0 if the
@@ -166,6 +172,9 @@ pub struct ScanReport {
     pub chunks: u64,
     /// The first damage, if any (including a bad header found by `open`).
     pub damage: Option<Damage>,
+    /// The callback of [`ChunkDiskMapper::try_iterate_all_chunks`] stopped
+    /// the walk; nothing was repaired.
+    pub stopped: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -421,6 +430,21 @@ impl ChunkDiskMapper {
         &self,
         f: &mut dyn FnMut(MappedChunkMeta),
     ) -> Result<ScanReport, HeadChunksError> {
+        self.try_iterate_all_chunks(&mut |m| {
+            f(m);
+            true
+        })
+    }
+
+    /// [`Self::iterate_all_chunks`], except that `f` returning `false`
+    /// stops the walk at once: no later chunk is reported, no later file
+    /// is scanned and nothing is repaired (`ScanReport::stopped` is set).
+    /// Replay uses it to refuse a chunk it cannot read before any file is
+    /// changed.
+    pub fn try_iterate_all_chunks(
+        &self,
+        f: &mut dyn FnMut(MappedChunkMeta) -> bool,
+    ) -> Result<ScanReport, HeadChunksError> {
         let mut w = self.writer.lock();
         self.check_open()?;
         self.flush_locked(&mut w)?;
@@ -435,7 +459,12 @@ impl ChunkDiskMapper {
         let mut report = ScanReport::default();
         for (seq, map, readable_len) in snapshot {
             let bytes = map.get(..readable_len).unwrap_or(&map[..]);
-            let scan = scan_file_bytes(seq, bytes, f);
+            let mut stopped = false;
+            let scan = scan_file_bytes(seq, bytes, &mut |m| {
+                if !stopped && !f(m) {
+                    stopped = true;
+                }
+            });
             // The scan touched every page; release them from this process
             // (they stay in the page cache) so startup RSS does not carry
             // the whole chunks_head/ directory. Queries fault in what they read.
@@ -446,6 +475,10 @@ impl ChunkDiskMapper {
             let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
             report.files_scanned += 1;
             report.chunks += scan.chunks;
+            if stopped {
+                report.stopped = true;
+                return Ok(report);
+            }
             if let Some(kind) = scan.damage {
                 let damage = self.repair(&mut w, seq, scan.valid_end, kind, bytes)?;
                 report.damage = Some(damage);
