@@ -151,6 +151,9 @@ struct DecodedRange {
     records: u64,
     in_mmapped: u64,
     skipped: ReplayStats,
+    /// A record Ferrite cannot store ended the range: the replay stops
+    /// after applying what came before it.
+    unsupported: Option<Box<Unsupported>>,
 }
 
 enum Event {
@@ -228,13 +231,15 @@ impl Decoder<'_> {
                     type_byte,
                     series_ref,
                 }) => {
-                    return Err(Unsupported {
+                    // The records before it are applied first, so the
+                    // error can name the series.
+                    out.unsupported = Some(Box::new(Unsupported {
                         kind: UnsupportedKind::WalRecord(type_byte),
                         file: range.segment.path.clone(),
                         series: None,
                         series_ref,
-                    }
-                    .into());
+                    }));
+                    break Ok(());
                 }
             }
             out.records += 1;
@@ -863,20 +868,7 @@ fn apply_all(
     let start = Instant::now();
     let mut prev: Option<(usize, RangeEnd)> = None;
     for (i, src) in sources.iter().enumerate() {
-        let mut decoded = match queue.take(i, |j| decoder.decode_guarded(&sources[j].range)) {
-            Ok(d) => d,
-            Err(HeadError::Unsupported(mut u)) => {
-                // Every earlier record is applied: name the series.
-                if let Some(r) = u.series_ref {
-                    let r = st.aliases.get(&r).copied().unwrap_or(r);
-                    if let Some(e) = st.head.series.get(r) {
-                        u.series = Some(st.head.resolve_labels(&e.labels).to_string());
-                    }
-                }
-                return Err(HeadError::Unsupported(u));
-            }
-            Err(e) => return Err(e),
-        };
+        let mut decoded = queue.take(i, |j| decoder.decode_guarded(&sources[j].range))?;
         if let Some((p, prev_end)) = &prev {
             let p = &sources[*p];
             if p.checkpoint == src.checkpoint {
@@ -886,7 +878,18 @@ fn apply_all(
             }
         }
         let end = std::mem::take(&mut decoded.end);
+        let unsupported = decoded.unsupported.take();
         st.apply(decoded)?;
+        if let Some(mut u) = unsupported {
+            // Every earlier record is applied: name the series.
+            if let Some(r) = u.series_ref {
+                let r = st.aliases.get(&r).copied().unwrap_or(r);
+                if let Some(e) = st.head.series.get(r) {
+                    u.series = Some(st.head.resolve_labels(&e.labels).to_string());
+                }
+            }
+            return Err(HeadError::Unsupported(u));
+        }
         if let Some(c) = end.corruption {
             return corrupt(src, c);
         }

@@ -1,0 +1,442 @@
+//! Issue 10, item 1: data Ferrite cannot read yet stops the open (or the
+//! read) with the "unsupported" error naming file, series and kind, and
+//! leaves the data directory byte for byte as it was.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ferrite_tsdb::error::{Unsupported, UnsupportedKind};
+use ferrite_tsdb::head_chunks::format::{encode_chunk, file_header};
+use ferrite_tsdb::{Db, DbError, DbOptions, HeadError, Labels, QueryError};
+use ferrite_wal::record::{
+    encode_custom_buckets_float_histogram_samples, encode_custom_buckets_histogram_samples,
+    encode_float_histogram_samples, encode_histogram_samples, encode_min_valid_time,
+    encode_samples, FloatHistogram, Histogram, RefFloatHistogramSample, RefHistogramSample,
+    RefSample, SeriesRecordBuilder,
+};
+use ferrite_wal::{WalOptions, WalWriter};
+
+fn options() -> DbOptions {
+    DbOptions {
+        keep_expired_blocks: true,
+        // The lock file is the one thing an open may create.
+        no_lockfile: true,
+        ..DbOptions::default()
+    }
+}
+
+/// Every file and directory under `dir` with its bytes (`None`: a directory).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Option<Vec<u8>>>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            if p.is_dir() {
+                out.insert(rel, None);
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, Some(fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Writes `records` as one WAL segment file `dst` (written through a
+/// scratch directory, so the index in the name is free).
+fn write_segment(dst: &Path, records: &[Vec<u8>]) {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut w = WalWriter::open(scratch.path(), WalOptions::default()).unwrap();
+    for r in records {
+        w.log(&[r]).unwrap();
+    }
+    w.close().unwrap();
+    fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    fs::copy(scratch.path().join("00000000"), dst).unwrap();
+}
+
+fn series_record(r: u64, name: &str) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut b = SeriesRecordBuilder::new(&mut buf);
+    b.add(r, &[("__name__", name), ("job", "j")]);
+    buf
+}
+
+fn samples_record(samples: &[(u64, i64, f64)]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let s: Vec<RefSample> = samples
+        .iter()
+        .map(|&(series_ref, t, v)| RefSample { series_ref, t, v })
+        .collect();
+    encode_samples(&mut buf, &s);
+    buf
+}
+
+/// A record of each of the four histogram record types, for series `r`.
+fn histogram_records(r: u64) -> Vec<(u8, Vec<u8>)> {
+    let h = RefHistogramSample {
+        series_ref: r,
+        t: 2000,
+        h: Histogram {
+            count: 1,
+            sum: 1.5,
+            zero_count: 1,
+            ..Histogram::default()
+        },
+    };
+    let fh = RefFloatHistogramSample {
+        series_ref: r,
+        t: 2000,
+        h: FloatHistogram {
+            count: 1.0,
+            sum: 1.5,
+            zero_count: 1.0,
+            ..FloatHistogram::default()
+        },
+    };
+    let mut cb = h.clone();
+    cb.h.schema = -53;
+    let mut cfb = fh.clone();
+    cfb.h.schema = -53;
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    encode_histogram_samples(&mut buf, std::slice::from_ref(&h));
+    out.push((7, buf.clone()));
+    encode_float_histogram_samples(&mut buf, std::slice::from_ref(&fh));
+    out.push((8, buf.clone()));
+    encode_custom_buckets_histogram_samples(&mut buf, &[cb]);
+    out.push((9, buf.clone()));
+    encode_custom_buckets_float_histogram_samples(&mut buf, &[cfb]);
+    out.push((10, buf.clone()));
+    out
+}
+
+/// Names the paths that differ (the bytes are too long to print).
+fn assert_unchanged(
+    before: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+    after: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+) {
+    let changed: Vec<&PathBuf> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .collect();
+    assert!(changed.is_empty(), "changed: {changed:?}");
+}
+
+fn open_unsupported(dir: &Path) -> Unsupported {
+    let before = snapshot(dir);
+    let err = match Db::open(dir, options()) {
+        Ok(_) => panic!("{}: the open should have failed", dir.display()),
+        Err(e) => e,
+    };
+    assert_unchanged(&before, &snapshot(dir));
+    let msg = err.to_string();
+    assert!(msg.contains("unsupported"), "{msg}");
+    match err {
+        DbError::Head(HeadError::Unsupported(u)) => *u,
+        e => panic!("want an unsupported error, got {e:?}"),
+    }
+}
+
+#[test]
+fn histogram_wal_records_stop_the_open() {
+    for (typ, rec) in histogram_records(2) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        fs::create_dir(dir.join("chunks_head")).unwrap();
+        let seg = dir.join("wal/00000000");
+        write_segment(
+            &seg,
+            &[
+                series_record(1, "f"),
+                series_record(2, "h"),
+                samples_record(&[(1, 1000, 1.0)]),
+                rec,
+                samples_record(&[(1, 3000, 2.0)]),
+            ],
+        );
+        let u = open_unsupported(dir);
+        assert_eq!(u.kind, UnsupportedKind::WalRecord(typ));
+        assert_eq!(u.file, seg);
+        assert_eq!(u.series_ref, Some(2));
+        let series = u.series.clone().unwrap_or_default();
+        assert!(series.contains("\"h\""), "{series}");
+        let msg = u.to_string();
+        assert!(msg.contains("histogram"), "{msg}");
+        assert!(msg.contains(&seg.display().to_string()), "{msg}");
+    }
+}
+
+#[test]
+fn histogram_records_in_a_checkpoint_stop_the_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir(dir.join("chunks_head")).unwrap();
+    let cp = dir.join("wal/checkpoint.00000000/00000000");
+    let (_, rec) = histogram_records(1).remove(0);
+    write_segment(&cp, &[series_record(1, "h"), rec]);
+    write_segment(&dir.join("wal/00000001"), &[samples_record(&[(1, 5, 1.0)])]);
+    let u = open_unsupported(dir);
+    assert_eq!(u.kind, UnsupportedKind::WalRecord(7));
+    assert_eq!(u.file, cp);
+}
+
+#[test]
+fn v3_16_start_timestamp_and_unknown_records_stop_the_open() {
+    for (typ, name) in [
+        (11, "samples_v2"),
+        (12, "histogram_samples_v2"),
+        (13, "float_histogram_samples_v2"),
+        (200, "unknown"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        fs::create_dir(dir.join("chunks_head")).unwrap();
+        let seg = dir.join("wal/00000000");
+        // The body does not matter: the type alone is refused.
+        let mut rec = vec![typ];
+        rec.extend_from_slice(&[0; 20]);
+        write_segment(
+            &seg,
+            &[
+                series_record(1, "f"),
+                samples_record(&[(1, 1000, 1.0)]),
+                rec,
+            ],
+        );
+        let u = open_unsupported(dir);
+        assert_eq!(u.kind, UnsupportedKind::WalRecord(typ));
+        assert_eq!(u.file, seg);
+        let msg = u.to_string();
+        assert!(msg.contains(name), "{msg}");
+        assert!(msg.contains(&format!("record type {typ}")), "{msg}");
+    }
+}
+
+#[test]
+fn undecodable_histogram_record_is_corruption_not_unsupported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir(dir.join("chunks_head")).unwrap();
+    let (_, mut rec) = histogram_records(1).remove(0);
+    rec.truncate(rec.len() - 3);
+    write_segment(
+        &dir.join("wal/00000000"),
+        &[
+            series_record(1, "f"),
+            samples_record(&[(1, 1000, 1.0)]),
+            rec,
+        ],
+    );
+    // Bad bytes: repaired like any corrupt record, everything before kept.
+    let db = Db::open(dir, options()).unwrap();
+    assert!(db.replay_stats().corruption.is_some());
+    assert_eq!(db.replay_stats().samples, 1);
+}
+
+/// A `chunks_head/000001` with one chunk of `encoding` (the raw byte).
+fn head_chunk_dir(dir: &Path, encoding: u8) -> PathBuf {
+    let mut bytes = file_header().to_vec();
+    // A well-formed XOR chunk first, then the one refused.
+    encode_chunk(&mut bytes, 1, 100, 200, 1, &[0, 0]);
+    encode_chunk(&mut bytes, 2, 100, 200, encoding, &[0, 1, 0x40, 0, 0, 0]);
+    let file = dir.join("chunks_head/000001");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, bytes).unwrap();
+    write_segment(
+        &dir.join("wal/00000000"),
+        &[
+            series_record(1, "f"),
+            series_record(2, "h"),
+            samples_record(&[(1, 300, 1.0)]),
+        ],
+    );
+    file
+}
+
+#[test]
+fn head_chunks_of_other_encodings_stop_the_open() {
+    for (encoding, kind) in [
+        (2, "histogram"),
+        (3, "floathistogram"),
+        (4, "XOR2"),
+        (5, "histogram_st"),
+        (6, "floathistogram_st"),
+        (0x7f, "unknown"),
+        (0x81, "out-of-order"),
+        (0x82, "out-of-order"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = head_chunk_dir(tmp.path(), encoding);
+        let u = open_unsupported(tmp.path());
+        assert_eq!(u.kind, UnsupportedKind::HeadChunk(encoding));
+        assert_eq!(u.file, file);
+        assert_eq!(u.series_ref, Some(2));
+        let msg = u.to_string();
+        assert!(msg.contains(kind), "{msg}");
+        assert!(msg.contains("series ref 2"), "{msg}");
+    }
+}
+
+#[test]
+fn head_chunks_before_the_min_valid_time_are_dropped_not_refused() {
+    // As Prometheus: an in-order chunk wholly before the min valid time is
+    // already in a block, whatever its encoding.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    head_chunk_dir(dir, 2);
+    let mut mvt = Vec::new();
+    encode_min_valid_time(&mut mvt, 250);
+    write_segment(&dir.join("wal/checkpoint.00000000/00000000"), &[mvt]);
+    fs::rename(dir.join("wal/00000000"), dir.join("wal/00000001")).unwrap();
+    let db = Db::open(dir, options()).unwrap();
+    assert_eq!(db.replay_stats().mmapped_chunks_in_blocks, 2);
+    assert_eq!(db.replay_stats().samples, 1);
+}
+
+#[test]
+fn wbl_with_records_stops_the_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir(dir.join("chunks_head")).unwrap();
+    write_segment(
+        &dir.join("wal/00000000"),
+        &[series_record(1, "f"), samples_record(&[(1, 1000, 1.0)])],
+    );
+    let seg = dir.join("wbl/00000000");
+    write_segment(&seg, &[samples_record(&[(1, 900, 1.0)])]);
+    let u = open_unsupported(dir);
+    assert_eq!(u.kind, UnsupportedKind::OutOfOrderWal);
+    assert_eq!(u.file, seg);
+    let msg = u.to_string();
+    assert!(
+        msg.contains("out-of-order samples (wbl/) are not supported yet"),
+        "{msg}"
+    );
+
+    // A wbl/ without records (Prometheus creates one) is fine.
+    write_segment(&seg, &[]);
+    Db::open(dir, options()).unwrap();
+}
+
+/// A v3.16 checkpoint starts with a min_valid_time record: understood, and
+/// applied as v3.16 does (older WAL samples dropped).
+#[test]
+fn checkpoint_min_valid_time_is_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir(dir.join("chunks_head")).unwrap();
+    let mut mvt = Vec::new();
+    encode_min_valid_time(&mut mvt, 2000);
+    write_segment(
+        &dir.join("wal/checkpoint.00000000/00000000"),
+        &[
+            mvt,
+            series_record(1, "a"),
+            samples_record(&[(1, 1000, 1.0), (1, 2000, 2.0)]),
+        ],
+    );
+    write_segment(
+        &dir.join("wal/00000001"),
+        &[samples_record(&[(1, 1500, 9.0), (1, 3000, 3.0)])],
+    );
+    let db = Db::open(dir, options()).unwrap();
+    assert_eq!(db.replay_stats().checkpoint_min_valid_time, Some(2000));
+    let got: Vec<(Labels, Vec<(i64, f64)>)> = db
+        .querier(i64::MIN, i64::MAX)
+        .select(&[])
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.labels.clone(), s.samples().unwrap()))
+        .collect();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1, [(2000, 2.0), (3000, 3.0)]);
+    // Appends below it are refused, as after a truncation.
+    assert!(db.head().appendable_min_valid_time() >= 2000);
+}
+
+/// Rewrites the encoding byte of the first chunk of `chunks/000001` and its
+/// checksum, as a chunk written with that encoding would be.
+fn patch_block_chunk_encoding(block_dir: &Path, encoding: u8) -> PathBuf {
+    let file = block_dir.join("chunks/000001");
+    let mut b = fs::read(&file).unwrap();
+    let mut pos = 8;
+    let mut len = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = b[pos];
+        pos += 1;
+        len |= u64::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    let end = pos + 1 + len as usize;
+    b[pos] = encoding;
+    let crc = crc32c::crc32c(&b[pos..end]);
+    b[end..end + 4].copy_from_slice(&crc.to_be_bytes());
+    fs::write(&file, b).unwrap();
+    file
+}
+
+#[test]
+fn non_xor_block_chunks_fail_reads_and_compaction_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    {
+        let db = Db::open(dir, options()).unwrap();
+        let mut app = db.appender();
+        let l = Labels::from_pairs(&[("__name__", "h"), ("job", "j")]);
+        for t in 0..100 {
+            app.append(&l, t * 1000, t as f64).unwrap();
+        }
+        app.commit().unwrap();
+        assert_eq!(db.compact_head_fully().unwrap().len(), 1);
+        db.close().unwrap();
+    }
+    let block_dir = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("meta.json").exists())
+        .unwrap();
+    let file = patch_block_chunk_encoding(&block_dir, 2);
+
+    // Opening does not scan block chunks; reading one fails.
+    let before = snapshot(&block_dir);
+    let db = Db::open(dir, options()).unwrap();
+    let series = db.querier(i64::MIN, i64::MAX).select(&[]).unwrap();
+    assert_eq!(series.len(), 1);
+    let err = series[0].samples().unwrap_err();
+    let msg = err.to_string();
+    match err {
+        QueryError::Unsupported(u) => {
+            assert_eq!(u.kind, UnsupportedKind::BlockChunk(2));
+            assert_eq!(u.file, file);
+            assert!(u.series.unwrap_or_default().contains("\"h\""));
+        }
+        e => panic!("want unsupported, got {e:?}"),
+    }
+    assert!(
+        msg.contains("unsupported") && msg.contains("histogram"),
+        "{msg}"
+    );
+
+    // Compaction fails and leaves the source block as it was.
+    let blocks: Vec<Arc<_>> = db.blocks();
+    let out = tempfile::tempdir().unwrap();
+    let err = ferrite_tsdb::compact::compact_blocks(out.path(), &[blocks[0].clone()], None)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.to_string().contains("unsupported"), "{err}");
+    assert!(snapshot(out.path()).is_empty(), "no partial block left");
+    drop(blocks);
+    db.close().unwrap();
+    // The block, not even marked compaction.failed.
+    assert_unchanged(&before, &snapshot(&block_dir));
+}
