@@ -15,7 +15,9 @@
 //!   blocks and a copy of `wal/`, removed afterwards. Nothing else in DIR is
 //!   written, and a server running on DIR is not disturbed. The head comes
 //!   from the WAL alone (`chunks_head/` only speeds a replay up); the copy
-//!   costs a read and a write of the WAL; `wbl/` is not read. The sandbox
+//!   costs a read and a write of the WAL; `wbl/` is linked, so a `wbl/`
+//!   holding out-of-order samples stops the dump as "unsupported", as it
+//!   stops every open (histogram WAL records do too, from the copy). The sandbox
 //!   is opened without retention, so blocks older than 15 days are dumped
 //!   too, as promtool dumps them.
 //!
@@ -534,12 +536,12 @@ impl Sandbox {
                     .with_context(|| format!("linking {} into the sandbox", e.path().display()))?;
             }
         }
-        if fs::read_dir(abs.join("wbl")).is_ok_and(|mut d| d.next().is_some()) {
-            eprintln!(
-                "warning: {} holds an out-of-order WAL (wbl/), which Ferrite does not read yet: \
-                 its samples are not dumped",
-                dir.display()
-            );
+        // Linked, so the open refuses a wbl/ holding records as
+        // unsupported, as it does for DIR itself (the open only reads it).
+        let wbl = abs.join("wbl");
+        if wbl.is_dir() {
+            symlink_dir(&wbl, &sandbox.path().join("wbl"))
+                .with_context(|| format!("linking {} into the sandbox", wbl.display()))?;
         }
         let wal = abs.join("wal");
         if wal.is_dir() {
