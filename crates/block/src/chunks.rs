@@ -140,10 +140,12 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Chu
     }
 }
 
-/// Encodings Prometheus v3.9.1 reads from a block: XOR, histogram, float
-/// histogram.
+/// Encodings Prometheus v3.16 reads from a block (`chunkenc.IsValidEncoding`
+/// v0.316.0): 1 XOR, 2 histogram, 3 float histogram, 4 XOR2, 5 histogram
+/// and 6 float histogram with start timestamps. Ferrite only decodes XOR,
+/// but a compaction copies the others unchanged.
 pub fn is_valid_encoding(enc: u8) -> bool {
-    matches!(enc, 1..=3)
+    matches!(enc, 1..=6)
 }
 
 /// Where a chunk lives: segment index (position in the listing, from 0) in
@@ -578,7 +580,7 @@ impl ChunkReader {
         // the encodings Prometheus v3.16 writes (`chunkenc.IsValidEncoding`
         // v0.316.0: 1 XOR, 2 histogram, 3 float histogram, 4 XOR2, 5 and 6
         // histogram and float histogram with start timestamps) pass.
-        if !check_crc && !matches!(encoding, 1..=6) {
+        if !check_crc && !is_valid_encoding(encoding) {
             return Err(ChunksError::InvalidEncoding {
                 chunk_ref,
                 encoding,
@@ -817,12 +819,15 @@ mod tests {
             r.chunk(ChunkRef::new(0, 8)),
             Err(ChunksError::BadLength { .. })
         ));
-        // Unknown encoding, valid CRC.
+        // Unknown encoding, valid CRC: what the writer wrote, returned for
+        // the caller to refuse as unsupported. Without the CRC check it
+        // cannot be told from damage.
         let mut bad = segment_header().to_vec();
         encode_chunk(&mut bad, 7, &[1]);
         let r = ChunkReader::from_bytes(vec![bad]).unwrap();
+        assert_eq!(r.chunk(ChunkRef::new(0, 8)).unwrap(), (7, &[1u8][..]));
         assert!(matches!(
-            r.chunk(ChunkRef::new(0, 8)),
+            r.chunk_unchecked(ChunkRef::new(0, 8)),
             Err(ChunksError::InvalidEncoding { encoding: 7, .. })
         ));
     }

@@ -74,6 +74,10 @@ pub struct Db {
     ranges: Vec<i64>,
     retention: RetentionLimits,
     _lock: Option<File>,
+    /// Blocks a compaction failed on because they hold chunks Ferrite
+    /// cannot re-encode: left out of planning until restart, but not marked
+    /// `compaction.failed` on disk (a later version can compact them).
+    unsupported_in_compaction: Mutex<Vec<BlockUlid>>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DbError + '_ {
@@ -155,6 +159,7 @@ impl Db {
             ranges,
             retention,
             _lock: lock,
+            unsupported_in_compaction: Mutex::new(Vec::new()),
         };
         db.apply_retention()?;
         Ok(db)
@@ -228,11 +233,18 @@ impl Db {
         let mut written = Vec::new();
         loop {
             let blocks = self.blocks();
+            let skip = self.unsupported_in_compaction.lock().clone();
             let plan_blocks: Vec<PlanBlock> = blocks
                 .iter()
-                .map(|b| PlanBlock {
-                    dir: b.dir().to_owned(),
-                    meta: b.meta().clone(),
+                .map(|b| {
+                    let mut meta = b.meta().clone();
+                    if skip.contains(&b.ulid()) {
+                        meta.compaction.failed = true;
+                    }
+                    PlanBlock {
+                        dir: b.dir().to_owned(),
+                        meta,
+                    }
                 })
                 .collect();
             let plan = planner.plan(&plan_blocks);
@@ -255,10 +267,15 @@ impl Db {
                     // from now on, instead of failing on them every cycle.
                     // Not for chunks Ferrite cannot read yet: those blocks
                     // stay exactly as they are (a later version compacts them).
-                    if !matches!(
+                    if matches!(
                         e,
                         CompactError::Block(BlockError::UnsupportedEncoding { .. })
                     ) {
+                        warn!(error = %e, "blocks hold chunks Ferrite cannot re-encode; not compacting them until restart");
+                        self.unsupported_in_compaction
+                            .lock()
+                            .extend(chosen.iter().map(|b| b.ulid()));
+                    } else {
                         self.mark_compaction_failed(&chosen);
                     }
                     return Err(compact_err(e));
