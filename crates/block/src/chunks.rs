@@ -140,12 +140,10 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Chu
     }
 }
 
-/// Encodings Prometheus v3.16 reads from a block (`chunkenc.IsValidEncoding`
-/// v0.316.0): 1 XOR, 2 histogram, 3 float histogram, 4 XOR2, 5 histogram
-/// and 6 float histogram with start timestamps. Ferrite only decodes XOR,
-/// but a compaction copies the others unchanged.
+/// Encodings Prometheus v3.9.1 reads from a block: XOR, histogram, float
+/// histogram.
 pub fn is_valid_encoding(enc: u8) -> bool {
-    matches!(enc, 1..=6)
+    matches!(enc, 1..=3)
 }
 
 /// Where a chunk lives: segment index (position in the listing, from 0) in
@@ -580,7 +578,7 @@ impl ChunkReader {
         // the encodings Prometheus v3.16 writes (`chunkenc.IsValidEncoding`
         // v0.316.0: 1 XOR, 2 histogram, 3 float histogram, 4 XOR2, 5 and 6
         // histogram and float histogram with start timestamps) pass.
-        if !check_crc && !is_valid_encoding(encoding) {
+        if !check_crc && !matches!(encoding, 1..=6) {
             return Err(ChunksError::InvalidEncoding {
                 chunk_ref,
                 encoding,

@@ -83,7 +83,6 @@ impl BlockBuilder {
         if full {
             if let (Some((c, mint)), Some((lt, _))) = (s.open.take(), s.last) {
                 s.done.push(BlockChunk {
-                    encoding: BlockChunk::XOR,
                     mint,
                     maxt: lt,
                     data: c.into_bytes(),
@@ -109,7 +108,6 @@ impl BlockBuilder {
         for (_, s) in series.iter_mut() {
             if let (Some((c, cmin)), Some((lt, _))) = (s.open.take(), s.last) {
                 s.done.push(BlockChunk {
-                    encoding: BlockChunk::XOR,
                     mint: cmin,
                     maxt: lt,
                     data: c.into_bytes(),

@@ -15,13 +15,14 @@
 //! every other encoding byte (native histograms, Prometheus v3.16's XOR2
 //! and start-timestamp encodings, unknown bytes) with
 //! [`BlockError::UnsupportedEncoding`], so a query, `tsdb dump`, `tsdb
-//! digest` that reaches such a chunk fails naming the file and (from the
-//! querier) the series. Compaction never decodes, re-encodes or drops it:
-//! where a series' chunks neither overlap nor hold deleted samples they are
-//! copied unchanged, whatever their encoding (`compact::merged_chunks`);
-//! where they would have to be re-encoded the compaction fails, leaving its
-//! source blocks untouched (not even marked `compaction.failed` on disk;
-//! the server skips them in memory until restart). Opening a block does
+//! digest` or a compaction that reaches such a chunk fails naming the file
+//! and (from the querier) the series; compaction never decodes, re-encodes
+//! or drops it: it fails, writes nothing and leaves its source blocks
+//! untouched (not even marked `compaction.failed` on disk; `Db` skips them
+//! in memory until restart, so retention still runs). Copying such chunks
+//! unchanged where nothing needs re-encoding was tried and left out: it
+//! replaces the source blocks, and the sample counts in `meta.json` cannot
+//! be told for v3.16's encodings 4-6 without decoding them. Opening a block does
 //! not scan its chunks for this: that would read every chunk file of every
 //! block on each start, while the encoding byte is checked on every read
 //! anyway, at no cost.
@@ -291,22 +292,16 @@ impl Block {
         ))
     }
 
-    /// A chunk's encoding byte and bytes, checksum verified, whatever the
-    /// encoding: for copying it unchanged, never for decoding it.
-    pub fn raw_chunk(&self, r: u64) -> Result<(u8, &[u8]), BlockError> {
-        self.chunks
-            .chunk(ChunkRef(r))
+    /// The bytes of an XOR chunk, checksum verified.
+    pub fn chunk(&self, r: u64) -> Result<&[u8], BlockError> {
+        let chunk = ChunkRef(r);
+        let (encoding, data) = self
+            .chunks
+            .chunk(chunk)
             .map_err(|source| BlockError::Chunks {
                 dir: self.dir.clone(),
                 source,
-            })
-    }
-
-    /// The bytes of an XOR chunk, checksum verified; any other encoding is
-    /// [`BlockError::UnsupportedEncoding`].
-    pub fn chunk(&self, r: u64) -> Result<&[u8], BlockError> {
-        let chunk = ChunkRef(r);
-        let (encoding, data) = self.raw_chunk(r)?;
+            })?;
         if encoding != Encoding::Xor as u8 {
             let name = self.chunks.segment_name(chunk.segment() as usize);
             return Err(BlockError::UnsupportedEncoding {
@@ -376,17 +371,10 @@ impl Block {
 /// One chunk handed to [`write_block`].
 #[derive(Debug, Clone)]
 pub struct BlockChunk {
-    /// The chunk encoding byte ([`BlockChunk::XOR`] for everything Ferrite
-    /// encodes; others only when a compaction copies a chunk unchanged).
-    pub encoding: u8,
     pub mint: i64,
     pub maxt: i64,
-    /// Chunk bytes in that encoding.
+    /// XOR chunk bytes.
     pub data: Vec<u8>,
-}
-
-impl BlockChunk {
-    pub const XOR: u8 = Encoding::Xor as u8;
 }
 
 /// The series of a block being written, produced in label order one at a
@@ -546,7 +534,7 @@ fn write_into(
         let raw: Vec<RawChunk<'_>> = chunks
             .iter()
             .map(|c| RawChunk {
-                encoding: c.encoding,
+                encoding: Encoding::Xor as u8,
                 data: &c.data,
             })
             .collect();
@@ -564,13 +552,7 @@ fn write_into(
                 c.data.get(1).copied().unwrap_or(0),
             ]));
             stats.num_samples += n;
-            // Every encoding starts with its sample count; 2, 3, 5 and 6
-            // hold histograms (copied unchanged by a compaction).
-            if matches!(c.encoding, 2 | 3 | 5 | 6) {
-                stats.num_histogram_samples += n;
-            } else {
-                stats.num_float_samples += n;
-            }
+            stats.num_float_samples += n;
         }
         let pairs: Vec<(&str, &str)> = labels
             .iter()

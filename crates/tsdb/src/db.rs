@@ -75,7 +75,7 @@ pub struct Db {
     retention: RetentionLimits,
     _lock: Option<File>,
     /// Blocks a compaction failed on because they hold chunks Ferrite
-    /// cannot re-encode: left out of planning until restart, but not marked
+    /// cannot decode: left out of planning until restart, but not marked
     /// `compaction.failed` on disk (a later version can compact them).
     unsupported_in_compaction: Mutex<Vec<BlockUlid>>,
 }
@@ -265,13 +265,15 @@ impl Db {
                 Err(e) => {
                     // As Prometheus: the planner leaves these blocks alone
                     // from now on, instead of failing on them every cycle.
-                    // Not for chunks Ferrite cannot read yet: those blocks
-                    // stay exactly as they are (a later version compacts them).
+                    // Not on disk for chunks Ferrite cannot read yet: those
+                    // blocks stay exactly as they are (a later version
+                    // compacts them); skipped in memory until restart, so
+                    // the loop goes on to retention.
                     if matches!(
                         e,
                         CompactError::Block(BlockError::UnsupportedEncoding { .. })
                     ) {
-                        warn!(error = %e, "blocks hold chunks Ferrite cannot re-encode; not compacting them until restart");
+                        warn!(error = %e, "blocks hold chunks Ferrite cannot decode; not compacting them until restart");
                         self.unsupported_in_compaction
                             .lock()
                             .extend(chosen.iter().map(|b| b.ulid()));

@@ -42,7 +42,6 @@ fn block(
                 c.append(t, value(i, t));
             }
             out.push(BlockChunk {
-                encoding: BlockChunk::XOR,
                 mint: group[0],
                 maxt: *group.last().unwrap(),
                 data: c.into_bytes(),

@@ -427,29 +427,7 @@ fn non_xor_block_chunks_fail_reads_and_compaction_unchanged() {
         "{msg}"
     );
 
-    drop(series);
-
-    // Compaction with nothing to re-encode copies the chunk unchanged.
-    let blocks: Vec<Arc<_>> = db.blocks();
-    let out = tempfile::tempdir().unwrap();
-    let meta = ferrite_tsdb::compact::compact_blocks(out.path(), &[blocks[0].clone()], None)
-        .unwrap()
-        .unwrap();
-    assert_eq!(meta.stats.num_histogram_samples, 100);
-    assert_eq!(
-        fs::read(out.path().join(meta.ulid.to_string()).join("chunks/000001")).unwrap(),
-        fs::read(&file).unwrap(),
-        "the chunk segment is copied byte for byte"
-    );
-    drop(blocks);
-    assert_unchanged(&before, &snapshot(&block_dir));
-
-    // Samples deleted from it: it would have to be re-encoded, so the
-    // compaction fails, writes nothing and leaves the source block alone.
-    let m = ferrite_tsdb::Matcher::new(ferrite_tsdb::MatchType::Equal, "__name__", "h").unwrap();
-    // The block's series, and the head's (emptied, not yet collected).
-    assert!(db.delete(&[m], 5000, 6000).unwrap() >= 1);
-    let before = snapshot(&block_dir);
+    // Compaction fails and leaves the source block as it was.
     let blocks: Vec<Arc<_>> = db.blocks();
     let out = tempfile::tempdir().unwrap();
     let err = ferrite_tsdb::compact::compact_blocks(out.path(), &[blocks[0].clone()], None)
@@ -459,5 +437,56 @@ fn non_xor_block_chunks_fail_reads_and_compaction_unchanged() {
     assert!(snapshot(out.path()).is_empty(), "no partial block left");
     drop(blocks);
     db.close().unwrap();
+    // The block, not even marked compaction.failed.
     assert_unchanged(&before, &snapshot(&block_dir));
+}
+
+/// The server's compaction loop: the leveled planner picks the blocks, the
+/// compaction fails on the histogram chunk, and the blocks are left as
+/// they are (meta.json not marked `compaction.failed`), skipped until
+/// restart so the loop carries on.
+#[test]
+fn db_compaction_leaves_blocks_with_non_xor_chunks_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let h2 = 2 * 3600 * 1000;
+    {
+        let db = Db::open(dir, options()).unwrap();
+        let mut app = db.appender();
+        let l = Labels::from_pairs(&[("__name__", "h"), ("job", "j")]);
+        let mut t = 0;
+        while t < 4 * h2 {
+            app.append(&l, t, 1.0).unwrap();
+            t += 60_000;
+        }
+        app.commit().unwrap();
+        db.compact_head_fully().unwrap();
+        assert_eq!(db.blocks().len(), 4);
+        db.close().unwrap();
+    }
+    let mut block_dirs: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("meta.json").exists())
+        .collect();
+    block_dirs.sort();
+    patch_block_chunk_encoding(&block_dirs[0], 2);
+    let before: Vec<_> = block_dirs.iter().map(|b| snapshot(b)).collect();
+
+    let db = Db::open(dir, options()).unwrap();
+    let err = db.compact().map(|_| ()).unwrap_err().to_string();
+    assert!(
+        err.contains("unsupported") && err.contains("histogram"),
+        "{err}"
+    );
+    for (b, snap) in block_dirs.iter().zip(&before) {
+        assert_unchanged(snap, &snapshot(b));
+    }
+    // Skipped from now on: the next cycle goes through.
+    db.compact().unwrap();
+    assert_eq!(db.blocks().len(), 4);
+    db.close().unwrap();
+    for (b, snap) in block_dirs.iter().zip(&before) {
+        assert_unchanged(snap, &snapshot(b));
+    }
 }

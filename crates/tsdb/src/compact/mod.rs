@@ -196,7 +196,6 @@ fn head_chunks_in_range(
         let touched = deleted.iter().any(|&(a, b)| a <= cmax && cmin <= b);
         if cmin >= mint && cmax <= last && !touched {
             out.push(BlockChunk {
-                encoding: BlockChunk::XOR,
                 mint: cmin,
                 maxt: cmax,
                 data: bytes.to_vec(),
@@ -223,7 +222,6 @@ fn head_chunks_in_range(
         }
         if c.num_samples() > 0 {
             out.push(BlockChunk {
-                encoding: BlockChunk::XOR,
                 mint: lo,
                 maxt: hi,
                 data: c.into_bytes(),
@@ -448,15 +446,11 @@ fn merged_chunks(
         needs_rewrite = true;
     }
     if !needs_rewrite {
-        // Copied as they are, whatever their encoding: nothing is decoded,
-        // so chunks Ferrite cannot read (native histograms, ...) survive.
         for (k, m) in &chunks {
-            let (encoding, data) = blocks[*k].raw_chunk(m.chunk_ref)?;
             out.push(BlockChunk {
-                encoding,
                 mint: m.min_time,
                 maxt: m.max_time,
-                data: data.to_vec(),
+                data: blocks[*k].chunk(m.chunk_ref)?.to_vec(),
             });
         }
         return Ok(());
@@ -490,7 +484,6 @@ fn merged_chunks(
         }
         if let (Some(first), Some(last)) = (group.first(), group.last()) {
             out.push(BlockChunk {
-                encoding: BlockChunk::XOR,
                 mint: first.0,
                 maxt: last.0,
                 data: c.into_bytes(),
