@@ -9,9 +9,13 @@ package promtsdb
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,7 +65,12 @@ var UnsupportedKinds = []string{
 
 // Census counts what a data dir holds, per kind of sample. HistogramSum adds
 // up Count+Sum of every histogram sample (integer or float), FloatSum the
-// float values; both are exact in float64 for the generated data.
+// float values; both are exact in float64 for the generated data. Hash (from
+// CensusReadOnly; not compared by Equal) is a sha256 of every series' labels
+// and every sample exactly: kind, timestamp, float bits, and for histograms
+// schema, zero threshold and count, count, sum, custom bounds and every
+// non-empty bucket (index and count), so it does not depend on how the
+// samples are cut into chunks, on the spans' layout or on counter-reset hints.
 type Census struct {
 	Series          int64
 	Floats          int64
@@ -70,11 +79,16 @@ type Census struct {
 	CustomBuckets   int64 // of the histogram samples above, those with schema -53
 	FloatSum        float64
 	HistogramSum    float64
+	Hash            string
 }
 
 func (c Census) String() string {
-	return fmt.Sprintf("series=%d floats=%d histograms=%d float_histograms=%d custom_buckets=%d float_sum=%.12e histogram_sum=%.12e",
+	s := fmt.Sprintf("series=%d floats=%d histograms=%d float_histograms=%d custom_buckets=%d float_sum=%.12e histogram_sum=%.12e",
 		c.Series, c.Floats, c.Histograms, c.FloatHistograms, c.CustomBuckets, c.FloatSum, c.HistogramSum)
+	if c.Hash != "" {
+		s += " hash=" + c.Hash[:16]
+	}
+	return s
 }
 
 // Equal compares counts exactly and sums to 1e-9 relative.
@@ -135,30 +149,81 @@ func CensusReadOnly(dir string) (Census, error) {
 	}
 	defer q.Close()
 	var c Census
+	hw := &hashWriter{h: sha256.New()}
 	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".*"))
 	var it chunkenc.Iterator
 	for ss.Next() {
 		s := ss.At()
 		c.Series++
+		hw.str(s.Labels().String())
 		it = s.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			hw.u64(uint64(vt))
 			switch vt {
 			case chunkenc.ValFloat:
-				_, v := it.At()
+				t, v := it.At()
 				c.addFloat(v)
+				hw.u64(uint64(t))
+				hw.f64(v)
 			case chunkenc.ValHistogram:
-				_, h := it.AtHistogram(nil)
+				t, h := it.AtHistogram(nil)
 				c.addHistogram(h)
+				hw.u64(uint64(t))
+				hw.histogram(h.ToFloat(nil))
 			case chunkenc.ValFloatHistogram:
-				_, h := it.AtFloatHistogram(nil)
+				t, h := it.AtFloatHistogram(nil)
 				c.addFloatHistogram(h)
+				hw.u64(uint64(t))
+				hw.histogram(h)
 			}
 		}
 		if err := it.Err(); err != nil {
 			return c, fmt.Errorf("series %s: %w", s.Labels(), err)
 		}
 	}
+	c.Hash = hex.EncodeToString(hw.h.Sum(nil))
 	return c, ss.Err()
+}
+
+type hashWriter struct {
+	h   hash.Hash
+	buf [8]byte
+}
+
+func (w *hashWriter) u64(v uint64) {
+	binary.LittleEndian.PutUint64(w.buf[:], v)
+	w.h.Write(w.buf[:])
+}
+
+func (w *hashWriter) f64(v float64) { w.u64(math.Float64bits(v)) }
+
+func (w *hashWriter) str(s string) {
+	w.u64(uint64(len(s)))
+	w.h.Write([]byte(s))
+}
+
+// histogram hashes what the histogram means, not how its buckets are laid
+// out: the non-empty buckets by index.
+func (w *hashWriter) histogram(h *histogram.FloatHistogram) {
+	w.u64(uint64(int64(h.Schema)))
+	w.f64(h.ZeroThreshold)
+	w.f64(h.ZeroCount)
+	w.f64(h.Count)
+	w.f64(h.Sum)
+	w.u64(uint64(len(h.CustomValues)))
+	for _, v := range h.CustomValues {
+		w.f64(v)
+	}
+	for _, it := range []histogram.BucketIterator[float64]{h.PositiveBucketIterator(), h.NegativeBucketIterator()} {
+		for it.Next() {
+			b := it.At()
+			if b.Count != 0 {
+				w.u64(uint64(int64(b.Index)))
+				w.f64(b.Count)
+			}
+		}
+		w.u64(math.MaxUint64) // end of the positive (negative) buckets
+	}
 }
 
 // UnsupportedDir is what GenerateUnsupported wrote.
