@@ -21,6 +21,25 @@
 //! A corrupt WAL is repaired: everything before the first bad record is kept,
 //! the rest of that segment and all later segments are dropped, and the open
 //! continues (as Prometheus does).
+//!
+//! Data Ferrite cannot store yet is never skipped or repaired away, since
+//! the next checkpoint and truncation would lose it for good: native
+//! histogram records (types 7-10), Prometheus v3.16's start-timestamp
+//! records (11-13) and unknown types, and head chunks other than in-order
+//! XOR (histogram encodings, v3.16's 4-6, unknown bytes, the out-of-order
+//! bit 0x80), stop the open with [`crate::error::Unsupported`] before
+//! anything is changed (head chunk files are checked before any is cut).
+//! A record or chunk that fails its checksum, or a histogram record that
+//! does not decode, is damage as above. Exemplar, metadata and mmap marker
+//! records are skipped: the head does not keep them, but the checkpoint
+//! reads them from the WAL files (as Prometheus' does), so they are not lost.
+//!
+//! Prometheus v3.16 writes a `min_valid_time` record first in every
+//! checkpoint: the time its WAL truncation used. It is read before the head
+//! chunks ([`read_min_valid_time`]); the head's min valid time becomes the
+//! higher of it and the newest block's end, as in v3.16's `DB.open`, and WAL
+//! samples before it, head chunks ending before it and tombstone intervals
+//! ending before it are dropped, as v3.16's replay does.
 
 use std::path::Path;
 use std::ptr::NonNull;
@@ -67,7 +86,9 @@ pub struct ReplayStats {
     pub samples_unknown_series: u64,
     pub samples_out_of_order: u64,
     pub tombstones: u64,
-    /// Records of kinds Ferrite does not store yet, skipped: (kind, count).
+    /// Entries of records the head does not keep (exemplars, metadata, mmap
+    /// markers, empty records), skipped: (kind, count). Kinds whose data
+    /// would be lost stop the replay instead.
     pub skipped: Vec<(&'static str, u64)>,
     pub corruption: Option<ferrite_wal::Corruption>,
 }
