@@ -65,13 +65,6 @@ import (
 // samples per kind, sums, and a hash of every series and sample: timestamps,
 // float bits, histograms' schema, counts, sums, bounds and non-empty buckets;
 // promtsdb.CensusReadOnly), which equals what the generator wrote.
-//
-// GATE, until the Rust side of issue 10 item 1 lands: if `ferrite tsdb digest`
-// on (a copy of) wal-histograms does not fail with "unsupported" in its
-// output (the binary of today reads the dir, skipping the histogram records,
-// and exits 0), the test is skipped. Only that: a panic or a timeout there
-// fails, and once the binary refuses that dir, every other deviation fails.
-// The lead removes the gate when the Rust side lands.
 func TestUnsupportedDataIsNeverDestroyed(t *testing.T) {
 	bin := ferriteBin(t)
 	root := t.TempDir()
@@ -98,19 +91,6 @@ func TestUnsupportedDataIsNeverDestroyed(t *testing.T) {
 	}
 
 	first := gen(promtsdb.UnsupportedWALHistograms)
-	gate := filepath.Join(root, "gate")
-	copyDir(t, first.Dir, gate)
-	r := run(bin, nil, "tsdb", "digest", gate)
-	out := r.stdout + r.stderr
-	checkNoPanicOrTimeout(t, "tsdb digest (gate)", r)
-	if r.err == nil || !containsFold(out, "unsupported") {
-		status := "exit 0"
-		if r.err != nil {
-			status = r.err.Error()
-		}
-		t.Skipf("ferrite does not refuse unsupported data yet (issue 10 item 1): "+
-			"`ferrite tsdb digest` on native histograms in the WAL: %s, output:\n%s", status, tail(out, 6))
-	}
 
 	dirs := []promtsdb.UnsupportedDir{first}
 	for _, kind := range promtsdb.UnsupportedKinds[1:] {
