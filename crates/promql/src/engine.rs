@@ -404,34 +404,9 @@ impl Engine {
             return eval_err("end timestamp must not be before start time");
         }
         with_stack_for(expr.depth(), || {
-            self.range_exec(db, query, expr, start, end, step)
+            check_range_query_type(expr)?;
+            self.exec(db, query, expr, start, end, step)
         })
-    }
-
-    /// A range query's evaluation: its recursion runs on the caller's
-    /// stack.
-    fn range_exec(
-        &self,
-        db: &dyn Queryable,
-        query: &str,
-        expr: &Expr,
-        start: i64,
-        end: i64,
-        step: i64,
-    ) -> Result<QueryResult> {
-        match expr.value_type() {
-            parser::value::ValueType::Scalar | parser::value::ValueType::Vector => {}
-            other => {
-                return eval_err(format!(
-                "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
-                match other {
-                    parser::value::ValueType::Matrix => "range vector",
-                    _ => "string",
-                }
-            ))
-            }
-        }
-        self.exec(db, query, expr, start, end, step)
     }
 
     fn exec(
@@ -477,6 +452,21 @@ impl Engine {
             warnings,
             infos,
         })
+    }
+}
+
+/// A range query must be a scalar or an instant vector. (`value_type`
+/// recurses over the tree: called on the query's stack.)
+fn check_range_query_type(expr: &Expr) -> Result<()> {
+    match expr.value_type() {
+        parser::value::ValueType::Scalar | parser::value::ValueType::Vector => Ok(()),
+        other => eval_err(format!(
+            "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+            match other {
+                parser::value::ValueType::Matrix => "range vector",
+                _ => "string",
+            }
+        )),
     }
 }
 
