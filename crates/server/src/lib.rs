@@ -1,7 +1,7 @@
 //! The Ferrite server: the storage engine behind Prometheus' HTTP surface.
 //!
 //! This crate wires things and owns nothing of their logic: the storage is
-//! `ferrite-tsdb`, request decoding is `ferrite-remote`, and (next) query
+//! `ferrite-tsdb`, request decoding is `ferrite-remote`, and query
 //! evaluation is `ferrite-promql`. What lives here is the process around
 //! them as a Prometheus user expects it: the flags' meanings, the endpoints
 //! and their status codes, the compaction loop, and a clean shutdown (stop
