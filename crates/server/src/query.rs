@@ -270,16 +270,22 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for Params {
 }
 
 impl Params {
+    /// The form body's values first, then the URL's, as Go's `ParseForm`
+    /// merges them: a body value takes precedence over the URL's for the
+    /// same name (`FormValue`), and a list (`match[]`) holds the body's
+    /// values before the URL's.
     pub(crate) fn parse(query: Option<&str>, headers: &HeaderMap, body: &[u8]) -> Params {
-        let mut v: Vec<(String, String)> = query
-            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default();
         let form = headers
             .get(axum::http::header::CONTENT_TYPE)
             .and_then(|c| c.to_str().ok())
             .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
-        if form {
-            v.extend(form_urlencoded::parse(body).into_owned());
+        let mut v: Vec<(String, String)> = if form {
+            form_urlencoded::parse(body).into_owned().collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(q) = query {
+            v.extend(form_urlencoded::parse(q.as_bytes()).into_owned());
         }
         Params(v)
     }
@@ -950,6 +956,26 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn form_body_values_come_before_the_urls() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        let p = Params::parse(
+            Some("query=url&match[]=a&time=1"),
+            &headers,
+            b"query=body&match[]=b",
+        );
+        assert_eq!(p.get("query"), Some("body"));
+        assert_eq!(p.get("time"), Some("1"));
+        assert_eq!(p.all("match[]"), ["b", "a"]);
+        // Without a form content type the body is not read.
+        let p = Params::parse(Some("query=url"), &HeaderMap::new(), b"query=body");
+        assert_eq!(p.get("query"), Some("url"));
+    }
 
     /// The engine's compiled regexes, handed to storage, match exactly as
     /// storage's own compilation of the same pattern.
