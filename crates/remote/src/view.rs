@@ -330,8 +330,8 @@ impl<'a> SeriesView<'a> {
         kept: &mut Vec<(&'a [u8], &'a [u8])>,
         samples: &mut Vec<(i64, f64)>,
     ) -> bool {
-        self.walk(raw, samples);
-        validate_structure(raw, scheme, kept)
+        samples.clear();
+        self.read_unchecked_into(scheme, raw, kept, samples)
     }
 
     /// [`SeriesView::read_unchecked`] appending the series' samples to
