@@ -26,6 +26,8 @@ pub use xor::{XorChunk, XorIterator};
 
 /// Chunk encodings, numbered as Prometheus stores them on disk (the byte
 /// before the chunk data in block and head chunk files).
+/// Prometheus v3.16.0 knows 1-6; the ST variants carry optional start
+/// timestamps beside the samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Encoding {
@@ -33,6 +35,9 @@ pub enum Encoding {
     Xor = 1,
     Histogram = 2,
     FloatHistogram = 3,
+    Xor2 = 4,
+    HistogramSt = 5,
+    FloatHistogramSt = 6,
 }
 
 impl Encoding {
@@ -42,7 +47,23 @@ impl Encoding {
             1 => Some(Encoding::Xor),
             2 => Some(Encoding::Histogram),
             3 => Some(Encoding::FloatHistogram),
+            4 => Some(Encoding::Xor2),
+            5 => Some(Encoding::HistogramSt),
+            6 => Some(Encoding::FloatHistogramSt),
             _ => None,
+        }
+    }
+
+    /// Prometheus' name of the encoding (`Encoding.String()`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::None => "none",
+            Encoding::Xor => "XOR",
+            Encoding::Histogram => "histogram",
+            Encoding::FloatHistogram => "floathistogram",
+            Encoding::Xor2 => "XOR2",
+            Encoding::HistogramSt => "histogramST",
+            Encoding::FloatHistogramSt => "floathistogramST",
         }
     }
 }
@@ -80,7 +101,7 @@ mod tests {
         for b in 0..=255u8 {
             match Encoding::from_u8(b) {
                 Some(e) => assert_eq!(e as u8, b),
-                None => assert!(b > 3),
+                None => assert!(b > 6),
             }
         }
     }

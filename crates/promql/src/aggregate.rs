@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use promql_parser::parser::{AggregateExpr, Call, Expr, LabelModifier, VectorSelector};
 
-use crate::annotations::go_g;
 use crate::engine::{Ev, Evaluator, Samp};
-use crate::functions::{go_float_string, quantile, KahanSum};
+use crate::functions::{quantile, KahanSum};
 use crate::storage::{Labels, METRIC_NAME};
 use crate::{eval_err, Result};
+use ferrite_model::gofloat::{format_f, format_g};
 
 /// The group labels of a sample's labels.
 fn group_labels(ls: &Labels, modifier: &Option<LabelModifier>) -> Labels {
@@ -99,7 +99,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
                 ev.annos.warn(
                     format!(
                         "PromQL warning: ratio value should be between -1 and 1, got {}, capping to 1",
-                        go_g(max)
+                        format_g(max)
                     ),
                     pos,
                 );
@@ -108,7 +108,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
                 ev.annos.warn(
                     format!(
                         "PromQL warning: ratio value should be between -1 and 1, got {}, capping to -1",
-                        go_g(min)
+                        format_g(min)
                     ),
                     pos,
                 );
@@ -378,7 +378,7 @@ fn aggregate_step(
     for s in vec {
         let mut gl = group_labels(&s.labels, modifier);
         if op == "count_values" {
-            gl.set(label.unwrap_or_default(), &go_float_string(s.f));
+            gl.set(label.unwrap_or_default(), &format_f(s.f));
         }
         let gi = *index.entry(gl.clone()).or_insert_with(|| {
             groups.push(Group {

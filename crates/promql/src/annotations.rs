@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use promql_parser::parser::{AggregateExpr, Call, Expr};
 
 use crate::lexical::{is_ident_start, skip_ident, skip_string, skip_ws};
+use ferrite_model::gofloat::{format_g, format_g_prec};
 
 /// Annotation severities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +83,7 @@ impl Annotations {
 
     /// `quantile value should be between 0 and 1, got <q>`.
     pub fn invalid_quantile(&mut self, q: f64, pos: Option<usize>) {
-        self.warn(format!("{QUANTILE_WARNING}{}", go_g(q)), pos);
+        self.warn(format!("{QUANTILE_WARNING}{}", format_g(q)), pos);
     }
 
     /// The forced-monotonicity info of `histogram_quantile`; occurrences
@@ -126,9 +127,9 @@ impl Annotations {
             if let Some(m) = &a.monotonicity {
                 s.push_str(&format!(
                     ", from buckets {} to {}, with a max diff of {}, over {} samples from {} to {}",
-                    go_g(m.min_bucket),
-                    go_g(m.max_bucket),
-                    go_g_prec(m.max_diff, 2),
+                    format_g(m.min_bucket),
+                    format_g(m.max_bucket),
+                    format_g_prec(m.max_diff, 2),
                     m.merged + 1,
                     rfc3339(m.min_ts),
                     rfc3339(m.max_ts),
@@ -179,84 +180,6 @@ fn rfc3339(ms: i64) -> String {
         (sod / 60) % 60,
         sod % 60
     )
-}
-
-/// The significant digits (no trailing zeros) and decimal-point position of
-/// a finite, non-zero `|f|` as Rust's exponent formatting gives them
-/// (`prec` significant digits, or the shortest round-tripping ones).
-fn digits(f: f64, prec: Option<usize>) -> (String, i32) {
-    let s = match prec {
-        None => format!("{:e}", f.abs()),
-        Some(p) => format!("{:.*e}", p.max(1) - 1, f.abs()),
-    };
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let mut d: String = mant.chars().filter(|c| *c != '.').collect();
-    while d.len() > 1 && d.ends_with('0') {
-        d.pop();
-    }
-    (d, exp + 1)
-}
-
-/// Go's `%g` (shortest representation).
-pub(crate) fn go_g(f: f64) -> String {
-    go_g_impl(f, None)
-}
-
-/// Go's `%.<prec>g`.
-pub(crate) fn go_g_prec(f: f64, prec: usize) -> String {
-    go_g_impl(f, Some(prec))
-}
-
-fn go_g_impl(f: f64, prec: Option<usize>) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    let sign = if f.is_sign_negative() { "-" } else { "" };
-    if f == 0.0 {
-        return format!("{sign}0");
-    }
-    let (d, dp) = digits(f, prec);
-    let nd = d.len() as i32;
-    let eprec = match prec {
-        None => 6,
-        Some(p) => {
-            let p = p.max(1) as i32;
-            if p > nd && nd >= dp {
-                nd
-            } else {
-                p
-            }
-        }
-    };
-    let exp = dp - 1;
-    if exp < -4 || exp >= eprec {
-        let mut out = format!("{sign}{}", &d[..1]);
-        if nd > 1 {
-            out.push('.');
-            out.push_str(&d[1..]);
-        }
-        let (es, ea) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
-        out.push_str(&format!("e{es}{ea:02}"));
-        return out;
-    }
-    let mut out = String::from(sign);
-    if dp <= 0 {
-        out.push_str("0.");
-        out.push_str(&"0".repeat((-dp) as usize));
-        out.push_str(&d);
-    } else if dp >= nd {
-        out.push_str(&d);
-        out.push_str(&"0".repeat((dp - nd) as usize));
-    } else {
-        out.push_str(&d[..dp as usize]);
-        out.push('.');
-        out.push_str(&d[dp as usize..]);
-    }
-    out
 }
 
 /// Where function calls and aggregations start in the query text, found
@@ -566,32 +489,6 @@ pub(crate) fn go_unquote_bytes(lit: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_float_formats() {
-        let cases = [
-            (0.5, "0.5"),
-            (2.0, "2"),
-            (-1.0, "-1"),
-            (1000.0, "1000"),
-            (1e6, "1e+06"),
-            (123456.0, "123456"),
-            (1234567.0, "1.234567e+06"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "+Inf"),
-            (0.0, "0"),
-        ];
-        for (f, s) in cases {
-            assert_eq!(go_g(f), s, "{f}");
-        }
-        assert_eq!(go_g_prec(1.0, 2), "1");
-        assert_eq!(go_g_prec(10.0, 2), "10");
-        assert_eq!(go_g_prec(100.0, 2), "1e+02");
-        assert_eq!(go_g_prec(0.123, 2), "0.12");
-        assert_eq!(go_g_prec(4.56, 2), "4.6");
-    }
 
     #[test]
     fn positions_of_calls_arguments_and_params() {

@@ -135,22 +135,23 @@ impl Matching {
     pub fn signature(&self, ls: &Labels) -> Vec<(String, String)> {
         self.match_labels(ls)
             .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .map(|l| (l.name.to_string(), l.value.to_string()))
             .collect()
     }
 
     /// The labels that take part in matching (Prometheus' `MatchLabels`).
     pub fn match_labels(&self, ls: &Labels) -> Labels {
-        Labels::new(
+        Labels::from_sorted(
             ls.iter()
-                .filter(|(n, _)| {
+                .filter(|l| {
                     if self.on {
-                        self.labels.iter().any(|l| l == n)
+                        self.labels.iter().any(|k| *k == l.name)
                     } else {
-                        *n != METRIC_NAME && !self.labels.iter().any(|l| l == n)
+                        l.name != METRIC_NAME && !self.labels.iter().any(|k| *k == l.name)
                     }
                 })
-                .map(|(n, v)| (n.to_string(), v.to_string())),
+                .cloned()
+                .collect(),
         )
     }
 }

@@ -18,6 +18,7 @@ use crate::engine::{
 };
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
+use ferrite_model::gofloat::parse_go_float;
 
 /// Neumaier-compensated summation, as Prometheus sums floats.
 #[derive(Default, Clone, Copy, Debug)]
@@ -46,34 +47,6 @@ impl KahanSum {
             self.sum + self.c
         }
     }
-}
-
-/// `f` as Go's `strconv.FormatFloat(f, 'f', -1, 64)` prints it.
-pub fn go_float_string(f: f64) -> String {
-    if f.is_nan() {
-        "NaN".into()
-    } else if f == f64::INFINITY {
-        "+Inf".into()
-    } else if f == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{f}")
-    }
-}
-
-/// Parses a float as Go's `strconv.ParseFloat` (the forms PromQL meets).
-pub fn parse_go_float(s: &str) -> Option<f64> {
-    let t = s.trim();
-    match t.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => return Some(f64::INFINITY),
-        "-inf" | "-infinity" => return Some(f64::NEG_INFINITY),
-        "nan" | "+nan" | "-nan" => return Some(f64::NAN),
-        _ => {}
-    }
-    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        return u64::from_str_radix(hex, 16).ok().map(|v| v as f64);
-    }
-    t.parse::<f64>().ok()
 }
 
 /// Go's `math.Max`/`math.Min`: NaN wins.
@@ -123,10 +96,10 @@ pub fn quantile(q: f64, mut vals: Vec<f64>) -> f64 {
 /// Prometheus' `labels.Hash`.
 pub fn labels_hash(ls: &Labels) -> u64 {
     let mut b = Vec::new();
-    for (n, v) in ls.iter() {
-        b.extend_from_slice(n.as_bytes());
+    for l in ls {
+        b.extend_from_slice(l.name.as_bytes());
         b.push(0xff);
-        b.extend_from_slice(v.as_bytes());
+        b.extend_from_slice(l.value.as_bytes());
         b.push(0xff);
     }
     xxh64(&b)
@@ -1164,7 +1137,7 @@ fn classic_histogram_step(
     let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
     for s in &vec {
         let le_s = s.labels.get("le");
-        let Some(le) = parse_go_float(le_s).filter(|_| !le_s.is_empty()) else {
+        let Ok(le) = parse_go_float(le_s.as_bytes()) else {
             let text = format!(
                 "PromQL warning: bucket label \"le\" is missing or has a malformed value of {le_s:?}"
             );

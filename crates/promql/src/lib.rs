@@ -10,7 +10,8 @@
 //! - [`engine`]: evaluation of instant and range queries; [`functions`],
 //!   [`aggregate`], [`binary`] hold the parts;
 //! - [`promqltest`]: a runner for Prometheus' own `.test` files;
-//! - `cache`: parsed queries and compiled regexes, kept across queries;
+//! - parsed queries and compiled regexes are kept across queries in
+//!   `ferrite_model::cache`'s bounded caches;
 //! - `annotations`: warnings and infos in Prometheus' texts, with the
 //!   positions in the query text they refer to; `lexical`: the helpers
 //!   that scan query text for them and for `nesting`.
@@ -27,7 +28,6 @@
 pub mod aggregate;
 mod annotations;
 pub mod binary;
-mod cache;
 pub mod engine;
 pub mod functions;
 mod lexical;
@@ -60,6 +60,12 @@ pub enum Error {
     Eval(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
+}
+
+impl From<ferrite_model::MatcherError> for Error {
+    fn from(e: ferrite_model::MatcherError) -> Self {
+        Error::Storage(StorageError::InvalidRegex(e))
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

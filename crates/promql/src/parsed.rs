@@ -11,8 +11,8 @@ use std::sync::{Arc, LazyLock};
 
 use promql_parser::parser::{self, Expr, NumberLiteral};
 
-use crate::cache::BoundedCache;
 use crate::{nesting, stack, Error, Result};
+use ferrite_model::cache::BoundedCache;
 
 /// A parsed query: promql-parser's tree, with the nesting bound its text
 /// was checked against. Dropping it takes constant stack.

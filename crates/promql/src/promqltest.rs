@@ -373,8 +373,14 @@ pub fn parse_values(s: &str) -> Result<Vec<SeqValue>, String> {
     Ok(out)
 }
 
+/// A number in a test file: a hexadecimal integer (`0x1f`), or what Go's
+/// `strconv.ParseFloat` reads.
 fn parse_num(s: &str) -> Option<f64> {
-    crate::functions::parse_go_float(s)
+    let t = s.trim();
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).ok().map(|v| v as f64);
+    }
+    ferrite_model::gofloat::parse_go_float(t.as_bytes()).ok()
 }
 
 /// Prometheus' `almost.Equal`: relative tolerance, NaN equals NaN, a stale

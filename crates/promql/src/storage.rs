@@ -13,223 +13,20 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::LazyLock;
 
-use regex::Regex;
-
-use crate::cache::BoundedCache;
-
-/// The label that holds the metric name.
-pub const METRIC_NAME: &str = "__name__";
-
-/// The NaN bit pattern Prometheus writes to mark the end of a series.
-pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
-
-/// The staleness marker value.
-pub const STALE_NAN: f64 = f64::from_bits(STALE_NAN_BITS);
-
-/// Whether `v` is a staleness marker (not any NaN: only the marker's bits).
-pub fn is_stale_nan(v: f64) -> bool {
-    v.to_bits() == STALE_NAN_BITS
-}
+pub use ferrite_model::matcher::compile_anchored;
+pub use ferrite_model::{
+    is_stale_nan, Label, Labels, MatchType, Matcher, MatcherError, Str, METRIC_NAME, STALE_NAN,
+    STALE_NAN_BITS,
+};
 
 /// Errors of a storage implementation.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
-    #[error("invalid regular expression {pattern:?}: {reason}")]
-    InvalidRegex { pattern: String, reason: String },
+    #[error(transparent)]
+    InvalidRegex(#[from] MatcherError),
     #[error("storage: {0}")]
     Other(String),
-}
-
-/// A label name or value: up to 24 bytes inline (most are), longer ones on
-/// the heap.
-pub type Str = compact_str::CompactString;
-
-/// A label set: name/value pairs sorted by name, names unique.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Labels(Vec<(Str, Str)>);
-
-impl Labels {
-    /// Builds a label set; pairs are sorted, the last of duplicate names
-    /// wins and empty values are dropped (an empty value means "no label").
-    pub fn new<N: Into<Str>, V: Into<Str>>(pairs: impl IntoIterator<Item = (N, V)>) -> Self {
-        let mut v: Vec<(Str, Str)> = Vec::new();
-        for (n, val) in pairs {
-            let (n, val): (Str, Str) = (n.into(), val.into());
-            match v.iter_mut().find(|(name, _)| *name == n) {
-                Some(slot) => slot.1 = val,
-                None => v.push((n, val)),
-            }
-        }
-        v.retain(|(_, val)| !val.is_empty());
-        v.sort();
-        Labels(v)
-    }
-
-    /// Builds a label set from pairs already sorted by name with unique
-    /// names (as storage keeps them), without re-sorting; empty values are
-    /// dropped. Falls back to [`Self::new`] if the pairs are not sorted.
-    pub fn from_sorted(pairs: Vec<(Str, Str)>) -> Self {
-        if pairs.windows(2).any(|w| w[0].0 >= w[1].0) {
-            return Self::new(pairs);
-        }
-        let mut v = pairs;
-        v.retain(|(_, val)| !val.is_empty());
-        Labels(v)
-    }
-
-    /// Convenience for tests: `Labels::from_pairs(&[("__name__", "up")])`.
-    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
-        Self::new(pairs.iter().map(|&(n, v)| (n, v)))
-    }
-
-    pub fn empty() -> Self {
-        Labels(Vec::new())
-    }
-
-    /// The value of `name`, "" when absent (PromQL's missing-label rule).
-    pub fn get(&self, name: &str) -> &str {
-        match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
-            Ok(i) => &self.0[i].1,
-            Err(_) => "",
-        }
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.0
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .is_ok()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Sets (or, for an empty value, removes) a label.
-    pub fn set(&mut self, name: &str, value: &str) {
-        match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
-            Ok(i) if value.is_empty() => {
-                self.0.remove(i);
-            }
-            Ok(i) => self.0[i].1 = value.into(),
-            Err(_) if value.is_empty() => {}
-            Err(i) => self.0.insert(i, (name.into(), value.into())),
-        }
-    }
-
-    pub fn remove(&mut self, name: &str) {
-        self.set(name, "");
-    }
-
-    /// Keeps only the labels named in `names`.
-    pub fn keep(&mut self, names: &[String]) {
-        self.0.retain(|(n, _)| names.iter().any(|k| k == n));
-    }
-
-    /// Removes the metadata labels (`__name__`, `__type__`, `__unit__`), as
-    /// Prometheus does when an operation changes what a series measures.
-    pub fn drop_metric_name(&mut self) {
-        self.0
-            .retain(|(n, _)| n != METRIC_NAME && n != "__type__" && n != "__unit__");
-    }
-
-    pub fn metric_name(&self) -> &str {
-        self.get(METRIC_NAME)
-    }
-}
-
-impl fmt::Display for Labels {
-    /// Prometheus' `labels.Labels.String()`: `{a="1", b="2"}`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("{")?;
-        for (i, (n, v)) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{n}={v:?}")?;
-        }
-        f.write_str("}")
-    }
-}
-
-impl fmt::Debug for Labels {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// How a matcher compares a label value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MatchType {
-    Equal,
-    NotEqual,
-    Regex,
-    NotRegex,
-}
-
-/// One label matcher. Regexes are fully anchored and `.` matches newlines,
-/// as in Prometheus. A missing label matches as the empty string.
-#[derive(Clone, Debug)]
-pub struct Matcher {
-    pub name: String,
-    pub value: String,
-    pub kind: MatchType,
-    re: Option<Regex>,
-}
-
-impl Matcher {
-    pub fn new(kind: MatchType, name: &str, value: &str) -> Result<Self, StorageError> {
-        let re = match kind {
-            MatchType::Regex | MatchType::NotRegex => Some(compile_anchored(value)?),
-            _ => None,
-        };
-        Ok(Matcher {
-            name: name.to_string(),
-            value: value.to_string(),
-            kind,
-            re,
-        })
-    }
-
-    pub fn matches(&self, v: &str) -> bool {
-        match self.kind {
-            MatchType::Equal => self.value == v,
-            MatchType::NotEqual => self.value != v,
-            MatchType::Regex => self.re.as_ref().is_some_and(|r| r.is_match(v)),
-            MatchType::NotRegex => !self.re.as_ref().is_some_and(|r| r.is_match(v)),
-        }
-    }
-
-    pub fn matches_labels(&self, ls: &Labels) -> bool {
-        self.matches(ls.get(&self.name))
-    }
-
-    /// The compiled anchored regex of a `=~`/`!~` matcher, for storage
-    /// that matches with the same regex crate (no second compilation).
-    pub fn regex(&self) -> Option<&Regex> {
-        self.re.as_ref()
-    }
-}
-
-/// Compiles a PromQL regex: anchored at both ends, `.` matching `\n`.
-/// Compiled regexes are kept (see `cache`): dashboards repeat them.
-pub fn compile_anchored(pattern: &str) -> Result<Regex, StorageError> {
-    static COMPILED: LazyLock<BoundedCache<Regex>> = LazyLock::new(|| BoundedCache::new(512, 1024));
-    COMPILED.get_or_try_insert(pattern, || {
-        Regex::new(&format!("^(?s:{pattern})$")).map_err(|e| StorageError::InvalidRegex {
-            pattern: pattern.to_string(),
-            reason: e.to_string(),
-        })
-    })
 }
 
 /// The time range (inclusive, ms) a selection needs samples for.
@@ -453,7 +250,7 @@ impl Querier for MemQuerier<'_> {
         let mut names: Vec<String> = self
             .db
             .matching(matchers)
-            .flat_map(|(ls, _)| ls.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>())
+            .flat_map(|(ls, _)| ls.iter().map(|l| l.name.to_string()).collect::<Vec<_>>())
             .collect();
         names.sort();
         names.dedup();
@@ -529,7 +326,7 @@ mod proptests {
                 l.set(n, v);
                 if v.is_empty() { model.remove(n); } else { model.insert(n.clone(), v.clone()); }
             }
-            let got: Vec<(String, String)> = l.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+            let got: Vec<(String, String)> = l.iter().map(|l| (l.name.to_string(), l.value.to_string())).collect();
             let want: Vec<(String, String)> = model.into_iter().collect();
             prop_assert_eq!(got, want);
         }

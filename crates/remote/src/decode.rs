@@ -32,7 +32,7 @@
 //! writes the rest and answers 400 listing every problem (the spec's
 //! partial write). [`WriteRequest::verdict`] encodes that.
 
-use ferrite_tsdb::labels::{Label, Labels, METRIC_NAME};
+use ferrite_model::{Label, Labels, METRIC_NAME};
 use prost::Message;
 
 use crate::cost::{self, decoded_size, Budget};

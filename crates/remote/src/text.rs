@@ -21,7 +21,7 @@
 
 use std::fmt::Write;
 
-use ferrite_tsdb::labels::Labels;
+use ferrite_model::Labels;
 
 use crate::decode::is_legacy_label_name;
 use crate::response::SUCCESS_STATUS;

@@ -33,7 +33,7 @@ fn expected(ls: &[(String, String)]) -> Vec<(String, String)> {
     e
 }
 
-fn got(ls: &ferrite_tsdb::Labels) -> Vec<(String, String)> {
+fn got(ls: &ferrite_model::Labels) -> Vec<(String, String)> {
     ls.iter()
         .map(|l| (l.name.to_string(), l.value.to_string()))
         .collect()

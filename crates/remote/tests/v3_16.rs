@@ -201,13 +201,7 @@ fn exemplars_are_sorted_by_timestamp_value_and_labels() {
     let order: Vec<(i64, f64, String)> = out.series[0]
         .exemplars
         .iter()
-        .map(|e| {
-            (
-                e.timestamp,
-                e.value,
-                e.labels.get("trace_id").unwrap_or("").to_string(),
-            )
-        })
+        .map(|e| (e.timestamp, e.value, e.labels.get("trace_id").to_string()))
         .collect();
     assert_eq!(
         order,

@@ -25,9 +25,10 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
+use ferrite_model::Matcher;
 use ferrite_tsdb::block::Block;
 use ferrite_tsdb::compact::persist_head_range;
-use ferrite_tsdb::{Db, Matcher};
+use ferrite_tsdb::Db;
 use serde_json::json;
 use tracing::info;
 

@@ -21,6 +21,7 @@ use std::time::UNIX_EPOCH;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
+use ferrite_model::gofloat::format_f;
 use serde_json::json;
 
 use crate::AppState;
@@ -52,7 +53,7 @@ impl Exposition {
             }
             self.out.push('}');
         }
-        let _ = writeln!(self.out, " {}", format_value(value));
+        let _ = writeln!(self.out, " {}", format_f(value));
         self
     }
 
@@ -67,18 +68,6 @@ fn escape(v: &str) -> String {
     v.replace('\\', r"\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
 }
 
 /// Go's names of the architecture, as `prometheus_build_info` reports it.
@@ -325,9 +314,9 @@ mod tests {
             "# HELP x_total Things.\n# TYPE x_total counter\nx_total{a=\"q\\\"\\\\\\n\"} 1\nx_total 0.5\n"
         );
         // An empty head's bounds: long, but they read back exactly.
-        let max = format_value(i64::MAX as f64);
+        let max = format_f(i64::MAX as f64);
         assert_eq!(max.parse::<f64>().ok(), Some(i64::MAX as f64));
-        assert_eq!(format_value(f64::NAN), "NaN");
+        assert_eq!(format_f(f64::NAN), "NaN");
     }
 
     #[cfg(target_os = "linux")]

@@ -12,11 +12,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
+#[cfg(test)]
+use ferrite_model::gofloat::format_f;
+use ferrite_model::gofloat::write_f;
+use ferrite_model::{Label, Labels, Matcher};
 use ferrite_promql::{
-    Engine, Labels as QLabels, LazySeries, MatchType as QMatchType, Matcher as QMatcher,
-    ParsedExpr, Querier, Queryable, SampleSource, SelectHints, Series, StorageError, Value,
+    Engine, LazySeries, ParsedExpr, Querier, Queryable, SampleSource, SelectHints, Series,
+    StorageError, Value,
 };
-use ferrite_tsdb::{Db, MatchType, Matcher, QuerySeries};
+use ferrite_tsdb::{Db, QuerySeries};
 use serde_json::{json, Map, Value as Json_};
 
 use crate::selector::{parse_promql, parse_selector};
@@ -47,29 +51,6 @@ fn storage_err(e: impl std::fmt::Display) -> StorageError {
     StorageError::Other(e.to_string())
 }
 
-fn to_tsdb(ms: &[QMatcher]) -> Result<Vec<Matcher>, StorageError> {
-    ms.iter()
-        .map(|m| {
-            let kind = match m.kind {
-                QMatchType::Equal => MatchType::Equal,
-                QMatchType::NotEqual => MatchType::NotEqual,
-                QMatchType::Regex => MatchType::Regex,
-                QMatchType::NotRegex => MatchType::NotRegex,
-            };
-            // Both compile `^(?s:value)$` with the same regex crate.
-            match m.regex() {
-                Some(re) => Ok(Matcher::with_regex(
-                    kind == MatchType::NotRegex,
-                    &m.name,
-                    &m.value,
-                    re.clone(),
-                )),
-                None => Matcher::new(kind, &m.name, &m.value).map_err(storage_err),
-            }
-        })
-        .collect()
-}
-
 /// Selections over at most this range (an instant query's lookback
 /// window) with many series are decoded at once on every core: they hold a
 /// few samples per series, and decoding is most of their cost.
@@ -81,7 +62,7 @@ const EAGER_MIN_SERIES: usize = 256;
 fn read_eagerly(mut selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static>>, StorageError> {
     use rayon::prelude::*;
     let per = selected.len().div_ceil(rayon::current_num_threads().max(1));
-    type Decoded = (QLabels, Vec<(i64, f64)>);
+    type Decoded = (Labels, Vec<(i64, f64)>);
     let parts: Vec<Vec<Decoded>> = selected
         .par_chunks_mut(per.max(1))
         .map(|part| {
@@ -96,7 +77,7 @@ fn read_eagerly(mut selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static
                 })
                 .collect()
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, StorageError>>()?;
     Ok(parts
         .into_iter()
         .flatten()
@@ -109,14 +90,8 @@ fn read_eagerly(mut selected: Vec<QuerySeries>) -> Result<Vec<LazySeries<'static
 
 /// A selected series' labels for the engine, moved out (reading samples
 /// does not need them).
-fn lazy_labels(s: &mut QuerySeries) -> QLabels {
-    QLabels::from_sorted(
-        std::mem::take(&mut s.labels)
-            .into_vec()
-            .into_iter()
-            .map(|l| (l.name, l.value))
-            .collect(),
-    )
+fn lazy_labels(s: &mut QuerySeries) -> Labels {
+    std::mem::take(&mut s.labels)
 }
 
 /// A selected series' chunks, decoded when the engine reads them.
@@ -131,7 +106,7 @@ impl SampleSource for TsdbSamples {
 impl Querier for TsdbQuerier<'_> {
     fn select(
         &self,
-        matchers: &[QMatcher],
+        matchers: &[Matcher],
         hints: SelectHints,
     ) -> Result<Vec<Series>, StorageError> {
         let mut out = Vec::new();
@@ -151,15 +126,14 @@ impl Querier for TsdbQuerier<'_> {
 
     fn select_lazy(
         &self,
-        matchers: &[QMatcher],
+        matchers: &[Matcher],
         hints: SelectHints,
     ) -> Result<Vec<LazySeries<'_>>, StorageError> {
         let (mint, maxt) = (hints.start.max(self.mint), hints.end.min(self.maxt));
-        let ms = to_tsdb(matchers)?;
         let selected = self
             .db
             .querier(mint, maxt)
-            .select(&ms)
+            .select(matchers)
             .map_err(storage_err)?;
         if maxt.saturating_sub(mint) <= EAGER_MAX_RANGE_MS && selected.len() >= EAGER_MIN_SERIES {
             return read_eagerly(selected);
@@ -173,17 +147,17 @@ impl Querier for TsdbQuerier<'_> {
             .collect())
     }
 
-    fn label_names(&self, matchers: &[QMatcher]) -> Result<Vec<String>, StorageError> {
+    fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, StorageError> {
         self.db
             .querier(self.mint, self.maxt)
-            .label_names(&to_tsdb(matchers)?)
+            .label_names(matchers)
             .map_err(storage_err)
     }
 
-    fn label_values(&self, name: &str, matchers: &[QMatcher]) -> Result<Vec<String>, StorageError> {
+    fn label_values(&self, name: &str, matchers: &[Matcher]) -> Result<Vec<String>, StorageError> {
         self.db
             .querier(self.mint, self.maxt)
-            .label_values(name, &to_tsdb(matchers)?)
+            .label_values(name, matchers)
             .map_err(storage_err)
     }
 }
@@ -346,19 +320,6 @@ pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
         .map_err(|_| ApiError::bad_data(format!("cannot parse {s:?} to a valid duration")))
 }
 
-/// A sample value as Prometheus writes it (Go's `FormatFloat(v, 'f', -1)`).
-pub fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
-}
-
 /// A timestamp as Prometheus writes it: Unix seconds, no `.0`.
 #[cfg(test)]
 fn format_time(t: i64) -> Json_ {
@@ -402,84 +363,6 @@ fn put_int(out: &mut Vec<u8>, n: i64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Appends a finite float as Go's `strconv.FormatFloat(v, 'f', -1, 64)`
-/// (what [`format_value`] gives): the shortest digits that read back as
-/// `v`, in positional notation. The digits come from serde_json's float
-/// writer, whose scientific or positional layout is rewritten here.
-fn put_float(out: &mut Vec<u8>, v: f64) {
-    let mut tmp = [0u8; 40];
-    let len = {
-        let mut w: &mut [u8] = &mut tmp;
-        if serde_json::to_writer(&mut w, &v).is_err() {
-            // Not expected (40 bytes hold any f64); the slow path is exact.
-            use std::io::Write;
-            let _ = write!(out, "{v}");
-            return;
-        }
-        40 - w.len()
-    };
-    let text = &tmp[..len];
-    let (neg, text) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    let (mantissa, exp) = match text.iter().position(|&b| b == b'e' || b == b'E') {
-        Some(i) => {
-            let e = std::str::from_utf8(&text[i + 1..])
-                .ok()
-                .and_then(|e| e.trim_start_matches('+').parse::<i32>().ok());
-            match e {
-                Some(e) => (&text[..i], e),
-                None => {
-                    use std::io::Write;
-                    let _ = write!(out, "{v}");
-                    return;
-                }
-            }
-        }
-        None => (text, 0),
-    };
-    // All digits, and where the decimal point goes among them.
-    let mut digits = [0u8; 40];
-    let mut n = 0;
-    let mut point = None;
-    for &b in mantissa {
-        if b == b'.' {
-            point = Some(n);
-        } else {
-            digits[n] = b;
-            n += 1;
-        }
-    }
-    let mut point = point.unwrap_or(n) as i32 + exp;
-    let mut first = 0;
-    while first < n && digits[first] == b'0' {
-        first += 1;
-        point -= 1;
-    }
-    while n > first && digits[n - 1] == b'0' {
-        n -= 1;
-    }
-    let digits = &digits[first..n];
-    if neg {
-        out.push(b'-');
-    }
-    if digits.is_empty() {
-        out.push(b'0');
-    } else if point <= 0 {
-        out.extend_from_slice(b"0.");
-        out.resize(out.len() + (-point) as usize, b'0');
-        out.extend_from_slice(digits);
-    } else if point as usize >= digits.len() {
-        out.extend_from_slice(digits);
-        out.resize(out.len() + point as usize - digits.len(), b'0');
-    } else {
-        out.extend_from_slice(&digits[..point as usize]);
-        out.push(b'.');
-        out.extend_from_slice(&digits[point as usize..]);
-    }
-}
-
 /// Appends a timestamp as [`format_time`] writes it.
 fn put_time(out: &mut Vec<u8>, t: i64) {
     if t % 1000 == 0 {
@@ -494,27 +377,19 @@ fn put_point(out: &mut Vec<u8>, t: i64, v: f64) {
     out.push(b'[');
     put_time(out, t);
     out.extend_from_slice(b",\"");
-    if v.is_nan() {
-        out.extend_from_slice(b"NaN");
-    } else if v == f64::INFINITY {
-        out.extend_from_slice(b"+Inf");
-    } else if v == f64::NEG_INFINITY {
-        out.extend_from_slice(b"-Inf");
-    } else {
-        put_float(out, v);
-    }
+    write_f(out, v);
     out.extend_from_slice(b"\"]");
 }
 
-fn put_labels(out: &mut Vec<u8>, l: &QLabels) {
+fn put_labels(out: &mut Vec<u8>, l: &Labels) {
     out.push(b'{');
-    for (i, (k, v)) in l.iter().enumerate() {
+    for (i, Label { name: k, value: v }) in l.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        put_str(out, k);
+        put_str(out, k.as_str());
         out.push(b':');
-        put_str(out, v);
+        put_str(out, v.as_str());
     }
     out.push(b'}');
 }
@@ -606,10 +481,10 @@ fn query_response_body(res: &ferrite_promql::QueryResult) -> Vec<u8> {
 }
 
 #[cfg(test)]
-fn labels_json(l: &QLabels) -> Json_ {
+fn labels_json(l: &Labels) -> Json_ {
     Json_::Object(
         l.iter()
-            .map(|(k, v)| (k.to_string(), Json_::String(v.to_string())))
+            .map(|l| (l.name.to_string(), Json_::String(l.value.to_string())))
             .collect::<Map<_, _>>(),
     )
 }
@@ -619,21 +494,21 @@ fn result_json(v: &Value) -> Json_ {
     match v {
         Value::Scalar { t, v } => json!({
             "resultType": "scalar",
-            "result": [format_time(*t), format_value(*v)],
+            "result": [format_time(*t), format_f(*v)],
         }),
         Value::String { t, v } => json!({ "resultType": "string", "result": [format_time(*t), v] }),
         Value::Vector(samples) => json!({
             "resultType": "vector",
             "result": samples.iter().map(|s| json!({
                 "metric": labels_json(&s.labels),
-                "value": [format_time(s.t), format_value(s.f)],
+                "value": [format_time(s.t), format_f(s.f)],
             })).collect::<Vec<_>>(),
         }),
         Value::Matrix(series) => json!({
             "resultType": "matrix",
             "result": series.iter().map(|s| json!({
                 "metric": labels_json(&s.labels),
-                "values": s.points.iter().map(|&(t, v)| json!([format_time(t), format_value(v)])).collect::<Vec<_>>(),
+                "values": s.points.iter().map(|&(t, v)| json!([format_time(t), format_f(v)])).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         }),
     }
@@ -977,44 +852,6 @@ mod tests {
         assert_eq!(p.get("query"), Some("url"));
     }
 
-    /// The engine's compiled regexes, handed to storage, match exactly as
-    /// storage's own compilation of the same pattern.
-    #[test]
-    fn engine_regexes_match_as_storage_compiles_them() {
-        let patterns = ["api", "a|b", "a.*", ".*", "node_.+", "x\\ny", "(?i)AbC", ""];
-        let values = [
-            "",
-            "api",
-            "api-server",
-            "a",
-            "b",
-            "ab",
-            "abc",
-            "node_",
-            "node_cpu",
-            "x\ny",
-            "abc",
-            "ABC",
-        ];
-        for p in patterns {
-            for (qkind, kind) in [
-                (QMatchType::Regex, MatchType::Regex),
-                (QMatchType::NotRegex, MatchType::NotRegex),
-            ] {
-                let q = QMatcher::new(qkind, "l", p).unwrap();
-                let converted = to_tsdb(std::slice::from_ref(&q)).unwrap();
-                let own = Matcher::new(kind, "l", p).unwrap();
-                for v in values {
-                    assert_eq!(
-                        converted[0].matches(v),
-                        own.matches(v),
-                        "{p:?} {kind:?} {v:?}"
-                    );
-                }
-            }
-        }
-    }
-
     #[test]
     fn times() {
         assert_eq!(parse_time("1700000000").ok(), Some(1_700_000_000_000));
@@ -1149,7 +986,7 @@ mod tests {
         let labels = |rng: &mut rand::rngs::StdRng| {
             let n = rng.gen_range(0..4);
             // Half the names and values need escaping, half do not.
-            QLabels::new((0..n).map(|i| {
+            Labels::new((0..n).map(|i| {
                 if rng.gen_bool(0.5) {
                     (
                         format!("l{i}\"\\"),
@@ -1218,61 +1055,8 @@ mod tests {
         }
     }
 
-    /// The fast float writer prints what `format_value` prints.
     #[test]
-    fn floats_like_format_value() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-        let check = |v: f64| {
-            if !v.is_finite() {
-                return;
-            }
-            let mut out = Vec::new();
-            put_float(&mut out, v);
-            let got = String::from_utf8(out).unwrap();
-            let want = format_value(v);
-            if got != want {
-                // A tie between two shortest forms: Go (and this writer)
-                // round half to even where Rust's formatter rounds up.
-                assert_eq!(got.len(), want.len(), "{v:e}: {got} vs {want}");
-                assert_eq!(got.parse::<f64>().ok(), Some(v), "{v:e}: {got}");
-            }
-        };
-        // 1084922284529158.25, a tie: as Go's strconv.FormatFloat(v, 'f', -1, 64) prints it.
-        let mut out = Vec::new();
-        put_float(&mut out, f64::from_bits(0x430e_d5d9_3b06_b032));
-        assert_eq!(out, b"1084922284529158.2");
-        for v in [
-            0.0,
-            -0.0,
-            1.0,
-            -1.0,
-            0.1,
-            0.7,
-            1e21,
-            1e22,
-            1e-7,
-            1.5e-7,
-            5e-324,
-            1e300,
-            123.456,
-            f64::MAX,
-            f64::MIN_POSITIVE,
-            9007199254740993.0,
-            1e15,
-            1e16,
-            1e17,
-            0.3,
-        ] {
-            check(v);
-            check(-v);
-        }
-        for _ in 0..200_000 {
-            check(f64::from_bits(rng.gen()));
-            check(rng.gen_range(-1e6..1e6));
-            check(rng.gen_range(0.0..1.0));
-            check(rng.gen_range(-1000i64..1000) as f64 / 8.0);
-        }
+    fn ints_like_display() {
         for n in [0, 1, -1, 9, 10, -10, i64::MAX, i64::MIN, 1_700_000_000] {
             let mut out = Vec::new();
             put_int(&mut out, n);
@@ -1282,11 +1066,11 @@ mod tests {
 
     #[test]
     fn values_like_go() {
-        assert_eq!(format_value(1.0), "1");
-        assert_eq!(format_value(0.5), "0.5");
-        assert_eq!(format_value(1e21), "1000000000000000000000");
-        assert_eq!(format_value(f64::NAN), "NaN");
-        assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(format_f(1.0), "1");
+        assert_eq!(format_f(0.5), "0.5");
+        assert_eq!(format_f(1e21), "1000000000000000000000");
+        assert_eq!(format_f(f64::NAN), "NaN");
+        assert_eq!(format_f(f64::NEG_INFINITY), "-Inf");
         assert_eq!(format_time(1_700_000_000_000), json!(1_700_000_000));
         assert_eq!(format_time(1_700_000_000_123), json!(1_700_000_000.123));
     }

@@ -23,6 +23,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use ferrite_model::{Labels, MatchType, Matcher};
 use ferrite_remote::proto::read::{
     Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, LabelMatcher, MatchType as PbMatch,
     QueryResult, ReadResponse, ResponseType,
@@ -32,7 +33,7 @@ use ferrite_remote::read::{
     decode_read_request, encode_samples_response, negotiate, put_frame, SAMPLES_CONTENT_TYPE,
     STREAMED_CONTENT_TYPE,
 };
-use ferrite_tsdb::{Db, Labels, MatchType, Matcher, QuerySeries};
+use ferrite_tsdb::{Db, QuerySeries};
 use prost::Message;
 use tracing::warn;
 

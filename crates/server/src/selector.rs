@@ -9,7 +9,7 @@
 //! matcher that is dropped afterwards.
 
 use anyhow::{bail, Result};
-use ferrite_tsdb::{MatchType, Matcher};
+use ferrite_model::{MatchType, Matcher};
 use promql_parser::label::MatchOp;
 use std::sync::Arc;
 

@@ -7,8 +7,9 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use ferrite_model::Labels;
 use ferrite_server::{start, ServerOptions};
-use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_tsdb::{Db, DbOptions};
 use serde_json::Value;
 
 /// A 2 h block boundary.

@@ -5,11 +5,12 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use ferrite_model::{Labels, MatchType, Matcher};
 use ferrite_remote::proto::read::{LabelMatcher, Query, ReadRequest, ReadResponse};
 use ferrite_remote::read::read_frames;
 use ferrite_server::read::RemoteReadOptions;
 use ferrite_server::{start, ServerOptions};
-use ferrite_tsdb::{Db, DbOptions, Labels, MatchType, Matcher};
+use ferrite_tsdb::{Db, DbOptions};
 use prost::Message;
 
 const HOUR: i64 = 3_600_000;

@@ -4,8 +4,9 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use ferrite_model::Labels;
 use ferrite_server::{start, ServerOptions, WebOptions};
-use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_tsdb::{Db, DbOptions};
 use serde_json::{json, Value};
 
 fn options(dir: &Path, web: WebOptions) -> ServerOptions {

@@ -3,10 +3,11 @@
 //! random requests with invalid label sets, repeated series and samples
 //! out of order or duplicated, sent one after another.
 
+use ferrite_model::Labels;
 use ferrite_remote::proto::v1;
 use ferrite_remote::{decode_message, DecodeOptions, MessageType, V1View};
 use ferrite_server::write::{append, append_view};
-use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_tsdb::{Db, DbOptions};
 use proptest::prelude::*;
 use prost::Message;
 

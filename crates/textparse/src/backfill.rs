@@ -72,7 +72,7 @@ pub fn to_sample(series: Series) -> Result<Sample, Error> {
     // promtool passes the labels through labels.Builder, which drops every
     // label whose *name* has an empty value anywhere in the set: with
     // `b="",b="1"` both go.
-    let emptied: Vec<String> = series
+    let emptied: Vec<ferrite_model::Str> = series
         .labels
         .iter()
         .filter(|l| l.value.is_empty())
@@ -100,7 +100,7 @@ pub fn to_sample(series: Series) -> Result<Sample, Error> {
     if let Some(w) = labels.windows(2).find(|w| w[0].name == w[1].name) {
         return Err(Error {
             line,
-            kind: ErrorKind::DuplicateLabelName(w[0].name.clone()),
+            kind: ErrorKind::DuplicateLabelName(w[0].name.to_string()),
         });
     }
     Ok(Sample {

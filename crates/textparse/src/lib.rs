@@ -79,7 +79,6 @@
 
 pub mod backfill;
 mod error;
-pub mod gofloat;
 mod parser;
 
 pub use error::{Error, ErrorKind};

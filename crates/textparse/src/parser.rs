@@ -32,10 +32,10 @@
 use std::borrow::Cow;
 
 use crate::error::{describe, Error, ErrorKind};
-use crate::gofloat::{format_om_float, parse_go_float, parse_prom_float, seconds_to_millis};
-
-/// The metric name label.
-pub const METRIC_NAME: &str = "__name__";
+use ferrite_model::gofloat::{
+    format_om_float, parse_go_float, parse_prom_float, seconds_to_millis,
+};
+pub use ferrite_model::{Label, METRIC_NAME};
 
 /// An OpenMetrics metric family type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,22 +77,6 @@ impl MetricType {
             MetricType::Info => "info",
             MetricType::StateSet => "stateset",
             MetricType::Unknown => "unknown",
-        }
-    }
-}
-
-/// One label pair.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Label {
-    pub name: String,
-    pub value: String,
-}
-
-impl Label {
-    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Label {
-        Label {
-            name: name.into(),
-            value: value.into(),
         }
     }
 }

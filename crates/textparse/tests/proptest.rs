@@ -1,7 +1,7 @@
 //! Property tests: generated valid expositions read back exactly; arbitrary
 //! and mutated bytes never panic and fail with a line inside the input.
 
-use ferrite_textparse::gofloat::{seconds_to_millis, NORMAL_NAN_BITS};
+use ferrite_model::gofloat::{seconds_to_millis, NORMAL_NAN_BITS};
 use ferrite_textparse::{backfill, Entry, Label, Parser};
 use proptest::prelude::*;
 

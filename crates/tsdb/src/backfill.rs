@@ -15,7 +15,7 @@ use ferrite_chunkenc::XorChunk;
 
 use crate::block::{write_block, BlockChunk, BlockError};
 use crate::head::AppendError;
-use crate::labels::Labels;
+use ferrite_model::Labels;
 
 /// Samples per chunk (Prometheus' target).
 const SAMPLES_PER_CHUNK: u16 = 120;

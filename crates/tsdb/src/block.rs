@@ -38,7 +38,7 @@ use ferrite_chunkenc::Encoding;
 use ferrite_index::postings::{expand, intersect, merge, without, BoxPostings};
 use ferrite_index::{ChunkMeta, IndexReader, IndexWriter, SymbolCache};
 
-use crate::labels::{Label, Labels, MatchType, Matcher};
+use ferrite_model::{Label, Labels, MatchType, Matcher};
 
 /// Suffix of a block directory being written.
 pub const TMP_FOR_CREATION: &str = ".tmp-for-creation";
@@ -360,8 +360,9 @@ impl Block {
         let mut values = std::collections::BTreeSet::new();
         let mut chunks = Vec::new();
         for r in self.postings(matchers)? {
-            if let Some(v) = self.series(r, &mut chunks)?.get(name) {
-                values.insert(v.to_owned());
+            let v = self.series(r, &mut chunks)?.get(name).to_owned();
+            if !v.is_empty() {
+                values.insert(v);
             }
         }
         Ok(values.into_iter().collect())

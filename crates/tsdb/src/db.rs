@@ -407,7 +407,7 @@ impl Db {
     /// affected.
     pub fn delete(
         &self,
-        matchers: &[crate::labels::Matcher],
+        matchers: &[ferrite_model::Matcher],
         mint: i64,
         maxt: i64,
     ) -> Result<usize, DbError> {

@@ -6,7 +6,8 @@
 //! - [`head_chunks`]: `chunks_head/`, closed head chunks on disk;
 //! - [`replay`]: rebuilding the head from `chunks_head/` and the WAL;
 //! - [`querier`]: selecting series by label matchers;
-//! - [`postings`]: the inverted index; [`labels`], [`symbols`]: label sets.
+//! - [`postings`]: the inverted index; [`symbols`]: interned label sets
+//!   (label sets and matchers themselves are `ferrite-model`'s).
 //!
 //! The WAL itself is the `ferrite-wal` crate, the chunk encodings
 //! `ferrite-chunkenc`. Nothing here knows about HTTP or PromQL.
@@ -18,7 +19,6 @@ pub mod db;
 pub mod error;
 pub mod head;
 pub mod head_chunks;
-pub mod labels;
 pub mod postings;
 pub mod querier;
 pub mod replay;
@@ -28,6 +28,5 @@ pub mod symbols;
 pub use db::{Db, DbOptions};
 pub use error::{DbError, HeadError, QueryError};
 pub use head::{AppendError, Head, HeadAppender, HeadOptions};
-pub use labels::{Label, Labels, MatchType, Matcher};
 pub use querier::{HeadQuerier, Querier, QuerySeries};
 pub use replay::ReplayStats;

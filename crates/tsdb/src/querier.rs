@@ -20,8 +20,8 @@ use crate::block::Block;
 use crate::error::QueryError;
 use crate::head::Head;
 use crate::head_chunks::{ChunkBytes, ChunkDiskMapper, ChunkDiskMapperRef};
-use crate::labels::{Labels, MatchType, Matcher};
 use crate::postings::{intersect, merge, subtract};
+use ferrite_model::{Labels, MatchType, Matcher};
 
 /// A querier over the head for the time range [mint, maxt] (inclusive).
 pub struct HeadQuerier<'h> {

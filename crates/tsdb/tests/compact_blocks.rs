@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use ferrite_block::meta::Compaction;
 use ferrite_chunkenc::XorChunk;
+use ferrite_model::Labels;
 use ferrite_tsdb::block::{write_block, Block, BlockChunk};
 use ferrite_tsdb::compact::compact_blocks;
-use ferrite_tsdb::Labels;
 
 type Model = BTreeMap<Labels, BTreeMap<i64, f64>>;
 

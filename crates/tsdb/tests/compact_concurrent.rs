@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_model::Labels;
+use ferrite_tsdb::{Db, DbOptions};
 
 const MIN: i64 = 60_000;
 
@@ -64,7 +65,7 @@ fn compaction_beside_appends_and_queries() {
         let got = db.querier(i64::MIN, i64::MAX).select(&[]).unwrap();
         assert_eq!(got.len(), series as usize);
         for s in got {
-            let i: i64 = s.labels.get("i").unwrap().parse().unwrap();
+            let i: i64 = s.labels.get("i").parse().unwrap();
             let want: Vec<(i64, f64)> = (0..minutes)
                 .map(|j| (start + j * MIN, (i * 10_000 + j) as f64))
                 .collect();

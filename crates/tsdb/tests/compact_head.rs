@@ -8,7 +8,8 @@ use common::contents;
 use std::fs;
 use std::path::Path;
 
-use ferrite_tsdb::{AppendError, Db, DbOptions, HeadOptions, Labels};
+use ferrite_model::Labels;
+use ferrite_tsdb::{AppendError, Db, DbOptions, HeadOptions};
 use ferrite_wal::{Compression, WalOptions, PAGE_SIZE};
 
 const HOUR: i64 = 3_600_000;

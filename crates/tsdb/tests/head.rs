@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use ferrite_tsdb::{AppendError, Db, DbOptions, Labels, MatchType, Matcher};
+use ferrite_model::{Labels, MatchType, Matcher};
+use ferrite_tsdb::{AppendError, Db, DbOptions};
 
 fn ls(pairs: &[(&str, &str)]) -> Labels {
     Labels::from_pairs(pairs)
@@ -387,7 +388,7 @@ fn append_by_pairs_finds_the_same_series_as_by_labels() {
     assert_eq!(
         app.append_pairs(&[], 3000, 1.0),
         Err(AppendError::InvalidLabels(
-            ferrite_tsdb::labels::LabelsError::Empty
+            ferrite_model::LabelsError::Empty
         ))
     );
     assert!(matches!(

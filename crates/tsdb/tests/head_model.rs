@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use ferrite_tsdb::{AppendError, Db, DbOptions, Labels};
+use ferrite_model::Labels;
+use ferrite_tsdb::{AppendError, Db, DbOptions};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

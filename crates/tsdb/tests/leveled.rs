@@ -4,7 +4,8 @@
 mod common;
 
 use common::contents;
-use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_model::Labels;
+use ferrite_tsdb::{Db, DbOptions};
 
 const HOUR: i64 = 3_600_000;
 const START: i64 = 1_700_006_400_000; // a multiple of 2 h... and of 6 h

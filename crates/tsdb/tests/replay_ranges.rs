@@ -8,7 +8,8 @@ use common::{contents, Contents};
 use std::fs;
 use std::path::Path;
 
-use ferrite_tsdb::{Db, DbOptions, HeadOptions, Labels};
+use ferrite_model::Labels;
+use ferrite_tsdb::{Db, DbOptions, HeadOptions};
 use ferrite_wal::{Compression, WalOptions, PAGE_SIZE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -7,9 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ferrite_model::Labels;
 use ferrite_tsdb::error::{Unsupported, UnsupportedKind};
 use ferrite_tsdb::head_chunks::format::{encode_chunk, file_header};
-use ferrite_tsdb::{Db, DbError, DbOptions, HeadError, Labels, QueryError};
+use ferrite_tsdb::{Db, DbError, DbOptions, HeadError, QueryError};
 use ferrite_wal::record::{
     encode_custom_buckets_float_histogram_samples, encode_custom_buckets_histogram_samples,
     encode_float_histogram_samples, encode_histogram_samples, encode_min_valid_time,

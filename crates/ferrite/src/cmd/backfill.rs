@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use ferrite_block::meta::BlockUlid;
+use ferrite_model::Labels;
 use ferrite_textparse::backfill::{time_range, to_sample};
 use ferrite_textparse::{Entry, Parser};
 use ferrite_tsdb::backfill::BlockBuilder;
-use ferrite_tsdb::{Label, Labels};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Parses a Prometheus duration (`2h`, `90m`, `1d12h`) into milliseconds.
@@ -130,16 +130,7 @@ fn write_all(
             if sample.timestamp < t || sample.timestamp >= upper {
                 continue;
             }
-            let labels = Labels::from_sorted(
-                sample
-                    .labels
-                    .into_iter()
-                    .map(|l| Label {
-                        name: l.name.into(),
-                        value: l.value.into(),
-                    })
-                    .collect(),
-            );
+            let labels = Labels::from_sorted(sample.labels);
             builder
                 .add(&labels, sample.timestamp, sample.value)
                 .map_err(|e| {

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use ferrite_tsdb::{Db, DbOptions, Matcher};
+use ferrite_model::Matcher;
+use ferrite_tsdb::{Db, DbOptions};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {

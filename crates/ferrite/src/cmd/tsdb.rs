@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use ferrite_tsdb::{Db, DbOptions, Labels};
+use ferrite_model::gofloat::format_e_prec;
+use ferrite_model::Labels;
+use ferrite_tsdb::{Db, DbOptions};
 use ferrite_wal::Compression;
 
 use super::synth;
@@ -171,24 +173,6 @@ pub fn tool_options() -> DbOptions {
     }
 }
 
-/// Formats like Go's `%.12e` (`1.234567890123e+06`).
-pub fn go_exp(v: f64) -> String {
-    if !v.is_finite() {
-        return if v.is_nan() {
-            "NaN".into()
-        } else if v > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    let s = format!("{v:.12e}");
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mant}e{sign}{:02}", exp.abs())
-}
-
 fn compact(dir: &Path, write_rate: Option<u64>) -> Result<()> {
     let opts = DbOptions {
         compaction_write_bytes_per_sec: write_rate,
@@ -234,7 +218,7 @@ fn digest(dir: &Path, open_only: bool) -> Result<()> {
     db.close()?;
     println!(
         "open_s={open_s:.3} series={series} samples={samples} sum={}",
-        go_exp(sum)
+        format_e_prec(sum, 12)
     );
     Ok(())
 }
@@ -278,20 +262,7 @@ fn write_synth(
     println!(
         "series={series} samples={} sum={}",
         series * samples,
-        go_exp(sum)
+        format_e_prec(sum, 12)
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::go_exp;
-
-    #[test]
-    fn go_style_exponent() {
-        assert_eq!(go_exp(1234567.0), "1.234567000000e+06");
-        assert_eq!(go_exp(0.000123), "1.230000000000e-04");
-        assert_eq!(go_exp(0.0), "0.000000000000e+00");
-        assert_eq!(go_exp(-5e100), "-5.000000000000e+100");
-    }
 }

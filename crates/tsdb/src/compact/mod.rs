@@ -19,7 +19,7 @@ use ferrite_index::ChunkMeta;
 use crate::block::{write_block_from, Block, BlockChunk, BlockError, SeriesSource};
 use crate::head::registry::SeriesEntry;
 use crate::head::Head;
-use crate::labels::Labels;
+use ferrite_model::Labels;
 
 /// Failure of a compaction.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,8 @@ use super::registry::{hash_labels, SeriesEntry};
 use super::series::{Appendable, MemSeries};
 use super::Head;
 use crate::error::HeadError;
-use crate::labels::{Labels, LabelsError};
 use crate::symbols::{Resolver, SymbolTable};
+use ferrite_model::{Labels, LabelsError};
 
 /// Why a sample was refused. The messages are Prometheus' own.
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -152,7 +152,7 @@ impl Head {
 mod tests {
     use super::*;
     use crate::head::HeadOptions;
-    use crate::labels::Labels;
+    use ferrite_model::Labels;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 

@@ -30,9 +30,9 @@ pub use truncate::TruncateStats;
 
 use crate::error::HeadError;
 use crate::head_chunks::{ChunkDiskMapper, HeadChunksOptions};
-use crate::labels::{Label, Labels};
 use crate::postings::MemPostings;
 use crate::symbols::{SymbolId, SymbolTable};
+use ferrite_model::{Label, Labels};
 
 /// Default chunk range / block duration: 2 hours.
 pub const DEFAULT_CHUNK_RANGE_MS: i64 = 2 * 60 * 60 * 1000;

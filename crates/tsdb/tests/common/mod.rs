@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
-use ferrite_tsdb::{Db, Labels};
+use ferrite_model::Labels;
+use ferrite_tsdb::Db;
 
 /// Every series of a database with all its samples, in label order.
 pub type Contents = Vec<(Labels, Vec<(i64, f64)>)>;

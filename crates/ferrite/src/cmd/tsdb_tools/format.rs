@@ -8,55 +8,7 @@
 
 use std::fmt::Write as _;
 
-use ferrite_tsdb::Labels;
-
-/// Go's `%g` for a float64: the shortest digits that read back as `v`, in
-/// exponent form when the exponent is below -4 or at least 6.
-pub fn go_g(v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    // Rust's `{:e}` gives the same shortest round-trip digits: `-1.25e-7`.
-    let e = format!("{v:e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mant) = match mant.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mant),
-    };
-    let digits: Vec<u8> = mant.bytes().filter(|&b| b != b'.').collect();
-    let mut out = String::with_capacity(digits.len() + 8);
-    if neg {
-        out.push('-');
-    }
-    if !(-4..6).contains(&exp) {
-        out.push(char::from(digits[0]));
-        if digits.len() > 1 {
-            out.push('.');
-            out.extend(digits[1..].iter().map(|&b| char::from(b)));
-        }
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
-    } else if exp < 0 {
-        out.push_str("0.");
-        out.push_str(&"0".repeat((-exp - 1) as usize));
-        out.extend(digits.iter().map(|&b| char::from(b)));
-    } else {
-        // The decimal point goes after exp+1 digits.
-        let point = exp as usize + 1;
-        for (i, &b) in digits.iter().enumerate() {
-            if i == point {
-                out.push('.');
-            }
-            out.push(char::from(b));
-        }
-        out.push_str(&"0".repeat(point.saturating_sub(digits.len())));
-    }
-    out
-}
+use ferrite_model::Labels;
 
 /// Whether Go's `unicode.IsPrint` holds: letters, marks, numbers,
 /// punctuation, symbols and the ASCII space. Rust's printable table
@@ -258,38 +210,6 @@ mod tests {
 
     // The expected strings were printed by Go 1.26 (fmt, strconv, time,
     // text/tabwriter, alecthomas/units).
-
-    #[test]
-    fn g_floats() {
-        let cases: &[(f64, &str)] = &[
-            (0.0, "0"),
-            (-0.0, "-0"),
-            (1.0, "1"),
-            (-2.5, "-2.5"),
-            (0.125, "0.125"),
-            (123456.0, "123456"),
-            (999999.0, "999999"),
-            (1e6, "1e+06"),
-            (1234567.0, "1.234567e+06"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (0.000123456, "0.000123456"),
-            (1e21, "1e+21"),
-            (1e100, "1e+100"),
-            (5e-324, "5e-324"),
-            (f64::MAX, "1.7976931348623157e+308"),
-            (0.1 + 0.2, "0.30000000000000004"),
-            (100.0, "100"),
-            (12345.678, "12345.678"),
-            (f64::INFINITY, "+Inf"),
-            (f64::NEG_INFINITY, "-Inf"),
-            (f64::NAN, "NaN"),
-            (f64::from_bits(0x7ff0000000000002), "NaN"),
-        ];
-        for &(v, want) in cases {
-            assert_eq!(go_g(v), want, "{v:?}");
-        }
-    }
 
     #[test]
     fn quoting() {

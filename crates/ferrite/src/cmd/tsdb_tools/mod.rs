@@ -33,11 +33,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use ferrite_block::meta::BlockUlid;
+use ferrite_model::Matcher;
 use ferrite_tsdb::block::{Block, BlockError};
-use ferrite_tsdb::{Db, Matcher, QuerySeries};
+use ferrite_tsdb::{Db, QuerySeries};
 
+use ferrite_model::gofloat::format_g;
 use ferrite_server::selector::parse_selector;
-use format::{go_base2_bytes, go_duration, go_g, go_utc_time, labels_string, tabwrite};
+use format::{go_base2_bytes, go_duration, go_utc_time, labels_string, tabwrite};
 
 /// `tsdb list`: the blocks of DIR as promtool's table.
 pub fn list(dir: &Path, human_readable: bool) -> Result<()> {
@@ -491,7 +493,7 @@ fn dump_db(db: &Db, sets: &[Vec<Matcher>], min_time: i64, max_time: i64) -> Resu
         let mut werr: Option<io::Error> = None;
         s.for_each_sample(|t, v| {
             if werr.is_none() {
-                if let Err(e) = writeln!(w, "{ls} {} {t}", go_g(v)) {
+                if let Err(e) = writeln!(w, "{ls} {} {t}", format_g(v)) {
                     werr = Some(e);
                 }
             }
@@ -607,7 +609,7 @@ fn print_out(s: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferrite_tsdb::Labels;
+    use ferrite_model::Labels;
 
     /// `dump` reads every block, even those a server's default retention
     /// (15 days) would delete, and deletes none.

@@ -1,5 +1,5 @@
-//! Bounded caches of what a query compiles: parsed expressions and anchored
-//! regexes.
+//! Bounded caches of what a query compiles: parsed expressions (in
+//! `ferrite-promql`) and anchored regexes ([`crate::matcher`]).
 //!
 //! Dashboards send the same queries again and again, and parsing a query
 //! with a regex matcher compiles that regex (promql-parser does, then the
@@ -13,14 +13,17 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-pub(crate) struct BoundedCache<V> {
+/// A map of at most `cap` entries keyed by text, safe to share.
+pub struct BoundedCache<V> {
     map: Mutex<HashMap<String, V>>,
     cap: usize,
     max_key: usize,
 }
 
 impl<V: Clone> BoundedCache<V> {
-    pub(crate) fn new(cap: usize, max_key: usize) -> Self {
+    /// An empty cache of at most `cap` entries, keeping keys of at most
+    /// `max_key` bytes.
+    pub fn new(cap: usize, max_key: usize) -> Self {
         BoundedCache {
             map: Mutex::new(HashMap::new()),
             cap: cap.max(1),
@@ -30,7 +33,7 @@ impl<V: Clone> BoundedCache<V> {
 
     /// The value kept for `key`, or `make()`'s, kept if it is `Ok`. `make`
     /// runs outside the lock.
-    pub(crate) fn get_or_try_insert<E>(
+    pub fn get_or_try_insert<E>(
         &self,
         key: &str,
         make: impl FnOnce() -> Result<V, E>,

@@ -1,11 +1,14 @@
-//! Go's float syntax and formatting, as far as the OpenMetrics parser needs.
+//! Go's float syntax and formatting: the one copy every crate uses.
 //!
-//! Prometheus reads every number in an exposition with Go's
-//! `strconv.ParseFloat`, and rewrites `le` / `quantile` label values with
-//! Go's shortest `'g'` formatting. To accept exactly the same inputs and
-//! produce the same label values, this module reproduces both from their
-//! documented behaviour (written here from the Go specification and observed
-//! results, not from Go's source):
+//! Prometheus reads every number in an exposition, a query parameter or a
+//! PromQL string with Go's `strconv.ParseFloat`, writes sample values with
+//! `strconv.FormatFloat(f, 'f', -1, 64)`, `le`/`quantile` label values and
+//! messages with `%g`, and promtool's tables with `%g` and `%.12e`. To accept
+//! exactly the same inputs and print exactly the same text, this module
+//! reproduces them from their documented behaviour (written here from the
+//! Go specification and observed results, not from Go's source).
+//!
+//! Parsing:
 //!
 //! * accepted: decimal (`1`, `-1.5`, `.5`, `5.`, `1e3`, `1E-3`), `_` between
 //!   digits, hexadecimal with a mandatory binary exponent (`0x1.8p1`),
@@ -305,7 +308,7 @@ pub fn format_om_float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
     }
-    let s = go_format_g(f);
+    let s = format_g(f);
     if s.contains(['e', '.']) {
         s
     } else {
@@ -313,49 +316,214 @@ pub fn format_om_float(f: f64) -> String {
     }
 }
 
-/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` for finite f: the shortest
-/// digits that read back as f; exponent form when the decimal exponent is
-/// below -4 or at least 6 (`1e+06`, `1.5e-07`: sign and two digits at least).
-pub fn go_format_g(f: f64) -> String {
-    // Rust's `{:e}` gives the same shortest round-trip digits.
-    let sci = format!("{:e}", f.abs());
-    let (m, e) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = e.parse().unwrap_or(0);
-    let digits: String = m.chars().filter(|c| *c != '.').collect();
-    let mut out = String::new();
-    if f.is_sign_negative() {
-        out.push('-');
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` and `fmt`'s `%g`: the
+/// shortest digits that read back as `f`, in exponent form when the decimal
+/// exponent is below -4 or at least 6 (`1e+06`, `1.5e-07`: a sign and two
+/// digits at least); `NaN`, `+Inf`, `-Inf` for the specials.
+pub fn format_g(f: f64) -> String {
+    format_g_impl(f, None)
+}
+
+/// Go's `%.<prec>g`: `prec` significant digits (at least one), trailing
+/// zeros dropped, exponent form when the exponent is below -4 or at least
+/// `prec`.
+pub fn format_g_prec(f: f64, prec: usize) -> String {
+    format_g_impl(f, Some(prec))
+}
+
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`: the shortest digits that
+/// read back as `f`, never in exponent form (`1e+21` is written out in
+/// full); `NaN`, `+Inf`, `-Inf`. Prometheus' JSON sample values.
+pub fn format_f(f: f64) -> String {
+    let mut out = Vec::with_capacity(24);
+    write_f(&mut out, f);
+    // Only ASCII digits, signs, points and the specials' letters.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`format_f`] appended to `out` (no allocation of its own).
+pub fn write_f(out: &mut Vec<u8>, f: f64) {
+    if let Some(s) = special_text(f) {
+        out.extend_from_slice(s.as_bytes());
+        return;
     }
-    if !(-4..6).contains(&exp) {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let a = exp.unsigned_abs();
-        if a < 10 {
-            out.push('0');
-        }
-        out.push_str(&a.to_string());
+    if f.is_sign_negative() {
+        out.push(b'-');
+    }
+    if f == 0.0 {
+        out.push(b'0');
+        return;
+    }
+    let d = Shortest::of(f);
+    let digits = d.digits();
+    let point = d.point;
+    if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + point.unsigned_abs() as usize, b'0');
+        out.extend_from_slice(digits);
+    } else if point as usize >= digits.len() {
+        out.extend_from_slice(digits);
+        out.resize(out.len() + point as usize - digits.len(), b'0');
     } else {
-        let dp = exp + 1; // digits before the point
-        if dp <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-dp) as usize));
-            out.push_str(&digits);
-        } else {
-            let dp = dp as usize;
-            if digits.len() <= dp {
-                out.push_str(&digits);
-                out.extend(std::iter::repeat_n('0', dp - digits.len()));
-            } else {
-                out.push_str(&digits[..dp]);
-                out.push('.');
-                out.push_str(&digits[dp..]);
+        out.extend_from_slice(&digits[..point as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[point as usize..]);
+    }
+}
+
+/// The shortest decimal digits that read back as a finite, non-zero `|f|`,
+/// as Go picks them (Ryū's choice: of equally short candidates the closest,
+/// ties to even; Rust's own formatter can pick the other one), and where
+/// the decimal point goes: `digits × 10^(point - len)`.
+struct Shortest {
+    buf: [u8; 24],
+    len: usize,
+    point: i32,
+}
+
+impl Shortest {
+    fn of(f: f64) -> Shortest {
+        let mut ryu_buf = ryu::Buffer::new();
+        let text = ryu_buf.format_finite(f.abs()).as_bytes();
+        let (mantissa, exp) = match text.iter().position(|&b| b == b'e' || b == b'E') {
+            Some(i) => (&text[..i], parse_exp(&text[i + 1..])),
+            None => (text, 0),
+        };
+        let mut d = Shortest {
+            buf: [0; 24],
+            len: 0,
+            point: 0,
+        };
+        let mut point = None;
+        for &b in mantissa {
+            if b == b'.' {
+                point = Some(d.len);
+            } else if d.len < d.buf.len() {
+                d.buf[d.len] = b;
+                d.len += 1;
             }
         }
+        let mut point = point.unwrap_or(d.len) as i32 + exp;
+        let first = d.buf[..d.len].iter().take_while(|&&b| b == b'0').count();
+        point -= first as i32;
+        d.buf.copy_within(first..d.len, 0);
+        d.len -= first;
+        while d.len > 1 && d.buf[d.len - 1] == b'0' {
+            d.len -= 1;
+        }
+        d.point = point;
+        d
+    }
+
+    fn digits(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Ryū's exponent digits (`21`, `-7`).
+fn parse_exp(b: &[u8]) -> i32 {
+    let (neg, b) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, b),
+    };
+    let e = b
+        .iter()
+        .fold(0i32, |acc, &c| acc * 10 + i32::from(c - b'0'));
+    if neg {
+        -e
+    } else {
+        e
+    }
+}
+
+/// Go's `%.<prec>e` (`1.234567890123e+06`): `prec` digits after the point,
+/// an exponent of two digits at least.
+pub fn format_e_prec(f: f64, prec: usize) -> String {
+    if let Some(s) = special_text(f) {
+        return s.into();
+    }
+    let s = format!("{f:.prec$e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mant}e{sign}{:02}", exp.unsigned_abs())
+}
+
+fn special_text(f: f64) -> Option<&'static str> {
+    if f.is_nan() {
+        Some("NaN")
+    } else if f == f64::INFINITY {
+        Some("+Inf")
+    } else if f == f64::NEG_INFINITY {
+        Some("-Inf")
+    } else {
+        None
+    }
+}
+
+/// The significant digits (no trailing zeros) and decimal-point position of
+/// a finite, non-zero `|f|`: `prec` significant digits correctly rounded,
+/// or the shortest round-tripping ones (those Go picks, see [`Shortest`]).
+fn digits(f: f64, prec: Option<usize>) -> (String, i32) {
+    let Some(p) = prec else {
+        let d = Shortest::of(f);
+        return (String::from_utf8_lossy(d.digits()).into_owned(), d.point);
+    };
+    let s = format!("{:.*e}", p.max(1) - 1, f.abs());
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut d: String = mant.chars().filter(|c| *c != '.').collect();
+    while d.len() > 1 && d.ends_with('0') {
+        d.pop();
+    }
+    (d, exp + 1)
+}
+
+fn format_g_impl(f: f64, prec: Option<usize>) -> String {
+    if let Some(s) = special_text(f) {
+        return s.into();
+    }
+    let sign = if f.is_sign_negative() { "-" } else { "" };
+    if f == 0.0 {
+        return format!("{sign}0");
+    }
+    let (d, dp) = digits(f, prec);
+    let nd = d.len() as i32;
+    let eprec = match prec {
+        None => 6,
+        Some(p) => {
+            let p = p.max(1) as i32;
+            if p > nd && nd >= dp {
+                nd
+            } else {
+                p
+            }
+        }
+    };
+    let exp = dp - 1;
+    if exp < -4 || exp >= eprec {
+        let mut out = format!("{sign}{}", &d[..1]);
+        if nd > 1 {
+            out.push('.');
+            out.push_str(&d[1..]);
+        }
+        let (es, ea) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
+        out.push_str(&format!("e{es}{ea:02}"));
+        return out;
+    }
+    let mut out = String::from(sign);
+    if dp <= 0 {
+        out.push_str("0.");
+        out.push_str(&"0".repeat((-dp) as usize));
+        out.push_str(&d);
+    } else if dp >= nd {
+        out.push_str(&d);
+        out.push_str(&"0".repeat((dp - nd) as usize));
+    } else {
+        out.push_str(&d[..dp as usize]);
+        out.push('.');
+        out.push_str(&d[dp as usize..]);
     }
     out
 }
@@ -470,6 +638,127 @@ mod tests {
             assert_eq!(format_om_float(f), s, "{f}");
         }
         assert_eq!(format_om_float(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn g_formats_as_go() {
+        let cases = [
+            (0.5, "0.5"),
+            (2.0, "2"),
+            (-1.0, "-1"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1000.0, "1000"),
+            (123456.0, "123456"),
+            (999999.0, "999999"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (0.000123456, "0.000123456"),
+            (1e21, "1e+21"),
+            (1e100, "1e+100"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (12345.678, "12345.678"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
+            (f64::from_bits(0x7ff0000000000002), "NaN"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(format_g(f), want, "{f:?}");
+        }
+        assert_eq!(format_g_prec(1.0, 2), "1");
+        assert_eq!(format_g_prec(10.0, 2), "10");
+        assert_eq!(format_g_prec(100.0, 2), "1e+02");
+        assert_eq!(format_g_prec(0.123, 2), "0.12");
+        assert_eq!(format_g_prec(4.56, 2), "4.6");
+    }
+
+    #[test]
+    fn f_and_e_format_as_go() {
+        let cases = [
+            (1.0, "1"),
+            (-0.5, "-0.5"),
+            (1e21, "1000000000000000000000"),
+            (1e-7, "0.0000001"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(format_f(f), want, "{f:?}");
+        }
+        // A tie between two shortest forms, as Go prints it.
+        assert_eq!(
+            format_f(f64::from_bits(0x430e_d5d9_3b06_b032)),
+            "1084922284529158.2"
+        );
+        assert_eq!(format_f(-0.0), "-0");
+        assert_eq!(format_f(5e-324).len(), 326);
+        assert_eq!(format_e_prec(1234567.0, 12), "1.234567000000e+06");
+        assert_eq!(format_e_prec(0.000123, 12), "1.230000000000e-04");
+        assert_eq!(format_e_prec(0.0, 12), "0.000000000000e+00");
+        assert_eq!(format_e_prec(-5e100, 12), "-5.000000000000e+100");
+        assert_eq!(format_e_prec(-0.00025, 3), "-2.500e-04");
+        assert_eq!(format_e_prec(1e100, 1), "1.0e+100");
+        assert_eq!(format_e_prec(f64::NAN, 3), "NaN");
+    }
+
+    /// The shortest digits, positioned: as long as Rust's, and reading back
+    /// exactly (they differ only in ties between two shortest forms).
+    #[test]
+    fn f_reads_back_exactly() {
+        let check = |v: f64| {
+            if !v.is_finite() {
+                return;
+            }
+            let got = format_f(v);
+            let rust = format!("{v}");
+            assert_eq!(got.len(), rust.len(), "{v:e}: {got} vs {rust}");
+            assert_eq!(
+                got.parse::<f64>().ok().map(f64::to_bits),
+                Some(v.to_bits()),
+                "{v:e}: {got}"
+            );
+        };
+        let edges = [
+            0.0,
+            1.0,
+            0.1,
+            0.7,
+            1e21,
+            1e22,
+            1e-7,
+            1.5e-7,
+            5e-324,
+            1e300,
+            123.456,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            9007199254740993.0,
+            1e15,
+            1e16,
+            1e17,
+            0.3,
+        ];
+        for v in edges {
+            check(v);
+            check(-v);
+        }
+        // A fixed xorshift sequence of bit patterns and small fractions.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            check(f64::from_bits(x));
+            check((x % 2000) as f64 / 8.0 - 125.0);
+            check((x >> 11) as f64 / (1u64 << 53) as f64);
+        }
     }
 
     #[test]

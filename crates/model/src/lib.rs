@@ -1,0 +1,27 @@
+//! Ferrite's shared vocabulary: the one definition of what every other
+//! crate (storage, PromQL, remote read and write, the server, the text
+//! parsers) talks about.
+//!
+//! - [`labels`]: label sets, the identity of a series;
+//! - [`matcher`]: label matchers with Prometheus' semantics;
+//! - [`sample`]: sample values and the staleness marker;
+//! - [`histogram`]: native histograms, integer and float;
+//! - [`gofloat`]: Go's float syntax and formatting, which Prometheus' text
+//!   formats, JSON and tools are written in;
+//! - [`cache`]: a bounded cache for what is compiled from text.
+//!
+//! Nothing here does I/O or knows a file format.
+
+#![deny(clippy::unwrap_used, missing_docs)]
+
+pub mod cache;
+pub mod gofloat;
+pub mod histogram;
+pub mod labels;
+pub mod matcher;
+pub mod sample;
+
+pub use histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};
+pub use labels::{Label, Labels, LabelsError, Str, METRIC_NAME};
+pub use matcher::{MatchType, Matcher, MatcherError};
+pub use sample::{is_stale_nan, SampleValue, STALE_NAN, STALE_NAN_BITS};
