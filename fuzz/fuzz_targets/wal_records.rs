@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     decode_all(data);
     if let Some(body) = data.get(1..) {
         let mut rec = Vec::with_capacity(data.len());
-        for typ in 1..=10u8 {
+        for typ in 1..=14u8 {
             rec.clear();
             rec.push(typ);
             rec.extend_from_slice(body);
@@ -45,10 +45,19 @@ fn decode_all(rec: &[u8]) {
     if decode_samples(rec, &mut samples).is_ok() {
         // Every entry takes at least 10 bytes after the 17-byte header.
         assert!(samples.len() <= rec.len() / 10);
-        encode_samples(&mut buf, &samples);
+        let v2 = RecordType::of(rec) == RecordType::SamplesV2;
+        if v2 {
+            encode_samples_v2(&mut buf, &samples);
+        } else {
+            encode_samples(&mut buf, &samples);
+        }
         let mut again = Vec::new();
         decode_samples(&buf, &mut again).expect("re-encoded samples decode");
         assert_eq!(again.len(), samples.len());
+        if v2 {
+            let key = |s: &RefSample| (s.series_ref, s.st, s.t, s.v.to_bits());
+            assert!(again.iter().map(key).eq(samples.iter().map(key)));
+        }
     } else {
         assert!(samples.is_empty());
     }
@@ -86,7 +95,11 @@ fn decode_all(rec: &[u8]) {
 
     let mut histograms = Vec::new();
     if decode_histogram_samples(rec, &mut histograms).is_ok() {
-        encode_histogram_samples(&mut buf, &histograms);
+        if RecordType::of(rec) == RecordType::HistogramSamplesV2 {
+            encode_histogram_samples_v2(&mut buf, &histograms);
+        } else {
+            encode_histogram_samples(&mut buf, &histograms);
+        }
         let mut again = Vec::new();
         decode_histogram_samples(&buf, &mut again).expect("re-encoded histograms decode");
         assert_eq!(again.len(), histograms.len());
@@ -94,7 +107,11 @@ fn decode_all(rec: &[u8]) {
 
     let mut float_histograms = Vec::new();
     if decode_float_histogram_samples(rec, &mut float_histograms).is_ok() {
-        encode_float_histogram_samples(&mut buf, &float_histograms);
+        if RecordType::of(rec) == RecordType::FloatHistogramSamplesV2 {
+            encode_float_histogram_samples_v2(&mut buf, &float_histograms);
+        } else {
+            encode_float_histogram_samples(&mut buf, &float_histograms);
+        }
         let mut again = Vec::new();
         decode_float_histogram_samples(&buf, &mut again)
             .expect("re-encoded float histograms decode");

@@ -301,7 +301,9 @@ impl Decoder<'_> {
                 self.flush(out, samples);
                 out.events.push(Event::Series(rec.to_vec()));
             }
-            RecordType::Samples => {
+            // A v2 record's start timestamps are not stored: float chunks
+            // are XOR, as in Prometheus without its `st-storage` feature.
+            RecordType::Samples | RecordType::SamplesV2 => {
                 if samples.is_empty() {
                     samples.extend((0..self.shards).map(|_| self.pool.take()));
                 }
@@ -317,7 +319,12 @@ impl Decoder<'_> {
                         return;
                     }
                     if let Some(shard) = samples.get_mut((series_ref % shards) as usize) {
-                        shard.push(RefSample { series_ref, t, v });
+                        shard.push(RefSample {
+                            series_ref,
+                            st: 0,
+                            t,
+                            v,
+                        });
                     }
                 });
                 if let Err(e) = res {
@@ -370,9 +377,9 @@ impl Decoder<'_> {
             RecordType::MinValidTime => {
                 record::decode_min_valid_time(rec)?;
             }
-            // v3.16's start-timestamp records and types newer than v3.16.
-            typ @ (RecordType::SamplesV2
-            | RecordType::HistogramSamplesV2
+            // v3.16's start-timestamp histogram records and types newer
+            // than v3.16.
+            typ @ (RecordType::HistogramSamplesV2
             | RecordType::FloatHistogramSamplesV2
             | RecordType::Unknown(_)) => {
                 return Err(RecordFailure::Unsupported {
@@ -811,6 +818,7 @@ impl Applier<'_> {
             shard.retain(|s| match self.aliases.get(&s.series_ref) {
                 Some(&to) => {
                     moved.push(RefSample {
+                        st: 0,
                         series_ref: to,
                         ..*s
                     });

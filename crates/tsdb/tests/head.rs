@@ -349,6 +349,7 @@ fn samples_before_their_series_record_are_dropped_like_prometheus() {
         encode_samples(
             &mut samples,
             &[RefSample {
+                st: 0,
                 series_ref: 7,
                 t: 1000,
                 v: 1.0,
@@ -360,6 +361,7 @@ fn samples_before_their_series_record_are_dropped_like_prometheus() {
         encode_samples(
             &mut later,
             &[RefSample {
+                st: 0,
                 series_ref: 7,
                 t: 2000,
                 v: 2.0,

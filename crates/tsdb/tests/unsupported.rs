@@ -8,14 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ferrite_model::Labels;
+use ferrite_model::{FloatHistogram, Histogram};
 use ferrite_tsdb::error::{Unsupported, UnsupportedKind};
 use ferrite_tsdb::head_chunks::format::{encode_chunk, file_header};
 use ferrite_tsdb::{Db, DbError, DbOptions, HeadError, QueryError};
 use ferrite_wal::record::{
     encode_custom_buckets_float_histogram_samples, encode_custom_buckets_histogram_samples,
     encode_float_histogram_samples, encode_histogram_samples, encode_min_valid_time,
-    encode_samples, FloatHistogram, Histogram, RefFloatHistogramSample, RefHistogramSample,
-    RefSample, SeriesRecordBuilder,
+    encode_samples, encode_samples_v2, RefFloatHistogramSample, RefHistogramSample, RefSample,
+    SeriesRecordBuilder,
 };
 use ferrite_wal::{WalOptions, WalWriter};
 
@@ -71,7 +72,12 @@ fn samples_record(samples: &[(u64, i64, f64)]) -> Vec<u8> {
     let mut buf = Vec::new();
     let s: Vec<RefSample> = samples
         .iter()
-        .map(|&(series_ref, t, v)| RefSample { series_ref, t, v })
+        .map(|&(series_ref, t, v)| RefSample {
+            st: 0,
+            series_ref,
+            t,
+            v,
+        })
         .collect();
     encode_samples(&mut buf, &s);
     buf
@@ -80,6 +86,7 @@ fn samples_record(samples: &[(u64, i64, f64)]) -> Vec<u8> {
 /// A record of each of the four histogram record types, for series `r`.
 fn histogram_records(r: u64) -> Vec<(u8, Vec<u8>)> {
     let h = RefHistogramSample {
+        st: 0,
         series_ref: r,
         t: 2000,
         h: Histogram {
@@ -90,6 +97,7 @@ fn histogram_records(r: u64) -> Vec<(u8, Vec<u8>)> {
         },
     };
     let fh = RefFloatHistogramSample {
+        st: 0,
         series_ref: r,
         t: 2000,
         h: FloatHistogram {
@@ -190,7 +198,6 @@ fn histogram_records_in_a_checkpoint_stop_the_open() {
 #[test]
 fn v3_16_start_timestamp_and_unknown_records_stop_the_open() {
     for (typ, name) in [
-        (11, "samples_v2"),
         (12, "histogram_samples_v2"),
         (13, "float_histogram_samples_v2"),
         (200, "unknown"),
@@ -217,6 +224,52 @@ fn v3_16_start_timestamp_and_unknown_records_stop_the_open() {
         assert!(msg.contains(name), "{msg}");
         assert!(msg.contains(&format!("record type {typ}")), "{msg}");
     }
+}
+
+/// v3.16's float samples with start timestamps (record type 11) replay
+/// as float samples, start timestamps dropped (XOR chunks hold none), and
+/// survive a checkpoint as v1 samples.
+#[test]
+fn v3_16_float_samples_with_start_timestamps_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut v2 = Vec::new();
+    let samples = [
+        (1, 7, 1000, 1.5),
+        (2, 0, 1000, 2.5),
+        (1, 7, 2000, 3.0),
+        (1, 0, 3000, 4.0),
+    ];
+    let samples: Vec<RefSample> = samples
+        .iter()
+        .map(|&(series_ref, st, t, v)| RefSample {
+            series_ref,
+            st,
+            t,
+            v,
+        })
+        .collect();
+    encode_samples_v2(&mut v2, &samples);
+    write_segment(
+        &dir.join("wal/00000000"),
+        &[series_record(1, "a"), series_record(2, "b"), v2],
+    );
+    let db = Db::open(dir, options()).unwrap();
+    let got: Vec<(String, Vec<(i64, f64)>)> = db
+        .querier(i64::MIN, i64::MAX)
+        .select(&[])
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.labels.metric_name().to_string(), s.samples().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("a".to_string(), vec![(1000, 1.5), (2000, 3.0), (3000, 4.0)]),
+            ("b".to_string(), vec![(1000, 2.5)]),
+        ]
+    );
+    db.close().unwrap();
 }
 
 #[test]

@@ -413,7 +413,12 @@ fn read_sources(
             let record_type = RecordType::of(rec).name();
             let kept = filter.process(rec);
             match kept {
-                Ok(true) => batch.push(&filter.out),
+                Ok(true) => {
+                    batch.push(&filter.out);
+                    if !filter.out_custom.is_empty() {
+                        batch.push(&filter.out_custom);
+                    }
+                }
                 Ok(false) => {}
                 Err(source) => {
                     return Err(CheckpointError::Record {
@@ -477,6 +482,9 @@ struct Filter<'k> {
     stats: CheckpointStats,
     /// The filtered record to write.
     out: Vec<u8>,
+    /// A second record to write after `out` when not empty: the custom
+    /// buckets histograms split off a record that had both kinds.
+    out_custom: Vec<u8>,
     samples: Vec<record::RefSample>,
     histograms: Vec<record::RefHistogramSample>,
     float_histograms: Vec<record::RefFloatHistogramSample>,
@@ -493,6 +501,7 @@ impl<'k> Filter<'k> {
             mint,
             stats: CheckpointStats::default(),
             out: Vec::new(),
+            out_custom: Vec::new(),
             samples: Vec::new(),
             histograms: Vec::new(),
             float_histograms: Vec::new(),
@@ -503,8 +512,26 @@ impl<'k> Filter<'k> {
         }
     }
 
-    /// Filters `rec` into `self.out`; `Ok(false)` if nothing of it is kept.
+    /// Keeps a float samples record's samples from `mint` on, as a v1
+    /// record in `self.out`.
+    fn filter_samples(&mut self, rec: &[u8]) -> Result<bool, RecordError> {
+        record::decode_samples(rec, &mut self.samples)?;
+        let total = self.samples.len();
+        self.samples.retain(|s| s.t >= self.mint);
+        count(
+            &mut self.stats.total_samples,
+            &mut self.stats.dropped_samples,
+            total,
+            self.samples.len(),
+        );
+        record::encode_samples(&mut self.out, &self.samples);
+        Ok(!self.samples.is_empty())
+    }
+
+    /// Filters `rec` into `self.out` (and `self.out_custom`); `Ok(false)`
+    /// if nothing of it is kept.
     fn process(&mut self, rec: &[u8]) -> Result<bool, RecordError> {
+        self.out_custom.clear();
         let mint = self.mint;
         let keep = self.keep_series;
         let stats = &mut self.stats;
@@ -545,64 +572,50 @@ impl<'k> Filter<'k> {
                     }
                     return Ok(kept > 0);
                 }
-                record::decode_samples(rec, &mut self.samples)?;
-                let total = self.samples.len();
-                self.samples.retain(|s| s.t >= mint);
-                count(
-                    &mut stats.total_samples,
-                    &mut stats.dropped_samples,
-                    total,
-                    self.samples.len(),
-                );
-                record::encode_samples(&mut self.out, &self.samples);
-                Ok(!self.samples.is_empty())
+                self.filter_samples(rec)
             }
-            typ @ (RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples) => {
+            // Start timestamps are not kept: Prometheus v3.16 without its
+            // `st-storage` feature rewrites these as v1 records too.
+            RecordType::SamplesV2 => self.filter_samples(rec),
+            RecordType::HistogramSamples
+            | RecordType::CustomBucketsHistogramSamples
+            | RecordType::HistogramSamplesV2 => {
                 record::decode_histogram_samples(rec, &mut self.histograms)?;
-                // Prometheus' decoder drops unknown schemas before counting.
-                self.histograms
-                    .retain(|s| record::is_known_schema(s.h.schema));
-                let total = self.histograms.len();
-                self.histograms.retain(|s| s.t >= mint);
-                count(
-                    &mut stats.total_samples,
-                    &mut stats.dropped_samples,
-                    total,
-                    self.histograms.len(),
+                let kept =
+                    keep_histograms(&mut self.histograms, mint, |h| (h.h.schema, h.t), stats);
+                write_histograms(
+                    RecordType::of(rec),
+                    &mut self.histograms,
+                    |h| h.h.uses_custom_buckets(),
+                    (&mut self.out, record::encode_histogram_samples),
+                    (
+                        &mut self.out_custom,
+                        record::encode_custom_buckets_histogram_samples,
+                    ),
                 );
-                if typ == RecordType::HistogramSamples {
-                    record::encode_histogram_samples(&mut self.out, &self.histograms);
-                } else {
-                    record::encode_custom_buckets_histogram_samples(
-                        &mut self.out,
-                        &self.histograms,
-                    );
-                }
-                Ok(!self.histograms.is_empty())
+                Ok(kept)
             }
-            typ @ (RecordType::FloatHistogramSamples
-            | RecordType::CustomBucketsFloatHistogramSamples) => {
+            RecordType::FloatHistogramSamples
+            | RecordType::CustomBucketsFloatHistogramSamples
+            | RecordType::FloatHistogramSamplesV2 => {
                 record::decode_float_histogram_samples(rec, &mut self.float_histograms)?;
-                // Prometheus' decoder drops unknown schemas before counting.
-                self.float_histograms
-                    .retain(|s| record::is_known_schema(s.h.schema));
-                let total = self.float_histograms.len();
-                self.float_histograms.retain(|s| s.t >= mint);
-                count(
-                    &mut stats.total_samples,
-                    &mut stats.dropped_samples,
-                    total,
-                    self.float_histograms.len(),
+                let kept = keep_histograms(
+                    &mut self.float_histograms,
+                    mint,
+                    |h| (h.h.schema, h.t),
+                    stats,
                 );
-                if typ == RecordType::FloatHistogramSamples {
-                    record::encode_float_histogram_samples(&mut self.out, &self.float_histograms);
-                } else {
-                    record::encode_custom_buckets_float_histogram_samples(
-                        &mut self.out,
-                        &self.float_histograms,
-                    );
-                }
-                Ok(!self.float_histograms.is_empty())
+                write_histograms(
+                    RecordType::of(rec),
+                    &mut self.float_histograms,
+                    |h| h.h.uses_custom_buckets(),
+                    (&mut self.out, record::encode_float_histogram_samples),
+                    (
+                        &mut self.out_custom,
+                        record::encode_custom_buckets_float_histogram_samples,
+                    ),
+                );
+                Ok(kept)
             }
             RecordType::Tombstones => {
                 record::decode_tombstones(rec, &mut self.stones)?;
@@ -655,15 +668,71 @@ impl<'k> Filter<'k> {
             // The previous checkpoint's copy: already folded into the new
             // checkpoint's first record.
             RecordType::MinValidTime => Ok(false),
-            RecordType::MmapMarkers
-            | RecordType::SamplesV2
-            | RecordType::HistogramSamplesV2
-            | RecordType::FloatHistogramSamplesV2
-            | RecordType::Unknown(_) => {
+            RecordType::MmapMarkers | RecordType::Unknown(_) => {
                 stats.skipped_records += 1;
                 Ok(false)
             }
         }
+    }
+}
+
+/// Drops histogram samples of schemas Prometheus' decoder drops (they are
+/// not counted), then those before `mint`; whether any are left.
+/// `schema_and_time` reads a sample's histogram schema and time.
+fn keep_histograms<S>(
+    samples: &mut Vec<S>,
+    mint: i64,
+    schema_and_time: impl Fn(&S) -> (i32, i64),
+    stats: &mut CheckpointStats,
+) -> bool {
+    samples.retain(|s| record::is_known_schema(schema_and_time(s).0));
+    let total = samples.len();
+    samples.retain(|s| schema_and_time(s).1 >= mint);
+    count(
+        &mut stats.total_samples,
+        &mut stats.dropped_samples,
+        total,
+        samples.len(),
+    );
+    !samples.is_empty()
+}
+
+/// A record encoder: clears the buffer, writes the record.
+type Encoder<S> = fn(&mut Vec<u8>, &[S]);
+
+/// Writes kept histogram samples as Prometheus v3.16's checkpoint does
+/// (v1 records): a custom buckets record stays one; from any other record
+/// the exponential histograms go to `exponential` and the custom buckets
+/// ones, in their order, to a second record in `custom` (no exponential
+/// record when there are none).
+fn write_histograms<S>(
+    typ: RecordType,
+    samples: &mut [S],
+    is_custom: impl Fn(&S) -> bool,
+    exponential: (&mut Vec<u8>, Encoder<S>),
+    custom: (&mut Vec<u8>, Encoder<S>),
+) {
+    let (out, encode_exponential) = exponential;
+    let (out_custom, encode_custom) = custom;
+    out_custom.clear();
+    if matches!(
+        typ,
+        RecordType::CustomBucketsHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples
+    ) {
+        encode_custom(out, samples);
+        return;
+    }
+    // A stable sort keeps each kind's order.
+    samples.sort_by_key(|s| is_custom(s));
+    let split = samples.partition_point(|s| !is_custom(s));
+    let (exp, cb) = samples.split_at(split);
+    if exp.is_empty() {
+        encode_custom(out, cb);
+        return;
+    }
+    encode_exponential(out, exp);
+    if !cb.is_empty() {
+        encode_custom(out_custom, cb);
     }
 }
 

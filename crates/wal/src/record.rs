@@ -1,11 +1,13 @@
-//! Codecs for the WAL records Prometheus v3.9.1 writes (`tsdb/record`).
+//! Codecs for the WAL records Prometheus v3.16.0 writes (`tsdb/record`).
 //!
-//! Prometheus v3.16 added types 11-14 (`tsdb/record/record.go` v0.316.0):
-//! 11 `samples_v2`, 12 `histogram_samples_v2`, 13 `float_histogram_samples_v2`
-//! (samples with a start timestamp each) and 14 `min_valid_time` (a
-//! checkpoint's first record: the min time of the truncation that wrote
-//! it, a big-endian i64). Types 11-13 are named here but not decoded: the
-//! head refuses them on replay. Type 14 is decoded ([`decode_min_valid_time`]).
+//! Types 1-10 are those of every Prometheus 3. v3.16 added 11
+//! `samples_v2`, 12 `histogram_samples_v2` and 13
+//! `float_histogram_samples_v2` (written when its `st-storage` feature is on:
+//! samples with a start timestamp each, refs and times as varint deltas,
+//! see [`encode_samples_v2`]) and 14 `min_valid_time` (a checkpoint's first
+//! record: the min time of the truncation that wrote it, a big-endian i64).
+//! Every type is decoded; a start timestamp of 0 means "none", and v1
+//! records decode with start timestamp 0.
 //!
 //! A WAL segment only moves opaque byte records; this module gives them
 //! meaning. Every record starts with one [`RecordType`] byte. Fixed-width
@@ -42,6 +44,11 @@
 
 use std::str;
 
+/// Start timestamp markers of v2 records: none, the previous sample's, or
+/// an explicit delta from the first sample's.
+const ST_NONE: u8 = 0;
+const ST_SAME: u8 = 1;
+const ST_EXPLICIT: u8 = 2;
 /// Marker Prometheus reports for an empty record (and unknown types).
 const UNKNOWN_TYPE_BYTE: u8 = 255;
 /// A Go varint is at most 10 bytes for 64 bits.
@@ -172,7 +179,8 @@ pub enum RecordError {
     /// A label or metadata string that is not UTF-8.
     #[error("string at byte {offset} is not valid UTF-8")]
     InvalidUtf8 { offset: usize },
-    /// A histogram schema, span offset or span length beyond 32 bits.
+    /// A histogram schema, span offset or span length beyond 32 bits, or a
+    /// counter reset hint beyond 3.
     #[error("{what} {value} at byte {offset} does not fit in 32 bits")]
     ValueOutOfRange {
         what: &'static str,
@@ -181,10 +189,12 @@ pub enum RecordError {
     },
 }
 
-/// A float sample of a series.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A float sample of a series; `st` is its start timestamp (0: none,
+/// always 0 from a v1 record).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RefSample {
     pub series_ref: u64,
+    pub st: i64,
     pub t: i64,
     pub v: f64,
 }
@@ -236,96 +246,24 @@ pub const METRIC_TYPE_SUMMARY: u8 = 5;
 pub const METRIC_TYPE_INFO: u8 = 6;
 pub const METRIC_TYPE_STATESET: u8 = 7;
 
-/// Values of a histogram's `counter_reset_hint` byte.
-pub const COUNTER_RESET_HINT_UNKNOWN: u8 = 0;
-pub const COUNTER_RESET_HINT_COUNTER_RESET: u8 = 1;
-pub const COUNTER_RESET_HINT_NOT_COUNTER_RESET: u8 = 2;
-pub const COUNTER_RESET_HINT_GAUGE: u8 = 3;
+pub use ferrite_model::histogram::{is_known_schema, CUSTOM_BUCKETS_SCHEMA};
+use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
 
-/// Schema of histograms with custom (explicit) bucket bounds (NHCB).
-pub const CUSTOM_BUCKETS_SCHEMA: i32 = -53;
-/// Exponential schemas Prometheus v3.9.1 stores as they are.
-pub const EXPONENTIAL_SCHEMA_MIN: i32 = -4;
-pub const EXPONENTIAL_SCHEMA_MAX: i32 = 8;
-/// Exponential schemas reserved for future versions: Prometheus reads them
-/// (reducing the resolution to [`EXPONENTIAL_SCHEMA_MAX`] when above it).
-pub const EXPONENTIAL_SCHEMA_MIN_RESERVED: i32 = -9;
-pub const EXPONENTIAL_SCHEMA_MAX_RESERVED: i32 = 52;
-
-/// Whether Prometheus accepts a histogram of this schema from the WAL;
-/// its decoder silently skips the others.
-pub fn is_known_schema(schema: i32) -> bool {
-    schema == CUSTOM_BUCKETS_SCHEMA
-        || (EXPONENTIAL_SCHEMA_MIN_RESERVED..=EXPONENTIAL_SCHEMA_MAX_RESERVED).contains(&schema)
-}
-
-/// A run of `length` consecutive buckets starting `offset` buckets after
-/// the end of the previous span (or at bucket index `offset` for the first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Span {
-    pub offset: i32,
-    pub length: u32,
-}
-
-/// An integer native histogram. Bucket counts are stored as deltas: each is
-/// the difference to the previous bucket of the same sign (the first to 0).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Histogram {
-    pub counter_reset_hint: u8,
-    pub schema: i32,
-    pub zero_threshold: f64,
-    pub zero_count: u64,
-    pub count: u64,
-    pub sum: f64,
-    pub positive_spans: Vec<Span>,
-    pub negative_spans: Vec<Span>,
-    pub positive_buckets: Vec<i64>,
-    pub negative_buckets: Vec<i64>,
-    /// Upper bucket bounds; only stored for [`CUSTOM_BUCKETS_SCHEMA`].
-    pub custom_values: Vec<f64>,
-}
-
-/// A float native histogram: absolute bucket counts.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FloatHistogram {
-    pub counter_reset_hint: u8,
-    pub schema: i32,
-    pub zero_threshold: f64,
-    pub zero_count: f64,
-    pub count: f64,
-    pub sum: f64,
-    pub positive_spans: Vec<Span>,
-    pub negative_spans: Vec<Span>,
-    pub positive_buckets: Vec<f64>,
-    pub negative_buckets: Vec<f64>,
-    /// Upper bucket bounds; only stored for [`CUSTOM_BUCKETS_SCHEMA`].
-    pub custom_values: Vec<f64>,
-}
-
-impl Histogram {
-    /// Custom-bucket histograms go to [`RecordType::CustomBucketsHistogramSamples`].
-    pub fn uses_custom_buckets(&self) -> bool {
-        self.schema == CUSTOM_BUCKETS_SCHEMA
-    }
-}
-
-impl FloatHistogram {
-    /// Custom-bucket histograms go to [`RecordType::CustomBucketsFloatHistogramSamples`].
-    pub fn uses_custom_buckets(&self) -> bool {
-        self.schema == CUSTOM_BUCKETS_SCHEMA
-    }
-}
-
+/// An integer histogram sample of a series; `st` is its start timestamp
+/// (0: none, always 0 from a v1 record).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefHistogramSample {
     pub series_ref: u64,
+    pub st: i64,
     pub t: i64,
     pub h: Histogram,
 }
 
+/// A float histogram sample of a series; `st` as in [`RefHistogramSample`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefFloatHistogramSample {
     pub series_ref: u64,
+    pub st: i64,
     pub t: i64,
     pub h: FloatHistogram,
 }
@@ -443,6 +381,30 @@ impl<'a> Cursor<'a> {
             offset,
             value: v.into(),
         })
+    }
+
+    /// A histogram's counter reset hint byte: 0-3, as Prometheus writes it.
+    fn counter_reset_hint(&mut self) -> Result<CounterResetHint, RecordError> {
+        let offset = self.pos;
+        match self.byte()? {
+            b @ 0..=3 => Ok(CounterResetHint::from_bits(b)),
+            b => Err(RecordError::ValueOutOfRange {
+                what: "counter reset hint",
+                offset,
+                value: b.into(),
+            }),
+        }
+    }
+
+    /// A v2 record's start timestamp after its marker byte: 0 "none", 1
+    /// "the previous sample's", anything else "a varint delta from the
+    /// first sample's follows" (Prometheus reads every other byte so).
+    fn st_marker(&mut self, prev_st: i64, first_st: i64) -> Result<i64, RecordError> {
+        match self.byte()? {
+            ST_NONE => Ok(0),
+            ST_SAME => Ok(prev_st),
+            _ => Ok(first_st.wrapping_add(self.varint()?)),
+        }
     }
 
     fn uvarint_u32(&mut self, what: &'static str) -> Result<u32, RecordError> {
@@ -662,11 +624,22 @@ impl<'b> SeriesRecordBuilder<'b> {
 // ---------------------------------------------------------------------------
 // Samples
 
-/// Decodes a float samples record into `out` (cleared first).
+/// Decodes a float samples record (v1 or v2) into `out` (cleared first).
 pub fn decode_samples(rec: &[u8], out: &mut Vec<RefSample>) -> Result<(), RecordError> {
     decode_into(out, |out| {
-        let mut c = Cursor::open(rec, &[RecordType::Samples], "samples")?;
         out.clear();
+        if RecordType::of(rec) == RecordType::SamplesV2 {
+            for_each_sample_v2(rec, |series_ref, st, t, v| {
+                out.push(RefSample {
+                    series_ref,
+                    st,
+                    t,
+                    v,
+                })
+            })?;
+            return Ok(out.len());
+        }
+        let mut c = Cursor::open(rec, &[RecordType::Samples], "samples")?;
         let Some(base) = c.sample_base()? else {
             return Ok(0);
         };
@@ -675,16 +648,138 @@ pub fn decode_samples(rec: &[u8], out: &mut Vec<RefSample>) -> Result<(), Record
         while !c.at_end() {
             let (series_ref, t) = c.sample_ref_t(base)?;
             let v = c.be_f64()?;
-            out.push(RefSample { series_ref, t, v });
+            out.push(RefSample {
+                series_ref,
+                st: 0,
+                t,
+                v,
+            });
         }
         Ok(out.len())
     })
 }
 
-/// Decodes a float samples record, handing each sample to `f` in record
-/// order without collecting them; returns the count. On an error `f` has
-/// seen the samples before the bad one, which the caller must discard.
+/// The state a v2 record's entries are deltas from: the first entry's
+/// time and start time, the previous entry's ref and start time.
+struct V2Deltas {
+    first_t: i64,
+    first_st: i64,
+    prev_ref: u64,
+    prev_st: i64,
+}
+
+impl V2Deltas {
+    /// Reads the first entry's ref, time and start time (all varints).
+    fn first(c: &mut Cursor<'_>) -> Result<(V2Deltas, (u64, i64, i64)), RecordError> {
+        let series_ref = c.varint()? as u64;
+        let t = c.varint()?;
+        let st = c.varint()?;
+        let d = V2Deltas {
+            first_t: t,
+            first_st: st,
+            prev_ref: series_ref,
+            prev_st: st,
+        };
+        Ok((d, (series_ref, t, st)))
+    }
+
+    /// Reads a later entry's ref (delta from the previous), time (delta
+    /// from the first) and start time (marker).
+    fn next(&mut self, c: &mut Cursor<'_>) -> Result<(u64, i64, i64), RecordError> {
+        let series_ref = self.prev_ref.wrapping_add(c.varint()? as u64);
+        let t = self.first_t.wrapping_add(c.varint()?);
+        let st = c.st_marker(self.prev_st, self.first_st)?;
+        self.prev_ref = series_ref;
+        self.prev_st = st;
+        Ok((series_ref, t, st))
+    }
+
+    /// Reads the next entry's ref, time and start time, the first or a
+    /// later one.
+    fn read(
+        this: &mut Option<V2Deltas>,
+        c: &mut Cursor<'_>,
+    ) -> Result<(u64, i64, i64), RecordError> {
+        match this {
+            Some(d) => d.next(c),
+            None => {
+                let (d, entry) = V2Deltas::first(c)?;
+                *this = Some(d);
+                Ok(entry)
+            }
+        }
+    }
+}
+
+/// The writer's side of [`V2Deltas`].
+struct V2Writer {
+    first_t: i64,
+    first_st: i64,
+    prev: Option<(u64, i64)>,
+}
+
+impl V2Writer {
+    fn new() -> Self {
+        V2Writer {
+            first_t: 0,
+            first_st: 0,
+            prev: None,
+        }
+    }
+
+    /// Writes an entry's ref, time and start time as the first or a later one.
+    fn put(&mut self, buf: &mut Vec<u8>, series_ref: u64, t: i64, st: i64) {
+        match self.prev {
+            None => {
+                put_varint(buf, series_ref as i64);
+                put_varint(buf, t);
+                put_varint(buf, st);
+                self.first_t = t;
+                self.first_st = st;
+            }
+            Some((prev_ref, prev_st)) => {
+                put_varint(buf, series_ref.wrapping_sub(prev_ref) as i64);
+                put_varint(buf, t.wrapping_sub(self.first_t));
+                if st == 0 {
+                    buf.push(ST_NONE);
+                } else if st == prev_st {
+                    buf.push(ST_SAME);
+                } else {
+                    buf.push(ST_EXPLICIT);
+                    put_varint(buf, st.wrapping_sub(self.first_st));
+                }
+            }
+        }
+        self.prev = Some((series_ref, st));
+    }
+}
+
+/// Decodes a v2 float samples record, handing each sample's ref, start
+/// time, time and value to `f`; returns the count.
+fn for_each_sample_v2(
+    rec: &[u8],
+    mut f: impl FnMut(u64, i64, i64, f64),
+) -> Result<usize, RecordError> {
+    let mut c = Cursor::open(rec, &[RecordType::SamplesV2], "samples")?;
+    let mut deltas = None;
+    let mut n = 0;
+    while !c.at_end() {
+        let (series_ref, t, st) = V2Deltas::read(&mut deltas, &mut c)?;
+        f(series_ref, st, t, c.be_f64()?);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Decodes a float samples record (v1 or v2), handing each sample to `f` in
+/// record order without collecting them; returns the count. Start
+/// timestamps are not handed out (use [`decode_samples`] for them). On an
+/// error `f` has seen the samples before the bad one, which the caller must
+/// discard.
 pub fn for_each_sample(rec: &[u8], mut f: impl FnMut(u64, i64, f64)) -> Result<usize, RecordError> {
+    if RecordType::of(rec) == RecordType::SamplesV2 {
+        return for_each_sample_v2(rec, |series_ref, _, t, v| f(series_ref, t, v));
+    }
     let mut c = Cursor::open(rec, &[RecordType::Samples], "samples")?;
     let Some(base) = c.sample_base()? else {
         return Ok(0);
@@ -744,8 +839,20 @@ fn zigzag(u: u64) -> i64 {
     (u >> 1) as i64 ^ -((u & 1) as i64)
 }
 
-/// Encodes a float samples record into `buf` (cleared first). No samples
-/// give a record of just the type byte, as in Prometheus.
+/// Encodes a v2 float samples record (start timestamps kept) into `buf`
+/// (cleared first), as Prometheus does with its `st-storage` feature on.
+pub fn encode_samples_v2(buf: &mut Vec<u8>, samples: &[RefSample]) {
+    start_record(buf, RecordType::SamplesV2);
+    let mut w = V2Writer::new();
+    for s in samples {
+        w.put(buf, s.series_ref, s.t, s.st);
+        put_be_f64(buf, s.v);
+    }
+}
+
+/// Encodes a float samples record into `buf` (cleared first); start
+/// timestamps are not stored. No samples give a record of just the type
+/// byte, as in Prometheus.
 pub fn encode_samples(buf: &mut Vec<u8>, samples: &[RefSample]) {
     start_record(buf, RecordType::Samples);
     let Some(first) = samples.first() else {
@@ -1031,7 +1138,7 @@ trait HistogramCodec: Default {
 
 impl HistogramCodec for Histogram {
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<(), RecordError> {
-        self.counter_reset_hint = c.byte()?;
+        self.counter_reset_hint = c.counter_reset_hint()?;
         self.schema = c.varint_i32("histogram schema")?;
         self.zero_threshold = c.be_f64()?;
         self.zero_count = c.uvarint()?;
@@ -1045,7 +1152,7 @@ impl HistogramCodec for Histogram {
     }
 
     fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(self.counter_reset_hint);
+        buf.push(self.counter_reset_hint as u8);
         put_varint(buf, i64::from(self.schema));
         put_be_f64(buf, self.zero_threshold);
         put_uvarint(buf, self.zero_count);
@@ -1061,7 +1168,7 @@ impl HistogramCodec for Histogram {
 
 impl HistogramCodec for FloatHistogram {
     fn decode(&mut self, c: &mut Cursor<'_>) -> Result<(), RecordError> {
-        self.counter_reset_hint = c.byte()?;
+        self.counter_reset_hint = c.counter_reset_hint()?;
         self.schema = c.varint_i32("histogram schema")?;
         self.zero_threshold = c.be_f64()?;
         self.zero_count = c.be_f64()?;
@@ -1075,7 +1182,7 @@ impl HistogramCodec for FloatHistogram {
     }
 
     fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(self.counter_reset_hint);
+        buf.push(self.counter_reset_hint as u8);
         put_varint(buf, i64::from(self.schema));
         put_be_f64(buf, self.zero_threshold);
         put_be_f64(buf, self.zero_count);
@@ -1092,18 +1199,23 @@ impl HistogramCodec for FloatHistogram {
 /// A histogram sample of either kind, for the shared record loop.
 trait HistogramSample: Default {
     type H: HistogramCodec;
-    fn parts(&mut self) -> (&mut u64, &mut i64, &mut Self::H);
+    /// Ref, start time, time and histogram, to be overwritten.
+    fn parts(&mut self) -> (&mut u64, &mut i64, &mut i64, &mut Self::H);
     fn ref_t(&self) -> (u64, i64);
+    fn st(&self) -> i64;
     fn histogram(&self) -> &Self::H;
 }
 
 impl HistogramSample for RefHistogramSample {
     type H = Histogram;
-    fn parts(&mut self) -> (&mut u64, &mut i64, &mut Histogram) {
-        (&mut self.series_ref, &mut self.t, &mut self.h)
+    fn parts(&mut self) -> (&mut u64, &mut i64, &mut i64, &mut Histogram) {
+        (&mut self.series_ref, &mut self.st, &mut self.t, &mut self.h)
     }
     fn ref_t(&self) -> (u64, i64) {
         (self.series_ref, self.t)
+    }
+    fn st(&self) -> i64 {
+        self.st
     }
     fn histogram(&self) -> &Histogram {
         &self.h
@@ -1112,24 +1224,43 @@ impl HistogramSample for RefHistogramSample {
 
 impl HistogramSample for RefFloatHistogramSample {
     type H = FloatHistogram;
-    fn parts(&mut self) -> (&mut u64, &mut i64, &mut FloatHistogram) {
-        (&mut self.series_ref, &mut self.t, &mut self.h)
+    fn parts(&mut self) -> (&mut u64, &mut i64, &mut i64, &mut FloatHistogram) {
+        (&mut self.series_ref, &mut self.st, &mut self.t, &mut self.h)
     }
     fn ref_t(&self) -> (u64, i64) {
         (self.series_ref, self.t)
+    }
+    fn st(&self) -> i64 {
+        self.st
     }
     fn histogram(&self) -> &FloatHistogram {
         &self.h
     }
 }
 
+/// Decodes a v1 histogram record (base ref and time, varint deltas) or,
+/// when its type is `v2`, a v2 one (see [`V2Deltas`]).
 fn decode_histogram_record<S: HistogramSample>(
     rec: &[u8],
     accepted: &[RecordType],
+    v2: RecordType,
     expected: &'static str,
     out: &mut Vec<S>,
 ) -> Result<(), RecordError> {
     decode_into(out, |out| {
+        if RecordType::of(rec) == v2 {
+            let mut c = Cursor::open(rec, &[v2], expected)?;
+            let mut deltas = None;
+            let mut n = 0;
+            while !c.at_end() {
+                let (series_ref, t, st) = V2Deltas::read(&mut deltas, &mut c)?;
+                let (slot_ref, slot_st, slot_t, slot_h) = reuse_slot(out, n).parts();
+                (*slot_ref, *slot_st, *slot_t) = (series_ref, st, t);
+                slot_h.decode(&mut c)?;
+                n += 1;
+            }
+            return Ok(n);
+        }
         let mut c = Cursor::open(rec, accepted, expected)?;
         let Some(base) = c.sample_base()? else {
             return Ok(0);
@@ -1137,14 +1268,28 @@ fn decode_histogram_record<S: HistogramSample>(
         let mut n = 0;
         while !c.at_end() {
             let (series_ref, t) = c.sample_ref_t(base)?;
-            let (slot_ref, slot_t, slot_h) = reuse_slot(out, n).parts();
-            *slot_ref = series_ref;
-            *slot_t = t;
+            let (slot_ref, slot_st, slot_t, slot_h) = reuse_slot(out, n).parts();
+            (*slot_ref, *slot_st, *slot_t) = (series_ref, 0, t);
             slot_h.decode(&mut c)?;
             n += 1;
         }
         Ok(n)
     })
+}
+
+/// Encodes a v2 histogram record of either kind.
+fn encode_histogram_record_v2<S: HistogramSample>(
+    buf: &mut Vec<u8>,
+    typ: RecordType,
+    samples: &[S],
+) {
+    start_record(buf, typ);
+    let mut w = V2Writer::new();
+    for s in samples {
+        let (series_ref, t) = s.ref_t();
+        w.put(buf, series_ref, t, s.st());
+        s.histogram().encode(buf);
+    }
 }
 
 fn encode_histogram_record<S: HistogramSample>(buf: &mut Vec<u8>, typ: RecordType, samples: &[S]) {
@@ -1161,9 +1306,9 @@ fn encode_histogram_record<S: HistogramSample>(buf: &mut Vec<u8>, typ: RecordTyp
     }
 }
 
-/// Decodes a [`RecordType::HistogramSamples`] or
-/// [`RecordType::CustomBucketsHistogramSamples`] record into `out` (cleared
-/// first). Histograms of every schema are returned, also those Prometheus'
+/// Decodes a [`RecordType::HistogramSamples`],
+/// [`RecordType::CustomBucketsHistogramSamples`] or
+/// [`RecordType::HistogramSamplesV2`] record into `out` (cleared first). Histograms of every schema are returned, also those Prometheus'
 /// decoder drops (see [`is_known_schema`]).
 pub fn decode_histogram_samples(
     rec: &[u8],
@@ -1175,14 +1320,16 @@ pub fn decode_histogram_samples(
             RecordType::HistogramSamples,
             RecordType::CustomBucketsHistogramSamples,
         ],
+        RecordType::HistogramSamplesV2,
         "histogram samples",
         out,
     )
 }
 
-/// Decodes a [`RecordType::FloatHistogramSamples`] or
-/// [`RecordType::CustomBucketsFloatHistogramSamples`] record into `out`
-/// (cleared first). Histograms of every schema are returned.
+/// Decodes a [`RecordType::FloatHistogramSamples`],
+/// [`RecordType::CustomBucketsFloatHistogramSamples`] or
+/// [`RecordType::FloatHistogramSamplesV2`] record into `out` (cleared
+/// first). Histograms of every schema are returned.
 pub fn decode_float_histogram_samples(
     rec: &[u8],
     out: &mut Vec<RefFloatHistogramSample>,
@@ -1193,6 +1340,7 @@ pub fn decode_float_histogram_samples(
             RecordType::FloatHistogramSamples,
             RecordType::CustomBucketsFloatHistogramSamples,
         ],
+        RecordType::FloatHistogramSamplesV2,
         "float histogram samples",
         out,
     )
@@ -1226,4 +1374,17 @@ pub fn encode_custom_buckets_float_histogram_samples(
     samples: &[RefFloatHistogramSample],
 ) {
     encode_histogram_record(buf, RecordType::CustomBucketsFloatHistogramSamples, samples);
+}
+
+/// Encodes a [`RecordType::HistogramSamplesV2`] record (histograms of every
+/// schema, custom buckets included, with start timestamps) into `buf`
+/// (cleared first).
+pub fn encode_histogram_samples_v2(buf: &mut Vec<u8>, samples: &[RefHistogramSample]) {
+    encode_histogram_record_v2(buf, RecordType::HistogramSamplesV2, samples);
+}
+
+/// Encodes a [`RecordType::FloatHistogramSamplesV2`] record into `buf`
+/// (cleared first).
+pub fn encode_float_histogram_samples_v2(buf: &mut Vec<u8>, samples: &[RefFloatHistogramSample]) {
+    encode_histogram_record_v2(buf, RecordType::FloatHistogramSamplesV2, samples);
 }

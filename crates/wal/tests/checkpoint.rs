@@ -280,7 +280,12 @@ fn write_test_wal(dir: &Path, compression: Compression) {
     b.add(2, &[("__name__", "b")]);
     b.add(3, &[("__name__", "c"), ("le", "0.5")]);
     log(&buf);
-    let s = |series_ref, t, v| RefSample { series_ref, t, v };
+    let s = |series_ref, t, v| RefSample {
+        st: 0,
+        series_ref,
+        t,
+        v,
+    };
     encode_samples(
         &mut buf,
         &[
@@ -599,4 +604,72 @@ fn min_valid_time_is_carried_and_never_lowered() {
         .filter(|r| RecordType::of(r) == RecordType::MinValidTime)
         .count();
     assert_eq!(n, 1, "the previous checkpoint's record is not copied");
+}
+
+/// v3.16's start-timestamp records (Prometheus-written, see
+/// testdata/records) are checkpointed as Prometheus v3.16 does without its
+/// `st-storage` feature: as v1 records, start timestamps dropped, and a
+/// histogram record holding both kinds split into an exponential record
+/// followed by a custom buckets one.
+#[test]
+fn v2_records_are_checkpointed_as_v1() {
+    let record = |name: &str| {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/records")
+            .join(name);
+        fs::read(&p).unwrap()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = tmp.path();
+    let mut w = WalWriter::open(wal, opts(Compression::None)).unwrap();
+    for name in [
+        "samples_v2.bin",
+        "histogram_samples_v2.bin",
+        "float_histogram_samples_v2.bin",
+    ] {
+        w.log(&[&record(name)]).unwrap();
+    }
+    w.close().unwrap();
+    // Every sample's series kept, those before t=1000 dropped.
+    write_checkpoint(wal, 0, 0, &|_| true, 1000, opts(Compression::None)).unwrap();
+    let recs = read_records(&wal.join("checkpoint.00000000"));
+    let types: Vec<RecordType> = recs.iter().map(|r| RecordType::of(r)).collect();
+    assert_eq!(
+        types,
+        [
+            RecordType::MinValidTime,
+            RecordType::Samples,
+            RecordType::HistogramSamples,
+            RecordType::CustomBucketsHistogramSamples,
+            RecordType::FloatHistogramSamples,
+            RecordType::CustomBucketsFloatHistogramSamples,
+        ]
+    );
+    let mut samples = Vec::new();
+    decode_samples(&recs[1], &mut samples).unwrap();
+    let kept: Vec<(u64, i64, i64)> = samples.iter().map(|s| (s.series_ref, s.st, s.t)).collect();
+    assert_eq!(
+        kept,
+        [
+            (7, 0, 5000),
+            (9, 0, 5000),
+            (3, 0, 4000),
+            (3, 0, 6000),
+            (1 << 40, 0, 7000)
+        ]
+    );
+    let mut hs = Vec::new();
+    decode_histogram_samples(&recs[2], &mut hs).unwrap();
+    let exp: Vec<(u64, i64)> = hs.iter().map(|h| (h.series_ref, h.t)).collect();
+    assert_eq!(exp, [(4, 1000), (4, 2000)]);
+    decode_histogram_samples(&recs[3], &mut hs).unwrap();
+    let custom: Vec<(u64, i64, i32)> = hs.iter().map(|h| (h.series_ref, h.t, h.h.schema)).collect();
+    assert_eq!(custom, [(5, 1000, -53)]);
+    let mut fhs = Vec::new();
+    decode_float_histogram_samples(&recs[4], &mut fhs).unwrap();
+    let t: Vec<(i64, i64)> = fhs.iter().map(|h| (h.st, h.t)).collect();
+    assert_eq!(t, [(0, 3000), (0, 4000)]);
+    decode_float_histogram_samples(&recs[5], &mut fhs).unwrap();
+    assert_eq!(fhs.len(), 1);
+    assert_eq!((fhs[0].series_ref, fhs[0].st), (10, 0));
 }

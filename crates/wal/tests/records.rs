@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
 use ferrite_wal::record::*;
 use proptest::prelude::*;
 
@@ -133,6 +134,7 @@ fn prometheus_series() {
 fn prometheus_samples() {
     let rec = testdata("samples.bin");
     let mut out = vec![RefSample {
+        st: 0,
         series_ref: 9,
         t: 9,
         v: 9.0,
@@ -273,7 +275,7 @@ fn prometheus_metadata() {
 
 fn hist1() -> Histogram {
     Histogram {
-        counter_reset_hint: COUNTER_RESET_HINT_COUNTER_RESET,
+        counter_reset_hint: CounterResetHint::CounterReset,
         schema: 3,
         zero_threshold: 0.001,
         zero_count: 2,
@@ -301,7 +303,7 @@ fn hist1() -> Histogram {
 
 fn hist2() -> Histogram {
     Histogram {
-        counter_reset_hint: COUNTER_RESET_HINT_GAUGE,
+        counter_reset_hint: CounterResetHint::Gauge,
         schema: -4,
         ..Default::default()
     }
@@ -309,7 +311,7 @@ fn hist2() -> Histogram {
 
 fn nhcb() -> Histogram {
     Histogram {
-        counter_reset_hint: COUNTER_RESET_HINT_NOT_COUNTER_RESET,
+        counter_reset_hint: CounterResetHint::NotCounterReset,
         schema: CUSTOM_BUCKETS_SCHEMA,
         count: 5,
         sum: 2.75,
@@ -325,7 +327,7 @@ fn nhcb() -> Histogram {
 
 fn fhist1() -> FloatHistogram {
     FloatHistogram {
-        counter_reset_hint: COUNTER_RESET_HINT_UNKNOWN,
+        counter_reset_hint: CounterResetHint::Unknown,
         schema: 1,
         zero_threshold: 0.5,
         zero_count: 1.5,
@@ -353,7 +355,7 @@ fn fhist1() -> FloatHistogram {
 
 fn fnhcb() -> FloatHistogram {
     FloatHistogram {
-        counter_reset_hint: COUNTER_RESET_HINT_GAUGE,
+        counter_reset_hint: CounterResetHint::Gauge,
         schema: CUSTOM_BUCKETS_SCHEMA,
         count: 7.0,
         sum: 100.0,
@@ -380,11 +382,13 @@ fn prometheus_histogram_samples() {
     decode_histogram_samples(&rec, &mut out).unwrap();
     let want = vec![
         RefHistogramSample {
+            st: 0,
             series_ref: 20,
             t: 1_700_000_000_000,
             h: hist1(),
         },
         RefHistogramSample {
+            st: 0,
             series_ref: 19,
             t: 1_700_000_060_000,
             h: hist2(),
@@ -410,11 +414,13 @@ fn prometheus_custom_buckets_histogram_samples() {
     decode_histogram_samples(&rec, &mut out).unwrap();
     let want = vec![
         RefHistogramSample {
+            st: 0,
             series_ref: 30,
             t: 1_700_000_000_000,
             h: nhcb(),
         },
         RefHistogramSample {
+            st: 0,
             series_ref: 31,
             t: 1_699_999_990_000,
             h: nhcb(),
@@ -433,6 +439,7 @@ fn prometheus_float_histogram_samples() {
     let mut out = Vec::new();
     decode_float_histogram_samples(&rec, &mut out).unwrap();
     let want = vec![RefFloatHistogramSample {
+        st: 0,
         series_ref: 40,
         t: 1_700_000_000_000,
         h: fhist1(),
@@ -450,11 +457,13 @@ fn prometheus_custom_buckets_float_histogram_samples() {
     decode_float_histogram_samples(&rec, &mut out).unwrap();
     let want = vec![
         RefFloatHistogramSample {
+            st: 0,
             series_ref: 50,
             t: 1_700_000_000_000,
             h: fnhcb(),
         },
         RefFloatHistogramSample {
+            st: 0,
             series_ref: 52,
             t: 1_700_000_000_001,
             h: fnhcb(),
@@ -602,6 +611,7 @@ fn decoders_leave_output_empty_on_error() {
     assert!(out.is_empty());
     let mut samples = vec![
         RefSample {
+            st: 0,
             series_ref: 1,
             t: 1,
             v: 1.0
@@ -714,6 +724,7 @@ fn reserved_and_unknown_schemas_decode() {
             ..Default::default()
         };
         let sample = RefHistogramSample {
+            st: 0,
             series_ref: 1,
             t: 2,
             h,
@@ -735,6 +746,7 @@ fn custom_values_only_for_custom_schema() {
     h.custom_values = vec![1.0, 2.0];
     let mut buf = Vec::new();
     let s = RefHistogramSample {
+        st: 0,
         series_ref: 1,
         t: 1,
         h,
@@ -793,7 +805,7 @@ fn floats(max: usize) -> impl Strategy<Value = Vec<f64>> {
 fn histogram() -> impl Strategy<Value = Histogram> {
     (
         (
-            any::<u8>(),
+            (0u8..4).prop_map(CounterResetHint::from_bits),
             schema(),
             float(),
             any::<u64>(),
@@ -830,7 +842,14 @@ fn histogram() -> impl Strategy<Value = Histogram> {
 
 fn float_histogram() -> impl Strategy<Value = FloatHistogram> {
     (
-        (any::<u8>(), schema(), float(), float(), float(), float()),
+        (
+            (0u8..4).prop_map(CounterResetHint::from_bits),
+            schema(),
+            float(),
+            float(),
+            float(),
+            float(),
+        ),
         (spans(), spans()),
         (floats(6), floats(6), floats(4)),
     )
@@ -879,7 +898,7 @@ fn histogram_key(s: &RefHistogramSample) -> HistogramKey {
     (
         s.series_ref,
         s.t,
-        h.counter_reset_hint,
+        h.counter_reset_hint as u8,
         h.schema,
         [
             h.zero_threshold.to_bits(),
@@ -900,7 +919,7 @@ fn float_histogram_key(s: &RefFloatHistogramSample) -> HistogramKey {
     (
         s.series_ref,
         s.t,
-        h.counter_reset_hint,
+        h.counter_reset_hint as u8,
         h.schema,
         [h.zero_threshold, h.zero_count, h.count, h.sum].map(f64::to_bits),
         h.positive_spans.clone(),
@@ -922,7 +941,7 @@ proptest! {
     fn samples_round_trip(samples in prop::collection::vec((any::<u64>(), any::<i64>(), any::<u64>()), 0..20)) {
         let samples: Vec<RefSample> = samples
             .into_iter()
-            .map(|(series_ref, t, bits)| RefSample { series_ref, t, v: f64::from_bits(bits) })
+            .map(|(series_ref, t, bits)| RefSample { st: 0, series_ref, t, v: f64::from_bits(bits) })
             .collect();
         let mut buf = Vec::new();
         encode_samples(&mut buf, &samples);
@@ -931,7 +950,7 @@ proptest! {
         let bits = |s: &[RefSample]| s.iter().map(|s| (s.series_ref, s.t, s.v.to_bits())).collect::<Vec<_>>();
         prop_assert_eq!(bits(&out), bits(&samples));
         let mut each = Vec::new();
-        let n = for_each_sample(&buf, |series_ref, t, v| each.push(RefSample { series_ref, t, v })).unwrap();
+        let n = for_each_sample(&buf, |series_ref, t, v| each.push(RefSample { st: 0, series_ref, t, v })).unwrap();
         prop_assert_eq!(n, samples.len());
         prop_assert_eq!(bits(&each), bits(&samples));
     }
@@ -999,7 +1018,7 @@ proptest! {
 
     #[test]
     fn histograms_round_trip(hs in prop::collection::vec((any::<u64>(), any::<i64>(), histogram()), 0..4), custom in any::<bool>()) {
-        let hs: Vec<RefHistogramSample> = hs.into_iter().map(|(series_ref, t, h)| RefHistogramSample { series_ref, t, h }).collect();
+        let hs: Vec<RefHistogramSample> = hs.into_iter().map(|(series_ref, t, h)| RefHistogramSample { st: 0, series_ref, t, h }).collect();
         let mut buf = Vec::new();
         if custom {
             encode_custom_buckets_histogram_samples(&mut buf, &hs);
@@ -1020,7 +1039,7 @@ proptest! {
 
     #[test]
     fn float_histograms_round_trip(hs in prop::collection::vec((any::<u64>(), any::<i64>(), float_histogram()), 0..4), custom in any::<bool>()) {
-        let hs: Vec<RefFloatHistogramSample> = hs.into_iter().map(|(series_ref, t, h)| RefFloatHistogramSample { series_ref, t, h }).collect();
+        let hs: Vec<RefFloatHistogramSample> = hs.into_iter().map(|(series_ref, t, h)| RefFloatHistogramSample { st: 0, series_ref, t, h }).collect();
         let mut buf = Vec::new();
         if custom {
             encode_custom_buckets_float_histogram_samples(&mut buf, &hs);

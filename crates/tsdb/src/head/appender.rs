@@ -203,7 +203,12 @@ impl<'h> HeadAppender<'h> {
                 });
             }
         }
-        self.samples.push(RefSample { series_ref, t, v });
+        self.samples.push(RefSample {
+            series_ref,
+            st: 0,
+            t,
+            v,
+        });
         self.entries.push(entry);
         Ok(())
     }
