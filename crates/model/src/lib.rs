@@ -8,6 +8,7 @@
 //! - [`histogram`]: native histograms, integer and float;
 //! - [`gofloat`]: Go's float syntax and formatting, which Prometheus' text
 //!   formats, JSON and tools are written in;
+//! - [`units`]: Prometheus' durations and byte sizes;
 //! - [`cache`]: a bounded cache for what is compiled from text.
 //!
 //! Nothing here does I/O or knows a file format.
@@ -20,6 +21,7 @@ pub mod histogram;
 pub mod labels;
 pub mod matcher;
 pub mod sample;
+pub mod units;
 
 pub use histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};
 pub use labels::{Label, Labels, LabelsError, Str, METRIC_NAME};

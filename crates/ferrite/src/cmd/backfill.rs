@@ -19,42 +19,6 @@ use ferrite_textparse::{Entry, Parser};
 use ferrite_tsdb::backfill::BlockBuilder;
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Parses a Prometheus duration (`2h`, `90m`, `1d12h`) into milliseconds.
-pub fn parse_duration_ms(s: &str) -> Result<i64> {
-    let mut total: i64 = 0;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        bail!("empty duration");
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            bail!("invalid duration {s:?}");
-        }
-        let n: i64 = rest[..digits]
-            .parse()
-            .with_context(|| format!("duration {s:?}"))?;
-        rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let unit = match &rest[..unit_len] {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            "w" => 7 * 86_400_000,
-            "y" => 365 * 86_400_000,
-            u => bail!("unknown unit {u:?} in duration {s:?}"),
-        };
-        rest = &rest[unit_len..];
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .with_context(|| format!("duration {s:?} is too large"))?;
-    }
-    Ok(total)
-}
-
 /// Creates blocks in `out_dir` from the OpenMetrics file `input`; returns
 /// the new block directories.
 pub fn create_blocks_from_openmetrics(
@@ -154,16 +118,6 @@ fn write_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ms("2h").unwrap(), 7_200_000);
-        assert_eq!(parse_duration_ms("1d12h").unwrap(), 129_600_000);
-        assert_eq!(parse_duration_ms("90m").unwrap(), 5_400_000);
-        assert!(parse_duration_ms("").is_err());
-        assert!(parse_duration_ms("2x").is_err());
-        assert!(parse_duration_ms("h").is_err());
-    }
 
     #[test]
     fn bad_lines_write_nothing() {

@@ -22,7 +22,9 @@ use ferrite_server::{ServerOptions, WebOptions};
 use ferrite_tsdb::DbOptions;
 use ferrite_wal::Compression;
 
-use super::backfill::parse_duration_ms;
+use ferrite_model::units::{
+    format_base2_bytes, format_duration_ms, parse_base2_bytes, parse_duration_ms,
+};
 
 /// What a flag's value is, for validation and for how it is reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,8 +315,8 @@ fn go_duration_value(s: &str) -> Result<String, String> {
 }
 
 fn bytes_value(s: &str) -> Result<String, String> {
-    parse_size_bytes(s)
-        .map(format_bytes)
+    parse_base2_bytes(s)
+        .map(format_base2_bytes)
         .map_err(|e| e.to_string())
 }
 
@@ -412,83 +414,6 @@ fn value_name(kind: Kind) -> &'static str {
     }
 }
 
-/// Parses a Prometheus byte size (`512MB`, `10GB`, `1TB`, `512MiB`; base 1024).
-pub fn parse_size_bytes(s: &str) -> Result<i64> {
-    let s = s.trim();
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        bail!("invalid size {s:?}");
-    }
-    let n: i64 = s[..digits].parse().with_context(|| format!("size {s:?}"))?;
-    let mult: i64 = match s[digits..].to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "KB" | "KIB" => 1 << 10,
-        "MB" | "MIB" => 1 << 20,
-        "GB" | "GIB" => 1 << 30,
-        "TB" | "TIB" => 1 << 40,
-        "PB" | "PIB" => 1 << 50,
-        "EB" | "EIB" => 1 << 60,
-        u => bail!("unknown unit {u:?} in size {s:?}"),
-    };
-    n.checked_mul(mult)
-        .with_context(|| format!("size {s:?} is too large"))
-}
-
-/// A byte count as Go's `units.Base2Bytes` prints it: `0B`, `512MiB`,
-/// `1KiB512B`.
-pub fn format_bytes(n: i64) -> String {
-    if n == 0 {
-        return "0B".into();
-    }
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut parts = Vec::new();
-    let mut rest = n;
-    for unit in UNITS {
-        if rest % 1024 != 0 {
-            parts.push(format!("{}{unit}", rest % 1024));
-        }
-        rest /= 1024;
-        if rest == 0 {
-            break;
-        }
-    }
-    parts.reverse();
-    parts.concat()
-}
-
-/// A duration as Prometheus' `model.Duration` prints it: `0s`, `2h`,
-/// `1d12h`, `90d` (years and weeks only when exact).
-pub fn format_duration_ms(ms: i64) -> String {
-    if ms == 0 {
-        return "0s".into();
-    }
-    let mut out = String::new();
-    if ms < 0 {
-        out.push('-');
-    }
-    let mut rest = ms.unsigned_abs();
-    const DAY: u64 = 86_400_000;
-    for (unit, mult, exact) in [
-        ("y", 365 * DAY, true),
-        ("w", 7 * DAY, true),
-        ("d", DAY, false),
-        ("h", 3_600_000, false),
-        ("m", 60_000, false),
-        ("s", 1_000, false),
-        ("ms", 1, false),
-    ] {
-        if exact && !rest.is_multiple_of(mult) {
-            continue;
-        }
-        let v = rest / mult;
-        if v > 0 {
-            out.push_str(&format!("{v}{unit}"));
-            rest -= v * mult;
-        }
-    }
-    out
-}
-
 /// Go's `net.Listen` addresses: `host:port`, `:port` (all interfaces),
 /// `[v6]:port`, or a host name.
 pub fn parse_listen_address(s: &str) -> Result<SocketAddr> {
@@ -577,7 +502,7 @@ impl ServerFlags {
     }
 
     fn bytes(&self, name: &str) -> Result<i64> {
-        parse_size_bytes(self.value(name)).with_context(|| format!("--{name}"))
+        parse_base2_bytes(self.value(name)).with_context(|| format!("--{name}"))
     }
 
     fn int(&self, name: &str) -> Result<i64> {
@@ -829,31 +754,6 @@ mod tests {
 
     fn status(opts: &ServerOptions) -> BTreeMap<String, String> {
         opts.flags.iter().cloned().collect()
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size_bytes("512MB").unwrap(), 512 << 20);
-        assert_eq!(parse_size_bytes("1GB").unwrap(), 1 << 30);
-        assert_eq!(parse_size_bytes("100").unwrap(), 100);
-        assert!(parse_size_bytes("10XB").is_err());
-        assert!(parse_size_bytes("GB").is_err());
-        assert_eq!(format_bytes(0), "0B");
-        assert_eq!(format_bytes(512 << 20), "512MiB");
-        assert_eq!(format_bytes(1536), "1KiB512B");
-        assert_eq!(format_bytes(100), "100B");
-    }
-
-    #[test]
-    fn durations_like_prometheus() {
-        assert_eq!(format_duration_ms(0), "0s");
-        assert_eq!(format_duration_ms(36 * 3_600_000), "1d12h");
-        assert_eq!(format_duration_ms(15 * 86_400_000), "15d");
-        assert_eq!(format_duration_ms(14 * 86_400_000), "2w");
-        assert_eq!(format_duration_ms(365 * 86_400_000), "1y");
-        assert_eq!(format_duration_ms(90 * 86_400_000), "90d");
-        assert_eq!(format_duration_ms(300_000), "5m");
-        assert_eq!(format_duration_ms(1_500), "1s500ms");
     }
 
     #[test]

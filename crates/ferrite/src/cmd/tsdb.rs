@@ -115,7 +115,7 @@ pub fn run(c: TsdbCommand) -> Result<()> {
             max_block_duration,
             quiet,
         }) => {
-            let d = super::backfill::parse_duration_ms(&max_block_duration)?;
+            let d = ferrite_model::units::parse_duration_ms(&max_block_duration)?;
             let blocks =
                 super::backfill::create_blocks_from_openmetrics(&input, &output, d, quiet)?;
             if !quiet {

@@ -157,26 +157,6 @@ pub fn go_utc_time(ms: i64) -> String {
     }
 }
 
-/// `units.Base2Bytes(n).String()` of Go's alecthomas/units: every non-zero
-/// base-1024 digit with its unit, largest first: `1KiB512B`, `2MiB`, `0B`.
-pub fn go_base2_bytes(n: i64) -> String {
-    const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
-    let mut parts: Vec<String> = Vec::new();
-    let mut n = n;
-    for (i, unit) in UNITS.iter().enumerate() {
-        if n % 1024 != 0 || (i == 0 && n == 0) {
-            let suffix = if i == 0 { "B" } else { "iB" };
-            parts.push(format!("{}{unit}{suffix}", n % 1024));
-        }
-        n /= 1024;
-        if n == 0 {
-            break;
-        }
-    }
-    parts.reverse();
-    parts.concat()
-}
-
 /// Lays out rows as Go's `text/tabwriter` does with promtool's settings
 /// (`minwidth` 13, padding 2, spaces, left-aligned) for rows of equally
 /// many cells: every cell but a row's last is padded to its column's width,
@@ -284,17 +264,6 @@ mod tests {
             go_utc_time(253_402_300_800_000),
             "10000-01-01 00:00:00 +0000 UTC"
         );
-    }
-
-    #[test]
-    fn base2_bytes() {
-        assert_eq!(go_base2_bytes(0), "0B");
-        assert_eq!(go_base2_bytes(1), "1B");
-        assert_eq!(go_base2_bytes(1024), "1KiB");
-        assert_eq!(go_base2_bytes(1536), "1KiB512B");
-        assert_eq!(go_base2_bytes(2 << 20), "2MiB");
-        assert_eq!(go_base2_bytes((3 << 30) + 5), "3GiB5B");
-        assert_eq!(go_base2_bytes(1_234_567), "1MiB181KiB647B");
     }
 
     #[test]

@@ -38,8 +38,9 @@ use ferrite_tsdb::block::{Block, BlockError};
 use ferrite_tsdb::{Db, QuerySeries};
 
 use ferrite_model::gofloat::format_g;
+use ferrite_model::units::format_base2_bytes;
 use ferrite_server::selector::parse_selector;
-use format::{go_base2_bytes, go_duration, go_utc_time, labels_string, tabwrite};
+use format::{go_duration, go_utc_time, labels_string, tabwrite};
 
 /// `tsdb list`: the blocks of DIR as promtool's table.
 pub fn list(dir: &Path, human_readable: bool) -> Result<()> {
@@ -76,7 +77,7 @@ pub fn list(dir: &Path, human_readable: bool) -> Result<()> {
             m.stats.num_chunks.to_string(),
             m.stats.num_series.to_string(),
             if human_readable {
-                go_base2_bytes(size)
+                format_base2_bytes(size)
             } else {
                 size.to_string()
             },
