@@ -32,6 +32,9 @@ enum Command {
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
     },
+    /// Checks files as promtool's `check` does.
+    #[command(subcommand)]
+    Check(cmd::check::CheckCommand),
     /// Developer tools (format cross-checks).
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::DebugCommand),
@@ -69,6 +72,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli);
     let result = match cli.command {
+        Some(Command::Check(c)) => match cmd::check::run(c) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Some(Command::Tsdb(c)) => cmd::tsdb::run(c),
         Some(Command::Debug(c)) => cmd::debug::run(c),
         Some(Command::PromqlTest { files }) => cmd::promql_test::run(files),

@@ -14,12 +14,15 @@
 //! - [`status`]: `/-/healthy`, `/-/ready`, `/api/v1/status/*`;
 //! - [`admin`]: `/api/v1/admin/tsdb/*` (`--web.enable-admin-api`);
 //! - [`lifecycle`]: `/-/quit`, `/-/reload` (`--web.enable-lifecycle`);
+//! - [`config`]: the configuration file's storage settings and its reload
+//!   (`/-/reload`, SIGHUP);
 //! - [`unconfigured`]: rules, alerts, targets and exemplars, of which
 //!   Ferrite has none;
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`;
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
 pub mod admin;
+pub mod config;
 pub mod lifecycle;
 pub mod metrics;
 pub mod query;
@@ -71,6 +74,9 @@ pub struct ServerOptions {
     pub web: WebOptions,
     /// `--storage.remote.read-*` limits.
     pub remote_read: read::RemoteReadOptions,
+    /// The configuration file as loaded at start (`--config.file`, or the
+    /// embedded default).
+    pub config: ferrite_config::Config,
 }
 
 impl ServerOptions {
@@ -89,6 +95,7 @@ impl ServerOptions {
             flags: Vec::new(),
             web: WebOptions::default(),
             remote_read: read::RemoteReadOptions::default(),
+            config: ferrite_config::Config::default_file(),
         }
     }
 }
@@ -138,11 +145,61 @@ pub struct AppState {
     pub quit: watch::Sender<bool>,
     /// `--storage.remote.read-concurrent-limit` slots (`None`: no limit).
     pub read_slots: Option<Arc<Semaphore>>,
+    /// The outcome of the last configuration (re)load.
+    pub reload: ReloadStatus,
+}
+
+/// The outcome of the last configuration (re)load, for `/metrics` and
+/// `/api/v1/status/runtimeinfo`.
+pub struct ReloadStatus {
+    /// Whether the last (re)load succeeded.
+    pub successful: std::sync::atomic::AtomicBool,
+    /// When the configuration last loaded successfully (Unix seconds).
+    pub last_success_unix: std::sync::atomic::AtomicI64,
+}
+
+impl ReloadStatus {
+    fn new() -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        ReloadStatus {
+            successful: true.into(),
+            last_success_unix: now.into(),
+        }
+    }
+}
+
+impl AppState {
+    /// Reloads the configuration file (`/-/reload`, SIGHUP) and records the
+    /// outcome; the error is Prometheus' text.
+    pub fn reload_config(&self) -> Result<(), String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        match config::reload(&self.opts.config) {
+            Ok(_) => {
+                self.reload.successful.store(true, Relaxed);
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                self.reload.last_success_unix.store(now, Relaxed);
+                info!("completed loading of configuration file");
+                Ok(())
+            }
+            Err(e) => {
+                self.reload.successful.store(false, Relaxed);
+                error!(err = %e, "error reloading config");
+                Err(e)
+            }
+        }
+    }
 }
 
 /// A server that is listening; [`RunningServer::shutdown`] stops it cleanly.
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// The state the endpoints share (for reloads outside HTTP); weak, so
+    /// that shutdown can close the database it holds.
+    pub state: std::sync::Weak<AppState>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -268,9 +325,11 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         compact_now: Arc::new(Notify::new()),
         quit: stop.clone(),
         read_slots,
+        reload: ReloadStatus::new(),
     });
     let app = router(state.clone());
     let mut compaction_stop = stop.subscribe();
+    let served = Arc::downgrade(&state);
     let task = tokio::spawn(async move {
         let compactor = tokio::spawn({
             let db = db.clone();
@@ -325,18 +384,47 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         info!("database closed");
         Ok(())
     });
-    Ok(RunningServer { addr, stop, task })
+    Ok(RunningServer {
+        addr,
+        state: served,
+        stop,
+        task,
+    })
 }
 
 /// Serves until SIGTERM, SIGINT or `/-/quit`, then shuts down cleanly.
 pub async fn run_until_signal(opts: ServerOptions) -> anyhow::Result<()> {
     let server = start(opts).await?;
     let mut quit = server.stop.subscribe();
+    let reloads = tokio::spawn(reload_on_hangup(server.state.clone()));
     tokio::select! {
         _ = shutdown_signal() => info!("received a termination signal, shutting down"),
         _ = quit.wait_for(|q| *q) => info!("shutting down"),
     }
+    reloads.abort();
     server.shutdown().await
+}
+
+/// Reloads the configuration on every SIGHUP, as Prometheus does.
+async fn reload_on_hangup(state: std::sync::Weak<AppState>) {
+    #[cfg(unix)]
+    {
+        let Ok(mut hangups) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            info!("received SIGHUP, reloading the configuration");
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            // The outcome is logged and recorded by the reload itself.
+            let _ = tokio::task::spawn_blocking(move || state.reload_config()).await;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = state;
 }
 
 async fn shutdown_signal() {

@@ -2,11 +2,11 @@
 //! `--web.enable-lifecycle` (off by default).
 //!
 //! `/-/quit` shuts the server down as SIGTERM does (stop accepting, finish
-//! in-flight requests, close the WAL). `/-/reload` re-reads the
-//! configuration in Prometheus; Ferrite takes nothing from
-//! `--config.file`, so a reload has nothing to apply and answers as a
-//! successful reload does (config-reloader sidecars POST it after every
-//! change). Both answer only POST and PUT, with Prometheus' texts and codes.
+//! in-flight requests, close the WAL). `/-/reload` re-reads and checks the
+//! configuration file as SIGHUP does (see [`crate::config`]): 200 and an
+//! empty body when it loads, 500 and `failed to reload config: <reason>`
+//! when not. Both answer only POST and PUT, with Prometheus' texts and
+//! codes.
 
 use std::sync::Arc;
 
@@ -30,12 +30,25 @@ pub async fn quit(State(s): State<Arc<AppState>>) -> impl IntoResponse {
     (StatusCode::OK, "Requesting termination... Goodbye!")
 }
 
-pub async fn reload(State(s): State<Arc<AppState>>) -> impl IntoResponse {
+pub async fn reload(State(s): State<Arc<AppState>>) -> (StatusCode, String) {
     if !s.opts.lifecycle_api {
-        return (StatusCode::FORBIDDEN, NOT_ENABLED);
+        return (StatusCode::FORBIDDEN, NOT_ENABLED.to_string());
     }
-    info!("configuration reload requested: Ferrite takes nothing from --config.file, nothing to apply");
-    (StatusCode::OK, "")
+    info!("configuration reload requested through /-/reload");
+    let state = s.clone();
+    let outcome = tokio::task::spawn_blocking(move || state.reload_config()).await;
+    match outcome {
+        Ok(Ok(())) => (StatusCode::OK, String::new()),
+        Ok(Err(e)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to reload config: {e}"),
+        ),
+        // The reload panicked: nothing was applied.
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to reload config: {e}"),
+        ),
+    }
 }
 
 /// `GET` (and any other method but POST and PUT) on either endpoint.

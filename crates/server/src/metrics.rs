@@ -113,6 +113,22 @@ pub fn render(s: &AppState) -> String {
         "Whether Prometheus startup was fully completed and the server is ready for normal operation.",
         1.0,
     );
+    e.single(
+        "prometheus_config_last_reload_successful",
+        "gauge",
+        "Whether the last configuration reload attempt was successful.",
+        if s.reload.successful.load(Relaxed) {
+            1.0
+        } else {
+            0.0
+        },
+    );
+    e.single(
+        "prometheus_config_last_reload_success_timestamp_seconds",
+        "gauge",
+        "Timestamp of the last successful configuration reload.",
+        s.reload.last_success_unix.load(Relaxed) as f64,
+    );
 
     e.single(
         "prometheus_tsdb_head_series",

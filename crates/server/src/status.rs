@@ -38,6 +38,15 @@ pub async fn buildinfo() -> Json<Value> {
 
 pub async fn runtimeinfo(State(s): State<Arc<AppState>>) -> Json<Value> {
     let start = rfc3339(s.start_time);
+    let last_config = rfc3339(
+        std::time::UNIX_EPOCH
+            + std::time::Duration::from_secs(
+                s.reload
+                    .last_success_unix
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    .max(0) as u64,
+            ),
+    );
     let retention = match s.opts.db.retention_ms {
         0 if s.opts.db.retention_bytes == 0 => "15d".to_string(),
         0 => "0s".to_string(),
@@ -46,8 +55,8 @@ pub async fn runtimeinfo(State(s): State<Arc<AppState>>) -> Json<Value> {
     success(json!({
         "startTime": start,
         "CWD": std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default(),
-        "reloadConfigSuccess": true,
-        "lastConfigTime": start,
+        "reloadConfigSuccess": s.reload.successful.load(std::sync::atomic::Ordering::Relaxed),
+        "lastConfigTime": last_config,
         "corruptionCount": 0,
         "goroutineCount": 0,
         "GOMAXPROCS": std::thread::available_parallelism().map_or(1, |n| n.get()),

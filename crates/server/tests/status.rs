@@ -257,6 +257,74 @@ async fn lifecycle_endpoints() {
         .unwrap();
 }
 
+/// `/-/reload` re-reads the configuration file: a file that does not load
+/// (or asks for what Ferrite does not do) answers 500 with Prometheus' text
+/// and sets `prometheus_config_last_reload_successful` to 0; a good file
+/// sets it back to 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_rereads_the_configuration_file() {
+    let client = reqwest::Client::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("prometheus.yml");
+    std::fs::write(&file, "global: {}\n").unwrap();
+    let mut opts = options(&tmp.path().join("data"), WebOptions::default());
+    opts.lifecycle_api = true;
+    opts.config = ferrite_config::Config::load(&file).unwrap();
+    let server = start(opts).await.unwrap();
+    let addr = server.addr;
+    let reload = || client.post(format!("http://{addr}/-/reload")).send();
+    let metric = |body: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix("prometheus_config_last_reload_successful "))
+            .map(str::to_string)
+    };
+
+    std::fs::write(&file, "storage:\n  tsdb:\n    bogus: 1\n").unwrap();
+    let r = reload().await.unwrap();
+    assert_eq!(r.status().as_u16(), 500);
+    assert_eq!(
+        r.text().await.unwrap(),
+        format!(
+            "failed to reload config: couldn't load configuration (--config.file={:?}): parsing YAML file {}: yaml: unmarshal errors:\n  line 3: field bogus not found in type config.plain",
+            file.display().to_string(),
+            file.display()
+        )
+    );
+    let text = |path: &'static str| {
+        let client = client.clone();
+        async move {
+            let r = client
+                .get(format!("http://{addr}{path}"))
+                .send()
+                .await
+                .unwrap();
+            r.text().await.unwrap()
+        }
+    };
+    assert_eq!(metric(&text("/metrics").await).as_deref(), Some("0"));
+    let (_, info) = get(format!("http://{addr}/api/v1/status/runtimeinfo")).await;
+    assert_eq!(info["data"]["reloadConfigSuccess"], false);
+
+    std::fs::write(
+        &file,
+        "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
+    )
+    .unwrap();
+    let r = reload().await.unwrap();
+    assert_eq!(r.status().as_u16(), 500);
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .starts_with("failed to reload config: storage.tsdb.out_of_order_time_window: "));
+
+    std::fs::write(&file, "global: {}\n").unwrap();
+    let r = reload().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(metric(&text("/metrics").await).as_deref(), Some("1"));
+    server.shutdown().await.unwrap();
+}
+
 /// The endpoints of what Ferrite does not run (rules, alerts, targets,
 /// exemplars) answer as a Prometheus with none of them, with its parameter
 /// checks; `/api/v1/status/tsdb/blocks` lists the blocks' metas.

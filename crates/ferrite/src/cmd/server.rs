@@ -22,6 +22,7 @@ use ferrite_server::{ServerOptions, WebOptions};
 use ferrite_tsdb::DbOptions;
 use ferrite_wal::Compression;
 
+use ferrite_config::Config;
 use ferrite_model::units::{
     format_base2_bytes, format_duration_ms, parse_base2_bytes, parse_duration_ms,
 };
@@ -104,8 +105,8 @@ const WAL_COMPRESSIONS: &[&str] = &["snappy", "zstd"];
 /// ones included), except kingpin's own `--help*`, `--version` and
 /// `--completion-script-*`, in Prometheus' order; then Ferrite's own.
 pub const FLAGS: &[FlagSpec] = &[
-    flag("config.file", Str, "prometheus.yml", Compat, false,
-        "Prometheus configuration file path (scrape, rule and remote configuration are not used by Ferrite)."),
+    flag("config.file", Str, "prometheus.yml", Used, false,
+        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used. Its storage section is applied; scrape, rule, alerting and remote sections are read but not used yet."),
     flag("config.auto-reload", Bool, "false", Compat, false, ""),
     flag("config.auto-reload-interval", Kind::Duration, "30s", Compat, false, ""),
     flag("web.listen-address", Strings, "0.0.0.0:9090", Used, false,
@@ -590,6 +591,13 @@ impl ServerFlags {
             db.retention_ms = self.duration_ms("storage.tsdb.retention.time")?;
         }
         db.retention_bytes = self.bytes("storage.tsdb.retention.size")?;
+        let config = self.load_config()?;
+        ferrite_server::config::apply_storage(&config, &mut db).with_context(|| {
+            format!(
+                "Error loading config (--config.file={})",
+                self.value("config.file")
+            )
+        })?;
         if self.is_set("storage.tsdb.max-block-duration") {
             db.max_block_duration_ms = self.duration_ms("storage.tsdb.max-block-duration")?;
         }
@@ -677,7 +685,23 @@ impl ServerFlags {
             engine,
             flags,
             web,
+            config,
         })
+    }
+
+    /// The configuration file: `--config.file` if given (it must load),
+    /// else `./prometheus.yml` if there is one, else the embedded default
+    /// (Prometheus' shipped example).
+    fn load_config(&self) -> Result<Config> {
+        let path = PathBuf::from(self.value("config.file"));
+        if !self.is_set("config.file") && !path.exists() {
+            tracing::info!(
+                "no --config.file and no ./prometheus.yml: using the default configuration (Prometheus' shipped example)"
+            );
+            return Ok(Config::default_file());
+        }
+        Config::load(&path)
+            .with_context(|| format!("Error loading config (--config.file={})", path.display()))
     }
 
     /// Every flag and its value as `/api/v1/status/flags` shows them:
@@ -788,8 +812,15 @@ mod tests {
     /// The official Docker image's CMD and the Debian unit's flags.
     #[test]
     fn prometheus_command_lines_parse() {
+        // The configuration file these command lines name, here in a
+        // temporary directory.
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, ferrite_config::DEFAULT_CONFIG).unwrap();
+        let config = config.display().to_string();
+        let config_flag = format!("--config.file={config}");
         let docker = [
-            "--config.file=/etc/prometheus/prometheus.yml",
+            config_flag.as_str(),
             "--storage.tsdb.path=/prometheus",
             "--web.console.libraries=/usr/share/prometheus/console_libraries",
             "--web.console.templates=/usr/share/prometheus/consoles",
@@ -799,16 +830,9 @@ mod tests {
         assert_eq!(opts.data_dir, PathBuf::from("/prometheus"));
         assert_eq!(opts.listen, "0.0.0.0:9090".parse().unwrap());
         let compat: Vec<_> = f.compat_only_given().into_iter().map(|(n, _)| n).collect();
-        assert_eq!(
-            compat,
-            [
-                "config.file",
-                "web.console.templates",
-                "web.console.libraries"
-            ]
-        );
+        assert_eq!(compat, ["web.console.templates", "web.console.libraries"]);
         let st = status(&opts);
-        assert_eq!(st["config.file"], "/etc/prometheus/prometheus.yml");
+        assert_eq!(st["config.file"], config);
         assert_eq!(
             st["web.console.templates"],
             "/usr/share/prometheus/consoles"
@@ -818,7 +842,7 @@ mod tests {
         // Go-style listen address.
         let unit = [
             "--config.file",
-            "/etc/prometheus/prometheus.yml",
+            config.as_str(),
             "--storage.tsdb.path",
             "/var/lib/prometheus/metrics2/",
             "--web.listen-address=:9090",
@@ -860,6 +884,57 @@ mod tests {
             "exemplar-storage,memory-snapshot-on-shutdown"
         );
         assert_eq!(st["web.route-prefix"], "/prometheus");
+    }
+
+    #[test]
+    fn the_configuration_file_is_loaded_and_its_storage_section_applied() {
+        // No flag, no ./prometheus.yml (tests run in the crate's dir): the
+        // shipped example.
+        let opts = parse(&[]).to_options().unwrap();
+        assert_eq!(opts.config, ferrite_config::Config::default_file());
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.yml");
+        let arg = format!("--config.file={}", file.display());
+        // Given but missing: an error naming the flag.
+        let err = parse(&[arg.as_str()]).to_options().unwrap_err();
+        assert!(
+            format!("{err:#}").contains("Error loading config (--config.file="),
+            "{err:#}"
+        );
+
+        std::fs::write(
+            &file,
+            "storage:\n  tsdb:\n    retention:\n      time: 30d\n",
+        )
+        .unwrap();
+        let opts = parse(&[arg.as_str(), "--storage.tsdb.retention.size=1GB"])
+            .to_options()
+            .unwrap();
+        // The section replaces both retention flags.
+        assert_eq!(
+            (opts.db.retention_ms, opts.db.retention_bytes),
+            (30 * 86_400_000, 0)
+        );
+        assert_eq!(status(&opts)["storage.tsdb.retention.time"], "30d");
+        assert_eq!(opts.config.path.as_deref(), Some(file.as_path()));
+
+        std::fs::write(
+            &file,
+            "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
+        )
+        .unwrap();
+        let err = parse(&[arg.as_str()]).to_options().unwrap_err();
+        assert!(
+            format!("{err:#}").contains("storage.tsdb.out_of_order_time_window"),
+            "{err:#}"
+        );
+        std::fs::write(&file, "storage:\n  tsdb:\n    bogus: 1\n").unwrap();
+        let err = parse(&[arg.as_str()]).to_options().unwrap_err();
+        assert!(
+            format!("{err:#}").contains("field bogus not found in type config.plain"),
+            "{err:#}"
+        );
     }
 
     #[test]

@@ -1,0 +1,114 @@
+//! YAML decoding (serde-saphyr) with Prometheus' error texts, and the
+//! scalar types Prometheus' configuration uses.
+//!
+//! Prometheus reads its configuration with Go's yaml.v2 into structs whose
+//! `UnmarshalYAML` go through a local `plain` type, so an unknown key is
+//! reported as `field <key> not found in type config.plain` (or the Go
+//! struct's name where there is no such method). The structs here refuse
+//! unknown keys; [`go_type_of`] names the Go type from the set of keys the
+//! struct knows.
+
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+use ferrite_model::units::{parse_base2_bytes, parse_duration_ms};
+
+/// Decodes `source`; the error is the reason Prometheus would give.
+pub(crate) fn from_str<'de, T: Deserialize<'de>>(source: &'de str) -> Result<T, String> {
+    serde_saphyr::from_str(source).map_err(|e| reason(&e))
+}
+
+fn reason(e: &serde_saphyr::Error) -> String {
+    match e.without_snippet() {
+        serde_saphyr::Error::SerdeUnknownField {
+            field,
+            expected,
+            location,
+        } => format!(
+            "yaml: unmarshal errors:\n  line {}: field {field} not found in type {}",
+            location.line(),
+            go_type_of(expected)
+        ),
+        // A message of ours (a validation in a deserializer) as it is.
+        serde_saphyr::Error::Message { msg, .. } => msg.clone(),
+        other => match other.location() {
+            Some(l) if l.line() > 0 => {
+                format!("yaml: line {}: {}", l.line(), other.without_snippet())
+            }
+            _ => format!("yaml: {}", other.without_snippet()),
+        },
+    }
+}
+
+/// The Go type Prometheus decodes a mapping with these keys into.
+fn go_type_of(keys: &[&str]) -> &'static str {
+    let has = |k: &str| keys.contains(&k);
+    if has("floats") {
+        "config.ChunkEncodingConfig"
+    } else if has("max_exemplars") {
+        "config.ExemplarsConfig"
+    } else if has("tsdb") && has("exemplars") {
+        "config.StorageConfig"
+    } else {
+        // The top level, `storage.tsdb` and `storage.tsdb.retention`
+        // decode through a local `plain` type.
+        "config.plain"
+    }
+}
+
+/// A `model.Duration` value in milliseconds: a YAML scalar such as `5m`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DurationMs(pub i64);
+
+/// A `units.Base2Bytes` value: a YAML scalar such as `512MB`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Base2Bytes(pub i64);
+
+/// Reads any scalar as its text, as yaml.v2 does for a Go string (`30`
+/// becomes "30").
+struct ScalarText;
+
+impl Visitor<'_> for ScalarText {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+        Ok(ferrite_model::gofloat::format_g(v))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationMs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_any(ScalarText)?;
+        parse_duration_ms(&text)
+            .map(DurationMs)
+            .map_err(de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for Base2Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_any(ScalarText)?;
+        parse_base2_bytes(&text)
+            .map(Base2Bytes)
+            .map_err(de::Error::custom)
+    }
+}

@@ -1,0 +1,142 @@
+//! The configuration file's settings that reach the storage, and the
+//! reload of the file (`/-/reload`, SIGHUP).
+//!
+//! What the `storage:` section sets, and where it goes:
+//! - `tsdb.retention` (`time`, `size`): replaces the retention flags when
+//!   the section is present, as in Prometheus v3.16;
+//! - `tsdb.out_of_order_time_window`, `tsdb.chunk_encoding.floats: xor2`,
+//!   `tsdb.retention.percentage`, `tsdb.stale_series_compaction_threshold`:
+//!   Ferrite does not implement these yet, and a file that sets them is
+//!   refused (at start and on reload) with a message naming the setting,
+//!   rather than run without what it asks for;
+//! - `exemplars.max_exemplars`: Ferrite keeps no exemplars (remote write
+//!   accepts and drops them, `/api/v1/query_exemplars` answers empty), so
+//!   the size of a buffer it does not have is read and has no effect.
+//!
+//! A reload re-reads and re-validates the file; the storage settings it
+//! reads take effect at the next start.
+
+use ferrite_config::{Config, FloatChunkEncoding};
+use ferrite_tsdb::DbOptions;
+
+/// A setting in the file that Ferrite cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {reason}")]
+pub struct UnsupportedSetting {
+    /// The setting's path in the file.
+    pub setting: &'static str,
+    /// Why it is refused.
+    pub reason: &'static str,
+}
+
+/// Checks that every storage setting of `cfg` is one Ferrite honours.
+pub fn check_supported(cfg: &Config) -> Result<(), UnsupportedSetting> {
+    let tsdb = &cfg.storage.tsdb;
+    if tsdb.out_of_order_time_window_ms > 0 {
+        return Err(UnsupportedSetting {
+            setting: "storage.tsdb.out_of_order_time_window",
+            reason: "out-of-order samples are not supported by Ferrite yet; remove the setting (or set it to 0s) to run",
+        });
+    }
+    if tsdb.float_chunk_encoding == Some(FloatChunkEncoding::Xor2) {
+        return Err(UnsupportedSetting {
+            setting: "storage.tsdb.chunk_encoding.floats",
+            reason: "Ferrite does not write XOR2 chunks yet; use 'xor' or omit the setting",
+        });
+    }
+    if tsdb.retention.as_ref().is_some_and(|r| r.percentage > 0.0) {
+        return Err(UnsupportedSetting {
+            setting: "storage.tsdb.retention.percentage",
+            reason: "retention by percentage of the disk is not supported by Ferrite; use storage.tsdb.retention.size",
+        });
+    }
+    if tsdb.stale_series_compaction_threshold > 0.0 {
+        return Err(UnsupportedSetting {
+            setting: "storage.tsdb.stale_series_compaction_threshold",
+            reason: "stale series compaction is not supported by Ferrite; remove the setting (or set it to 0) to run",
+        });
+    }
+    Ok(())
+}
+
+/// Applies the file's storage settings over the flags' (`db` as the
+/// flags set it): a `retention` section replaces the retention flags.
+pub fn apply_storage(cfg: &Config, db: &mut DbOptions) -> Result<(), UnsupportedSetting> {
+    check_supported(cfg)?;
+    if let Some(r) = &cfg.storage.tsdb.retention {
+        db.retention_ms = r.time_ms;
+        db.retention_bytes = r.size_bytes;
+    }
+    Ok(())
+}
+
+/// Re-reads the configuration file as a reload does: `Ok` if it loads and
+/// every setting is one Ferrite honours, else Prometheus' reload error
+/// text (`failed to reload config: ...` is added by the caller).
+pub fn reload(cfg: &Config) -> Result<Config, String> {
+    let Some(path) = &cfg.path else {
+        // The embedded default: nothing to re-read.
+        return Ok(cfg.clone());
+    };
+    let fresh = Config::load(path).map_err(|e| {
+        format!(
+            "couldn't load configuration (--config.file={:?}): {e}",
+            path.display().to_string()
+        )
+    })?;
+    check_supported(&fresh).map_err(|e| e.to_string())?;
+    Ok(fresh)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse(text, "p.yml").expect("valid")
+    }
+
+    #[test]
+    fn retention_section_replaces_the_flags() {
+        let mut db = DbOptions {
+            retention_ms: 7,
+            retention_bytes: 9,
+            ..DbOptions::default()
+        };
+        apply_storage(&config(""), &mut db).expect("supported");
+        assert_eq!((db.retention_ms, db.retention_bytes), (7, 9));
+        apply_storage(
+            &config("storage:\n  tsdb:\n    retention:\n      size: 1KB\n"),
+            &mut db,
+        )
+        .expect("supported");
+        assert_eq!((db.retention_ms, db.retention_bytes), (0, 1024));
+    }
+
+    #[test]
+    fn unsupported_settings_are_refused_by_name() {
+        for (text, setting) in [
+            (
+                "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
+                "storage.tsdb.out_of_order_time_window",
+            ),
+            (
+                "storage:\n  tsdb:\n    chunk_encoding:\n      floats: xor2\n",
+                "storage.tsdb.chunk_encoding.floats",
+            ),
+            (
+                "storage:\n  tsdb:\n    retention:\n      percentage: 50\n",
+                "storage.tsdb.retention.percentage",
+            ),
+            (
+                "storage:\n  tsdb:\n    stale_series_compaction_threshold: 0.5\n",
+                "storage.tsdb.stale_series_compaction_threshold",
+            ),
+        ] {
+            let err = check_supported(&config(text)).expect_err(text);
+            assert_eq!(err.setting, setting);
+        }
+        let ok = "storage:\n  tsdb:\n    out_of_order_time_window: 0s\n    chunk_encoding:\n      floats: xor\n";
+        assert_eq!(check_supported(&config(ok)), Ok(()));
+    }
+}
