@@ -20,8 +20,15 @@
 //! still names them so that chunk references to them can be recognised.
 
 pub mod bstream;
+pub mod histogram_meta;
+pub mod varbit;
 pub mod xor;
+mod xor_value;
 
+pub use histogram_meta::{
+    AppendError, AppendOutcome, CounterResetHeader, HISTOGRAM_HEADER_LEN,
+    MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
+};
 pub use xor::{XorChunk, XorIterator};
 
 /// Chunk encodings, numbered as Prometheus stores them on disk (the byte
@@ -90,6 +97,15 @@ pub enum ChunkError {
     TrailingBytes { samples: u16, extra: u64 },
     #[error("padding {bits} bits after the last of {samples} samples are not zero")]
     NonZeroPadding { samples: u16, bits: u8 },
+    #[error("histogram chunk is {len} bytes, shorter than its 3-byte header")]
+    MissingHistogramHeader { len: usize },
+    #[error("histogram chunk layout has unknown schema {schema}")]
+    UnknownSchema { schema: i32 },
+    #[error(
+        "histogram chunk layout of schema {schema} has a span with a negative \
+         offset and cannot be reduced to schema 8"
+    )]
+    IrreducibleLayout { schema: i32 },
 }
 
 #[cfg(test)]
