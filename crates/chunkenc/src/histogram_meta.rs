@@ -134,9 +134,7 @@ pub enum AppendError {
     #[error("chunk capacity exceeded")]
     ChunkFull,
     /// The histogram's spans and buckets disagree.
-    #[error(
-        "{side} spans need {in_spans} buckets, have {buckets} buckets"
-    )]
+    #[error("{side} spans need {in_spans} buckets, have {buckets} buckets")]
     SpansBucketsMismatch {
         /// `positive` or `negative`.
         side: &'static str,
@@ -213,7 +211,11 @@ impl Rejection {
 
 /// Checks the spans of a histogram to append: later offsets not negative
 /// and as many buckets as the spans describe.
-pub(crate) fn check_spans(side: &'static str, spans: &[Span], buckets: usize) -> Result<(), AppendError> {
+pub(crate) fn check_spans(
+    side: &'static str,
+    spans: &[Span],
+    buckets: usize,
+) -> Result<(), AppendError> {
     let mut in_spans = 0u64;
     for (n, s) in spans.iter().enumerate() {
         if n > 0 && s.offset < 0 {
@@ -295,29 +297,63 @@ pub(crate) struct Layout {
     pub custom_values: Vec<f64>,
 }
 
+/// A layout borrowed from a histogram, or with other spans.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LayoutView<'a> {
+    pub schema: i32,
+    pub zero_threshold: f64,
+    pub positive_spans: &'a [Span],
+    pub negative_spans: &'a [Span],
+    pub custom_values: &'a [f64],
+}
+
+impl LayoutView<'_> {
+    /// What a stale marker's layout is written as.
+    pub(crate) const EMPTY: LayoutView<'static> = LayoutView {
+        schema: 0,
+        zero_threshold: 0.0,
+        positive_spans: &[],
+        negative_spans: &[],
+        custom_values: &[],
+    };
+}
+
 impl Layout {
+    /// The layout as a view.
+    pub(crate) fn view(&self) -> LayoutView<'_> {
+        LayoutView {
+            schema: self.schema,
+            zero_threshold: self.zero_threshold,
+            positive_spans: &self.positive_spans,
+            negative_spans: &self.negative_spans,
+            custom_values: &self.custom_values,
+        }
+    }
+
+    /// Whether a later span has a negative offset (bucket indices not
+    /// increasing): nothing Prometheus appends for a valid histogram.
+    pub(crate) fn has_unordered_spans(&self) -> bool {
+        later_offset_negative(&self.positive_spans) || later_offset_negative(&self.negative_spans)
+    }
+
     /// Buckets the positive and negative spans describe.
     pub(crate) fn bucket_counts(&self) -> (u64, u64) {
-        (span_buckets(&self.positive_spans), span_buckets(&self.negative_spans))
+        (
+            span_buckets(&self.positive_spans),
+            span_buckets(&self.negative_spans),
+        )
     }
 
     /// Takes the layout of a histogram being appended.
-    pub(crate) fn set(
-        &mut self,
-        schema: i32,
-        zero_threshold: f64,
-        positive_spans: &[Span],
-        negative_spans: &[Span],
-        custom_values: &[f64],
-    ) {
-        self.schema = schema;
-        self.zero_threshold = zero_threshold;
+    pub(crate) fn set(&mut self, v: LayoutView<'_>) {
+        self.schema = v.schema;
+        self.zero_threshold = v.zero_threshold;
         self.positive_spans.clear();
-        self.positive_spans.extend_from_slice(positive_spans);
+        self.positive_spans.extend_from_slice(v.positive_spans);
         self.negative_spans.clear();
-        self.negative_spans.extend_from_slice(negative_spans);
+        self.negative_spans.extend_from_slice(v.negative_spans);
         self.custom_values.clear();
-        self.custom_values.extend_from_slice(custom_values);
+        self.custom_values.extend_from_slice(v.custom_values);
     }
 
     /// Writes the layout (see the module doc).
@@ -787,10 +823,7 @@ mod tests {
     #[test]
     fn indices_and_unions() {
         let a = spans(&[(-2, 2), (1, 1), (0, 0), (2, 2)]);
-        assert_eq!(
-            bucket_indices(&a).collect::<Vec<_>>(),
-            [-2, -1, 1, 4, 5]
-        );
+        assert_eq!(bucket_indices(&a).collect::<Vec<_>>(), [-2, -1, 1, 4, 5]);
         let b = spans(&[(0, 3), (3, 1)]);
         assert_eq!(union_spans(&a, &b), spans(&[(-2, 5), (1, 3)]));
         assert_eq!(
@@ -801,7 +834,12 @@ mod tests {
             }
         );
         let mut out = Vec::new();
-        remap(&a, [1, 2, 3, 4, 5].into_iter(), &union_spans(&a, &b), &mut out);
+        remap(
+            &a,
+            [1, 2, 3, 4, 5].into_iter(),
+            &union_spans(&a, &b),
+            &mut out,
+        );
         assert_eq!(out, [1, 2, 0, 3, 0, 4, 5, 0]);
     }
 
@@ -834,7 +872,15 @@ mod tests {
         // Schema 1 buckets 1..=4 map to schema 0 buckets 1, 1, 2, 2.
         let mut s = Vec::new();
         let mut v = Vec::new();
-        reduce_resolution(&spans(&[(1, 4)]), &[1, 2, 3, 4], 1, 0, |a, b| a + b, &mut s, &mut v);
+        reduce_resolution(
+            &spans(&[(1, 4)]),
+            &[1, 2, 3, 4],
+            1,
+            0,
+            |a, b| a + b,
+            &mut s,
+            &mut v,
+        );
         assert_eq!((s, v), (spans(&[(1, 2)]), vec![3, 7]));
         assert_eq!(coarser_index(5, 52, 8), 1);
         assert_eq!(coarser_index(-5, 52, 8), 0);

@@ -20,11 +20,15 @@
 //! still names them so that chunk references to them can be recognised.
 
 pub mod bstream;
+pub mod float_histogram;
+pub mod histogram;
 pub mod histogram_meta;
 pub mod varbit;
 pub mod xor;
 mod xor_value;
 
+pub use float_histogram::{FloatHistogramChunk, FloatHistogramIterator};
+pub use histogram::{HistogramChunk, HistogramIterator};
 pub use histogram_meta::{
     AppendError, AppendOutcome, CounterResetHeader, HISTOGRAM_HEADER_LEN,
     MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
@@ -106,6 +110,8 @@ pub enum ChunkError {
          offset and cannot be reduced to schema 8"
     )]
     IrreducibleLayout { schema: i32 },
+    #[error("histogram chunk layout has a later span with a negative offset: cannot append to it")]
+    UnorderedSpans,
 }
 
 #[cfg(test)]

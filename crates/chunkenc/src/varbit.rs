@@ -158,7 +158,10 @@ mod tests {
         assert_eq!(written(|w| write_varbit_int(w, 4)), [0b1010_0000]);
         assert_eq!(written(|w| write_varbit_int(w, -3)), [0b1010_1000]);
         // 5 needs the 6-bit class: `110` + 000101.
-        assert_eq!(written(|w| write_varbit_int(w, 5)), [0b1100_0010, 0b1000_0000]);
+        assert_eq!(
+            written(|w| write_varbit_int(w, 5)),
+            [0b1100_0010, 0b1000_0000]
+        );
         // Unsigned 7 still fits 3 bits, 8 does not.
         assert_eq!(written(|w| write_varbit_uint(w, 7)), [0b1011_1000]);
         assert_eq!(written(|w| write_varbit_uint(w, 8)), [0b1100_0100, 0]);
@@ -180,7 +183,10 @@ mod tests {
     #[test]
     fn truncation_is_an_error() {
         assert_eq!(read_varbit_int(&mut BitReader::new(&[])), Err(EndOfStream));
-        assert_eq!(read_varbit_int(&mut BitReader::new(&[0xff])), Err(EndOfStream));
+        assert_eq!(
+            read_varbit_int(&mut BitReader::new(&[0xff])),
+            Err(EndOfStream)
+        );
         assert_eq!(
             read_varbit_uint(&mut BitReader::new(&[0b1110_0000])),
             Err(EndOfStream)

@@ -32,7 +32,10 @@ impl Default for XorWindow {
 pub(crate) enum XorFault {
     Truncated,
     /// A new window of more than 64 bits.
-    InvalidWindow { leading: u8, significant: u8 },
+    InvalidWindow {
+        leading: u8,
+        significant: u8,
+    },
 }
 
 impl From<EndOfStream> for XorFault {
@@ -107,6 +110,39 @@ impl XorWindow {
     }
 }
 
+/// A float field with its own window: its last value's bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct XorField {
+    pub bits: u64,
+    pub window: XorWindow,
+}
+
+impl XorField {
+    /// A field whose first value was written raw.
+    pub(crate) fn new(bits: u64) -> Self {
+        XorField {
+            bits,
+            window: XorWindow::NONE,
+        }
+    }
+
+    /// The last value.
+    pub(crate) fn value(&self) -> f64 {
+        f64::from_bits(self.bits)
+    }
+
+    /// Writes `v` relative to the last value.
+    pub(crate) fn write(&mut self, w: &mut BitWriter<'_>, v: f64) {
+        self.window.write(w, self.bits, v.to_bits());
+        self.bits = v.to_bits();
+    }
+
+    /// Reads the next value.
+    pub(crate) fn read(&mut self, r: &mut BitReader<'_>) -> Result<(), XorFault> {
+        self.window.read(r, &mut self.bits)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,7 +150,16 @@ mod tests {
     #[test]
     fn round_trips_and_reuses_windows() {
         let values = [
-            0.0f64, 1.5, 1.5, 1.75, -3.0, f64::NAN, 1e300, 1e-300, 0.0, 2.0,
+            0.0f64,
+            1.5,
+            1.5,
+            1.75,
+            -3.0,
+            f64::NAN,
+            1e300,
+            1e-300,
+            0.0,
+            2.0,
         ];
         let mut buf = Vec::new();
         let mut free = 0;
