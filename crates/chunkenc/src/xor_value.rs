@@ -188,8 +188,9 @@ mod tests {
         BitWriter::new(&mut buf, &mut free).write_bits(0b11 << 11 | 31 << 6 | 40, 13);
         buf.extend([0xff; 8]);
         let mut value = 0;
+        let mut window = XorWindow::NONE;
         assert_eq!(
-            XorWindow::NONE.read(&mut BitReader::new(&buf), &mut value),
+            window.read(&mut BitReader::new(&buf), &mut value),
             Err(XorFault::InvalidWindow {
                 leading: 31,
                 significant: 40
