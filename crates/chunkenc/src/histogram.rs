@@ -834,12 +834,11 @@ impl<'a> HistogramIterator<'a> {
         fh.zero_count = st.zero_count as f64;
         fh.count = st.count as f64;
         fh.custom_values.extend_from_slice(&st.layout.custom_values);
+        // Integer running sums, then converted: Prometheus' iterator does
+        // this when it allocates the float histogram (its path reusing one
+        // sums the converted deltas instead, which differs above 2^53).
         let cumulative = |deltas: &[i64], out: &mut Vec<f64>| {
-            let mut acc = 0.0;
-            out.extend(deltas.iter().map(|&d| {
-                acc += d as f64;
-                acc
-            }));
+            out.extend(absolute(deltas).map(|c| c as f64));
         };
         if needs_reduction(st.layout.schema) {
             for (spans, deltas, out_spans, out) in [

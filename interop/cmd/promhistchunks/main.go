@@ -481,7 +481,7 @@ func vectors() []vector {
 		add("schema_12", schema12Seq(float))
 		add("size_cut", sizeCutSeq(float))
 		add("empty_and_zero", emptySeq(float))
-		for i := 0; i < 10; i++ {
+		for i := 0; i < 8; i++ {
 			add(fmt.Sprintf("random_%d", i), randomSeq(float, int64(i)))
 		}
 	}
@@ -946,10 +946,21 @@ func noncanonicalSeq(float bool) *seq {
 		sp(0, 1, 0, 1, 0, 3, 2, 1), // adds 7
 		sp(0, 0, 0, 8),             // 0..7: adds 5, 6
 		sp(0, 3, 1, 4),             // lacks 3 (empty)
+		sp(0, 3, 1, 5),             // lacks 3, adds 8
 	}
-	counts := []float64{1, 2, 3, 0, 5, 0, 0, 0}
-	for i := 0; i < 36; i++ {
+	counts := []float64{1, 2, 3, 0, 5, 0, 0, 0, 0}
+	for i := 0; i < 84; i++ {
+		if i == 42 {
+			s.cut()
+		}
+		hint := histogram.UnknownCounterReset
+		if i >= 42 {
+			hint = histogram.GaugeType // Buckets come and go.
+		}
 		spans := layouts[(i/3)%len(layouts)]
+		if i >= 42 {
+			spans = layouts[(i*5)%len(layouts)]
+		}
 		var idx []int32
 		var k int32
 		for j, s := range spans {
@@ -976,7 +987,7 @@ func noncanonicalSeq(float bool) *seq {
 				total += counts[x]
 			}
 			sum = total * 1.5
-			s.addFloat(&histogram.FloatHistogram{Schema: 0, Count: total, Sum: sum, PositiveSpans: spans, PositiveBuckets: b, NegativeSpans: sp(0, 0)})
+			s.addFloat(&histogram.FloatHistogram{CounterResetHint: hint, Count: total, Sum: sum, PositiveSpans: spans, PositiveBuckets: b, NegativeSpans: sp(0, 0)})
 		} else {
 			var b []int64
 			var prev int64
@@ -986,7 +997,7 @@ func noncanonicalSeq(float bool) *seq {
 				total += counts[x]
 			}
 			sum = total * 1.5
-			s.addInt(&histogram.Histogram{Schema: 0, Count: uint64(total), Sum: sum, PositiveSpans: spans, PositiveBuckets: b, NegativeSpans: sp(0, 0)})
+			s.addInt(&histogram.Histogram{CounterResetHint: hint, Count: uint64(total), Sum: sum, PositiveSpans: spans, PositiveBuckets: b, NegativeSpans: sp(0, 0)})
 		}
 		s.step(r, 0)
 	}
@@ -1004,7 +1015,7 @@ func schema12Seq(float bool) *seq {
 	for _, k := range []int32{3, 4, 5} {
 		m.neg[k] = 2
 	}
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 8; i++ {
 		observe(r, m, 4)
 		s.add(m)
 		s.step(r, 0)
@@ -1082,7 +1093,7 @@ func randomSeq(float bool, n int64) *seq {
 	for i := 0; i < 3; i++ {
 		m.pos[int32(r.Intn(maxIdx))] = float64(r.Intn(5))
 	}
-	samples := 50 + r.Intn(70)
+	samples := 40 + r.Intn(60)
 	for i := 0; i < samples; i++ {
 		switch x := r.Intn(100); {
 		case x < 8: // New bucket.
