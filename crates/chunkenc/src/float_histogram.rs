@@ -17,6 +17,14 @@
 //! checked against the previous chunk gets `CounterReset` or
 //! `NotCounterReset`, never `Unknown`.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
 use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Span};
 
 use crate::bstream::{BitReader, BitWriter};

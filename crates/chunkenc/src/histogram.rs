@@ -58,6 +58,14 @@
 //! Decoded samples carry the hint [`CounterResetHeader::sample_hint`]
 //! gives; schemas 9..=52 (from a future Prometheus) are reduced to 8.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
 use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Histogram, Span};
 
 use crate::bstream::{BitReader, BitWriter};

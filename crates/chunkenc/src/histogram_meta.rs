@@ -20,6 +20,14 @@
 //!   multiples of 0.001 in 0 ..= 33554.43) or a 0 bit and the 64 bits of
 //!   the float.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
 use ferrite_model::histogram::{
     is_custom_buckets_schema, EXPONENTIAL_SCHEMA_MAX, EXPONENTIAL_SCHEMA_MAX_RESERVED,
 };
@@ -747,6 +755,7 @@ pub(crate) fn reduce_resolution<T: Copy>(
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

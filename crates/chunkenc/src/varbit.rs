@@ -21,6 +21,14 @@
 //! of the two's complement. The reader accepts any payload of any class,
 //! including values a narrower class would have held.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
 
 /// Payload widths of the classes `10` .. `11111110`; `11111111` is 64.
@@ -83,8 +91,14 @@ fn read_class(r: &mut BitReader<'_>) -> Result<(u32, u64), EndOfStream> {
     let ones = r.read_ones(8)?;
     let width = match ones {
         0 => return Ok((0, 0)),
-        8 => 64,
-        n => WIDTHS[(n - 1) as usize],
+        1 => 3,
+        2 => 6,
+        3 => 9,
+        4 => 12,
+        5 => 18,
+        6 => 25,
+        7 => 56,
+        _ => 64,
     };
     Ok((width, r.read_bits(width)?))
 }
@@ -112,6 +126,7 @@ pub fn read_varbit_uint(r: &mut BitReader<'_>) -> Result<u64, EndOfStream> {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -8,6 +8,14 @@
 //! 0) + those bits, which become the new window. Each field keeps its own
 //! window.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
 
 /// `leading` of a field that has no window yet.
@@ -144,6 +152,7 @@ impl XorField {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
