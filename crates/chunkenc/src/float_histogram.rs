@@ -5,9 +5,9 @@
 //! every bucket (absolute counts, positive before negative) as 64 raw
 //! bits each. Later samples hold the timestamp's delta of delta as a
 //! varbit int, then every one of those floats as a Gorilla XOR field
-//! ([`crate::xor_value`]) against its own previous value, each with its
+//! (as an XOR chunk's values) against its own previous value, each with its
 //! own window. A stale marker (the sum is the stale NaN) is written with
-//! zero count and zero count and no buckets (and, as a first sample, an
+//! count and zero count 0 and no buckets (and, as a first sample, an
 //! empty layout).
 //!
 //! Appending follows the rules of [`crate::histogram`] with two
@@ -184,7 +184,9 @@ impl FloatHistogramChunk {
     }
 
     /// Appends a sample as Prometheus' head does (see the module docs of
-    /// this module and of [`crate::histogram`]).
+    /// this module and of [`crate::histogram`]). `prev` is the series'
+    /// previous chunk (`None` if it has another encoding), consulted only
+    /// for the counter-reset header of a first sample.
     pub fn append(
         &mut self,
         prev: Option<&FloatHistogramChunk>,

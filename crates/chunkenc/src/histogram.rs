@@ -4,7 +4,7 @@
 //! # Format
 //!
 //! Header and layout as in [`crate::histogram_meta`]. Then per sample
-//! (varbit = [`crate::varbit`], xor = [`crate::xor_value`]):
+//! (varbit = [`crate::varbit`], xor = Gorilla XOR as an XOR chunk's values):
 //!
 //! | field            | sample 0            | later samples                |
 //! |------------------|---------------------|------------------------------|
@@ -242,7 +242,9 @@ impl HistogramChunk {
     /// Appends a sample as Prometheus' head does (see the module doc):
     /// appended, appended after recoding this chunk, or put into a new
     /// chunk that the caller continues with. `prev` is the series' previous
-    /// chunk, consulted only for the counter-reset header of a first sample.
+    /// chunk, consulted only for the counter-reset header of a first sample
+    /// (pass `None` when the previous chunk has another encoding, which
+    /// Prometheus ignores too).
     ///
     /// Errors for a full chunk, or spans that disagree with the buckets or
     /// have negative offsets after the first; the chunk is then unchanged.
