@@ -15,13 +15,39 @@
 //! Prometheus code, checks that. Decoding is hardened on top: corrupt or
 //! truncated bytes end iteration with an error instead of a panic.
 //!
+//! Native histograms have two encodings of their own, integer
+//! ([`HistogramChunk`]) and float ([`FloatHistogramChunk`]): every sample
+//! of a chunk shares one bucket layout, counts and buckets are stored as
+//! deltas of deltas (integer) or XORed with their previous value (float).
+//! Appending follows Prometheus' chunk-level rules exactly: counter resets
+//! and layout changes start a new chunk with the right counter-reset
+//! header, new buckets recode the chunk, gauges move freely; the
+//! [`histogram`] module documents them. `testdata/prometheus_histogram_vectors.txt`,
+//! made by Prometheus v3.16.0 (`interop/cmd/promhistchunks`), checks the
+//! bytes, the decisions and the decoding.
+//!
 //! Modules: [`bstream`] packs and unpacks bit fields; [`xor`] is the XOR
-//! chunk format. Histogram encodings are not implemented yet; [`Encoding`]
-//! still names them so that chunk references to them can be recognised.
+//! chunk format; [`varbit`] the variable-width integers and
+//! [`histogram_meta`] the header and layout the histogram encodings
+//! share; [`histogram`] and [`float_histogram`] the two histogram chunk
+//! formats. [`Encoding`] also names the start-timestamp variants, which
+//! are not implemented, so that chunk references to them can be
+//! recognised.
 
 pub mod bstream;
+pub mod float_histogram;
+pub mod histogram;
+pub mod histogram_meta;
+pub mod varbit;
 pub mod xor;
+mod xor_value;
 
+pub use float_histogram::{FloatHistogramChunk, FloatHistogramIterator};
+pub use histogram::{HistogramChunk, HistogramIterator};
+pub use histogram_meta::{
+    AppendError, AppendOutcome, CounterResetHeader, HISTOGRAM_HEADER_LEN,
+    MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
+};
 pub use xor::{XorChunk, XorIterator};
 
 /// Chunk encodings, numbered as Prometheus stores them on disk (the byte
@@ -90,6 +116,17 @@ pub enum ChunkError {
     TrailingBytes { samples: u16, extra: u64 },
     #[error("padding {bits} bits after the last of {samples} samples are not zero")]
     NonZeroPadding { samples: u16, bits: u8 },
+    #[error("histogram chunk is {len} bytes, shorter than its 3-byte header")]
+    MissingHistogramHeader { len: usize },
+    #[error("histogram chunk layout has unknown schema {schema}")]
+    UnknownSchema { schema: i32 },
+    #[error(
+        "histogram chunk layout of schema {schema} has a span with a negative \
+         offset and cannot be reduced to schema 8"
+    )]
+    IrreducibleLayout { schema: i32 },
+    #[error("histogram chunk layout has a later span with a negative offset: cannot append to it")]
+    UnorderedSpans,
 }
 
 #[cfg(test)]
