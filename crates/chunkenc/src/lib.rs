@@ -16,13 +16,21 @@
 //! truncated bytes end iteration with an error instead of a panic.
 //!
 //! Modules: [`bstream`] packs and unpacks bit fields; [`xor`] is the XOR
-//! chunk format. Histogram encodings are not implemented yet; [`Encoding`]
-//! still names them so that chunk references to them can be recognised.
+//! chunk format; [`xor2`] is Prometheus v3.16.0's XOR2 float format (joint
+//! timestamp/value codes, optional start timestamps), checked against
+//! `testdata/prometheus_xor2_vectors.txt`; [`st`] is the start timestamp
+//! scheme XOR2 shares with the histogramST encodings. Histogram encodings
+//! are not implemented yet; [`Encoding`] still names them so that chunk
+//! references to them can be recognised.
 
 pub mod bstream;
+pub mod st;
 pub mod xor;
+pub mod xor2;
 
+pub use st::{StDecoder, StEncoder, StHeader};
 pub use xor::{XorChunk, XorIterator};
+pub use xor2::{Xor2Chunk, Xor2Iterator};
 
 /// Chunk encodings, numbered as Prometheus stores them on disk (the byte
 /// before the chunk data in block and head chunk files).
@@ -90,6 +98,14 @@ pub enum ChunkError {
     TrailingBytes { samples: u16, extra: u64 },
     #[error("padding {bits} bits after the last of {samples} samples are not zero")]
     NonZeroPadding { samples: u16, bits: u8 },
+    /// The chunk is shorter than its encoding's header (3 bytes for XOR2:
+    /// sample count and start timestamp header).
+    #[error("chunk is {len} bytes, shorter than its {need}-byte header")]
+    ShortHeader { len: usize, need: usize },
+    /// The start timestamp header cannot belong to a chunk of this many
+    /// samples, so appending would corrupt it (see [`StEncoder::resume`]).
+    #[error("start timestamp header {header:#04x} does not fit a chunk of {samples} samples")]
+    InvalidStHeader { header: u8, samples: u16 },
 }
 
 #[cfg(test)]
