@@ -174,10 +174,37 @@ impl StEncoder {
     /// Indices past [`MAX_FIRST_CHANGE_ON`] require a change to have been
     /// recorded already, which holds for an encoder that saw every index
     /// from 0 or was made by [`Self::resume`].
-    #[inline]
-    pub fn encode(
+    #[inline(always)]
+    pub fn encode<W: BitSink>(
         &mut self,
-        w: &mut BitWriter<'_>,
+        w: &mut W,
+        index: u16,
+        t: i64,
+        prev_t: i64,
+        st: i64,
+    ) -> u8 {
+        if index != 0 {
+            if self.first_change_on != 0 {
+                // Every sample stores the change of `prev_t - st`.
+                let diff = prev_t.wrapping_sub(st);
+                write_varbit_int(w, diff.wrapping_sub(self.diff));
+                self.diff = diff;
+                self.st = st;
+                return 0;
+            }
+            if st == self.st && index < MAX_FIRST_CHANGE_ON {
+                // Unchanged, and no change recorded yet: nothing to write.
+                return 0;
+            }
+        }
+        self.encode_rare(w, index, t, prev_t, st)
+    }
+
+    /// Sample 0, and the first change.
+    #[cold]
+    fn encode_rare<W: BitSink>(
+        &mut self,
+        w: &mut W,
         index: u16,
         t: i64,
         prev_t: i64,
@@ -186,14 +213,10 @@ impl StEncoder {
         let mut header = 0;
         if index == 0 {
             if st != 0 {
-                w.write_varint(t.wrapping_sub(st));
+                write_varint(w, t.wrapping_sub(st));
                 header = FIRST_ST_KNOWN;
             }
-        } else if self.first_change_on != 0 {
-            let diff = prev_t.wrapping_sub(st);
-            write_varbit_int(w, diff.wrapping_sub(self.diff));
-            self.diff = diff;
-        } else if st != self.st || index >= MAX_FIRST_CHANGE_ON {
+        } else {
             debug_assert!(
                 index <= MAX_FIRST_CHANGE_ON,
                 "ST header cannot name sample {index}"
@@ -201,13 +224,39 @@ impl StEncoder {
             let diff = prev_t.wrapping_sub(st);
             write_varbit_int(w, diff);
             self.diff = diff;
-            // At most 127, by the condition (and `resume`).
+            // At most 127, by the caller's condition (and `resume`).
             self.first_change_on = index.min(MAX_FIRST_CHANGE_ON) as u8;
             header = self.first_change_on;
         }
         self.st = st;
         header
     }
+}
+
+/// Where encoders put bit fields: a [`BitWriter`], or a buffer that
+/// gathers a sample's fields before writing them at once.
+pub trait BitSink {
+    /// Appends the low `nbits` bits of `bits` (`nbits <= 64`; the bits
+    /// above `nbits` must be zero).
+    fn put_bits(&mut self, bits: u64, nbits: u32);
+}
+
+impl BitSink for BitWriter<'_> {
+    #[inline(always)]
+    fn put_bits(&mut self, bits: u64, nbits: u32) {
+        self.write_bits(bits, nbits);
+    }
+}
+
+/// Writes a zig-zag varint (Go's `binary.PutVarint`) byte by byte at the
+/// current bit position.
+fn write_varint<W: BitSink>(w: &mut W, x: i64) {
+    let mut u = ((x << 1) ^ (x >> 63)) as u64;
+    while u >= 0x80 {
+        w.put_bits((u & 0x7f) | 0x80, 8);
+        u >>= 7;
+    }
+    w.put_bits(u, 8);
 }
 
 /// Decoder state for the ST fields of one chunk.
@@ -289,13 +338,10 @@ const VARBIT_WIDTHS: [u32; 9] = [0, 3, 6, 9, 12, 18, 25, 56, 64];
 /// Writes `x` as Prometheus' `varbit int` (`putVarbitInt`): `0` for 0, else
 /// a unary prefix choosing 3, 6, 9, 12, 18, 25, 56 or 64 payload bits, then
 /// the low bits of `x` (the smallest width that fits wins).
-#[inline]
-pub fn write_varbit_int(w: &mut BitWriter<'_>, x: i64) {
-    if x == 0 {
-        w.write_bits(0, 1);
-        return;
-    }
+#[inline(always)]
+pub fn write_varbit_int<W: BitSink>(w: &mut W, x: i64) {
     let bucket = match x {
+        0 => 0,
         _ if fits(x, 3) => 1,
         _ if fits(x, 6) => 2,
         _ if fits(x, 9) => 3,
@@ -303,18 +349,20 @@ pub fn write_varbit_int(w: &mut BitWriter<'_>, x: i64) {
         _ if fits(x, 18) => 5,
         _ if fits(x, 25) => 6,
         _ if fits(x, 56) => 7,
-        _ => 8,
+        _ => return write_varbit_int_64(w, x),
     };
     let width = VARBIT_WIDTHS[bucket];
-    if bucket == 8 {
-        w.write_bits(0xff, 8);
-        w.write_bits(x as u64, 64);
-        return;
-    }
-    // `bucket` ones and a zero.
+    // `bucket` ones and a zero, then the payload: at most 8 + 56 bits.
     let prefix = (1u64 << (bucket + 1)) - 2;
     let payload = (x as u64) & ((1u64 << width) - 1);
-    w.write_bits(prefix << width | payload, bucket as u32 + 1 + width);
+    w.put_bits(prefix << width | payload, bucket as u32 + 1 + width);
+}
+
+/// The last bucket: eight ones and all 64 bits.
+#[cold]
+fn write_varbit_int_64<W: BitSink>(w: &mut W, x: i64) {
+    w.put_bits(0xff, 8);
+    w.put_bits(x as u64, 64);
 }
 
 /// Reads a [`write_varbit_int`] value. Nothing is consumed on error.

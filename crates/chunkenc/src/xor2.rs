@@ -49,7 +49,7 @@ use std::iter::FusedIterator;
 use ferrite_model::STALE_NAN_BITS;
 
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
-use crate::st::{StDecoder, StEncoder, StHeader, StReadError};
+use crate::st::{BitSink, StDecoder, StEncoder, StHeader, StReadError};
 use crate::ChunkError;
 
 /// Bytes before the bit stream: sample count and ST header.
@@ -113,8 +113,10 @@ pub struct Xor2Chunk {
     /// Current value window; `leading` is `NO_WINDOW` before the first.
     leading: u8,
     trailing: u8,
-    /// Sample count, mirrored from the header.
-    count: u16,
+    /// Sample count, mirrored from the header. A `u32` (never above
+    /// `u16::MAX`) so that its store and load are not split with its
+    /// neighbours' (a store-forwarding stall on every append otherwise).
+    count: u32,
 }
 
 impl Default for Xor2Chunk {
@@ -223,7 +225,7 @@ impl Xor2Chunk {
             free_bits,
             leading,
             trailing,
-            count: it.total,
+            count: u32::from(it.total),
         };
         // Room for the next few samples without an immediate reallocation.
         data.reserve(16);
@@ -232,12 +234,12 @@ impl Xor2Chunk {
 
     /// Number of samples, from the chunk header.
     pub fn num_samples(&self) -> u16 {
-        self.count
+        self.count as u16
     }
 
     /// True when the chunk holds [`Self::MAX_SAMPLES`] and takes no more.
     pub fn is_full(&self) -> bool {
-        self.count == Self::MAX_SAMPLES
+        self.count == u32::from(Self::MAX_SAMPLES)
     }
 
     /// The ST header: whether and from which sample on start timestamps
@@ -284,61 +286,127 @@ impl Xor2Chunk {
     ///
     /// A full chunk (see [`Self::is_full`]) ignores the sample, where
     /// Prometheus would panic.
+    #[inline]
     pub fn append(&mut self, st: i64, t: i64, v: f64) {
-        let index = self.count;
+        let index = self.count as u16;
+        if index < 2 || index == Self::MAX_SAMPLES {
+            return self.append_start(st, t, v);
+        }
+        let value = v.to_bits();
+        let prev_t = self.last_t;
+        let t_delta = t.wrapping_sub(prev_t) as u64;
+        let dod = t_delta.wrapping_sub(self.last_t_delta) as i64;
+        // Gather the sample's fields, typically well under 64 bits, to
+        // write them at once.
+        let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
+        let mut out = Pending::new(&mut w);
+        write_joint(
+            &mut out,
+            dod,
+            value,
+            self.baseline,
+            &mut self.leading,
+            &mut self.trailing,
+        );
+        let st_bits = self.st.encode(&mut out, index, t, prev_t, st);
+        out.finish();
+        self.last_t_delta = t_delta;
+        self.finish_append(index, t, value, st_bits);
+    }
+
+    /// Samples 0 and 1, whose timestamps are varints; and a full chunk.
+    #[cold]
+    fn append_start(&mut self, st: i64, t: i64, v: f64) {
+        let index = self.count as u16;
         if index == Self::MAX_SAMPLES {
             return;
         }
         let value = v.to_bits();
         let prev_t = self.last_t;
-        let t_delta = t.wrapping_sub(prev_t) as u64;
         let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
-        match index {
-            0 => {
-                w.write_varint(t);
-                w.write_bits(value, 64);
-            }
-            1 => {
-                w.write_uvarint(t_delta);
-                write_value(
-                    &mut w,
-                    value,
-                    self.baseline,
-                    &mut self.leading,
-                    &mut self.trailing,
-                );
-                self.last_t_delta = t_delta;
-            }
-            _ => {
-                let dod = t_delta.wrapping_sub(self.last_t_delta) as i64;
-                write_joint(
-                    &mut w,
-                    dod,
-                    value,
-                    self.baseline,
-                    &mut self.leading,
-                    &mut self.trailing,
-                );
-                self.last_t_delta = t_delta;
-            }
+        if index == 0 {
+            w.write_varint(t);
+            w.write_bits(value, 64);
+        } else {
+            let t_delta = t.wrapping_sub(prev_t) as u64;
+            w.write_uvarint(t_delta);
+            write_value(
+                &mut w,
+                value,
+                self.baseline,
+                &mut self.leading,
+                &mut self.trailing,
+            );
+            self.last_t_delta = t_delta;
         }
         let st_bits = self.st.encode(&mut w, index, t, prev_t, st);
+        self.finish_append(index, t, value, st_bits);
+    }
+
+    #[inline(always)]
+    fn finish_append(&mut self, index: u16, t: i64, value: u64, st_bits: u8) {
         self.last_t = t;
         if value != STALE_NAN_BITS {
             self.baseline = value;
         }
-        self.count = index + 1;
+        let count = index + 1;
+        self.count = u32::from(count);
         if let Some(header) = self.buf.first_chunk_mut::<HEADER_LEN>() {
-            header[..2].copy_from_slice(&self.count.to_be_bytes());
+            header[..2].copy_from_slice(&count.to_be_bytes());
             header[ST_HEADER_AT] |= st_bits;
+        }
+    }
+}
+
+/// Bit fields gathered for one write: a sample's fields usually fit 64
+/// bits, so appending takes a single [`BitWriter::write_bits`].
+struct Pending<'w, 'b> {
+    w: &'w mut BitWriter<'b>,
+    /// The gathered fields in the low `len` bits (0 when `len` is 0).
+    bits: u64,
+    len: u32,
+}
+
+impl<'w, 'b> Pending<'w, 'b> {
+    #[inline(always)]
+    fn new(w: &'w mut BitWriter<'b>) -> Self {
+        Pending { w, bits: 0, len: 0 }
+    }
+
+    /// Writes what is gathered.
+    #[inline(always)]
+    fn finish(self) {
+        self.w.write_bits(self.bits, self.len);
+    }
+
+    /// Writes what is gathered and starts over with `bits`.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, bits: u64, nbits: u32) {
+        self.w.write_bits(self.bits, self.len);
+        self.bits = bits;
+        self.len = nbits;
+    }
+}
+
+impl BitSink for Pending<'_, '_> {
+    #[inline(always)]
+    fn put_bits(&mut self, bits: u64, nbits: u32) {
+        if self.len + nbits <= 64 {
+            // `wrapping_shl` by 64 shifts by 0, but then `len` was 0 and
+            // `self.bits` is 0.
+            self.bits = self.bits.wrapping_shl(nbits) | bits;
+            self.len += nbits;
+        } else {
+            self.spill(bits, nbits);
         }
     }
 }
 
 /// Writes the joint dod/value code of a sample n >= 2, and its value.
 #[inline(always)]
-fn write_joint(
-    w: &mut BitWriter<'_>,
+fn write_joint<W: BitSink>(
+    w: &mut W,
     dod: i64,
     value: u64,
     baseline: u64,
@@ -348,9 +416,9 @@ fn write_joint(
     if dod == 0 {
         let xor = value ^ baseline;
         if value == STALE_NAN_BITS {
-            w.write_bits(0b11111, 5);
+            w.put_bits(0b11111, 5);
         } else if xor == 0 {
-            w.write_bits(0, 1);
+            w.put_bits(0, 1);
         } else {
             write_window(w, xor, leading, trailing, &DOD_ZERO_CHANGED);
         }
@@ -359,12 +427,12 @@ fn write_joint(
     let bits = dod as u64;
     // Two's complement fields, the code and the dod filling whole bytes.
     if (-(1 << 12)..1 << 12).contains(&dod) {
-        w.write_bits(0b110 << 13 | (bits & 0x1fff), 16);
+        w.put_bits(0b110 << 13 | (bits & 0x1fff), 16);
     } else if (-(1 << 19)..1 << 19).contains(&dod) {
-        w.write_bits(0b1110 << 20 | (bits & 0xf_ffff), 24);
+        w.put_bits(0b1110 << 20 | (bits & 0xf_ffff), 24);
     } else {
-        w.write_bits(0b11110, 5);
-        w.write_bits(bits, 64);
+        w.put_bits(0b11110, 5);
+        w.put_bits(bits, 64);
     }
     write_value(w, value, baseline, leading, trailing);
 }
@@ -372,8 +440,8 @@ fn write_joint(
 /// Writes a value as `V`: unchanged, stale marker, or its XOR with the
 /// baseline in a window.
 #[inline(always)]
-fn write_value(
-    w: &mut BitWriter<'_>,
+fn write_value<W: BitSink>(
+    w: &mut W,
     value: u64,
     baseline: u64,
     leading: &mut u8,
@@ -382,9 +450,9 @@ fn write_value(
     // The baseline is never the stale marker, so an unchanged value is not.
     let xor = value ^ baseline;
     if xor == 0 {
-        w.write_bits(0, 1);
+        w.put_bits(0, 1);
     } else if value == STALE_NAN_BITS {
-        w.write_bits(0b111, 3);
+        w.put_bits(0b111, 3);
     } else {
         write_window(w, xor, leading, trailing, &AFTER_DOD);
     }
@@ -393,8 +461,8 @@ fn write_value(
 /// Writes a non-zero XOR inside the current window or a new one, choosing
 /// as Prometheus' `xor2Appender` does.
 #[inline(always)]
-fn write_window(
-    w: &mut BitWriter<'_>,
+fn write_window<W: BitSink>(
+    w: &mut W,
     xor: u64,
     leading: &mut u8,
     trailing: &mut u8,
@@ -413,7 +481,8 @@ fn write_window(
             && new_leading + new_trailing <= old_leading + old_trailing + header_cost
         {
             let sig = 64 - u32::from(old_leading) - u32::from(old_trailing);
-            write_code_and_bits(w, codes.reuse, codes.reuse_len, xor >> old_trailing, sig);
+            w.put_bits(codes.reuse, codes.reuse_len);
+            w.put_bits(xor >> old_trailing, sig);
             return;
         }
         // Widening: keep an old boundary if the union costs at most half a
@@ -433,19 +502,8 @@ fn write_window(
     // 64 significant bits do not fit 6 bits and are written as 0 (0 itself
     // never occurs: xor != 0).
     let header = codes.new << 11 | u64::from(new_leading) << 6 | u64::from(sig & 0x3f);
-    write_code_and_bits(w, header, codes.new_len + 11, xor >> new_trailing, sig);
-}
-
-/// Writes `code` (`code_len` bits) and then the low `nbits` of `bits`.
-#[inline(always)]
-fn write_code_and_bits(w: &mut BitWriter<'_>, code: u64, code_len: u32, bits: u64, nbits: u32) {
-    if code_len + nbits <= 64 {
-        // `bits` has no bits above `nbits` (it is a shifted-down XOR).
-        w.write_bits(code << nbits | bits, code_len + nbits);
-    } else {
-        w.write_bits(code, code_len);
-        w.write_bits(bits, nbits);
-    }
+    w.put_bits(header, codes.new_len + 11);
+    w.put_bits(xor >> new_trailing, sig);
 }
 
 /// Why decoding stopped, before the sample index is attached.
