@@ -43,6 +43,8 @@
 //! appending to existing bytes, decode them all and
 //! [`StEncoder::resume`] from the decoder.
 
+#![warn(missing_docs)]
+
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
 
 /// Header bit: sample 0's ST is in the stream.

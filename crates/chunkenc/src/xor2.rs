@@ -44,6 +44,8 @@
 //! end iteration with a [`ChunkError`], never a panic, and all timestamp
 //! arithmetic wraps as in Go.
 
+#![warn(missing_docs)]
+
 use std::iter::FusedIterator;
 
 use ferrite_model::STALE_NAN_BITS;
@@ -131,35 +133,19 @@ impl Xor2Chunk {
 
     /// An empty chunk: zero sample count and an empty ST header.
     pub fn new() -> Self {
-        let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
-        buf.extend_from_slice(&[0; HEADER_LEN]);
-        Xor2Chunk {
-            buf,
-            last_t: 0,
-            baseline: 0,
-            last_t_delta: 0,
-            st: StEncoder::new(),
-            free_bits: 0,
-            leading: NO_WINDOW,
-            trailing: 0,
-            count: 0,
-        }
+        Self::empty(Vec::with_capacity(INITIAL_CAPACITY))
     }
 
     /// Empties the chunk for reuse, keeping its allocation.
     pub fn reset(&mut self) {
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        buf.extend_from_slice(&[0; HEADER_LEN]);
-        *self = Xor2Chunk {
-            buf,
-            ..Xor2Chunk::new_without_buffer()
-        };
+        *self = Self::empty(std::mem::take(&mut self.buf));
     }
 
-    fn new_without_buffer() -> Self {
+    fn empty(mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        buf.extend_from_slice(&[0; HEADER_LEN]);
         Xor2Chunk {
-            buf: Vec::new(),
+            buf,
             last_t: 0,
             baseline: 0,
             last_t_delta: 0,
@@ -216,20 +202,20 @@ impl Xor2Chunk {
         } else {
             (NO_WINDOW, 0)
         };
-        let chunk = Xor2Chunk {
-            buf: Vec::new(),
-            last_t: it.t,
-            baseline: it.baseline,
-            last_t_delta: it.t_delta,
+        let (last_t, baseline, last_t_delta, count) = (it.t, it.baseline, it.t_delta, it.total);
+        // Room for the next few samples without an immediate reallocation.
+        data.reserve(16);
+        Ok(Xor2Chunk {
+            buf: data,
+            last_t,
+            baseline,
+            last_t_delta,
             st,
             free_bits,
             leading,
             trailing,
-            count: u32::from(it.total),
-        };
-        // Room for the next few samples without an immediate reallocation.
-        data.reserve(16);
-        Ok(Xor2Chunk { buf: data, ..chunk })
+            count: u32::from(count),
+        })
     }
 
     /// Number of samples, from the chunk header.
