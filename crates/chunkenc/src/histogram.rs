@@ -635,7 +635,10 @@ pub(crate) fn split_header(data: &[u8]) -> Result<(u16, CounterResetHeader, &[u8
             CounterResetHeader::from_flags(*flags),
             body,
         )),
-        None => Err(ChunkError::MissingHistogramHeader { len: data.len() }),
+        None => Err(ChunkError::ShortHeader {
+            len: data.len(),
+            need: HISTOGRAM_HEADER_LEN,
+        }),
     }
 }
 

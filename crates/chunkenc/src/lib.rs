@@ -27,19 +27,24 @@
 //! bytes, the decisions and the decoding.
 //!
 //! Modules: [`bstream`] packs and unpacks bit fields; [`xor`] is the XOR
-//! chunk format; [`varbit`] the variable-width integers and
-//! [`histogram_meta`] the header and layout the histogram encodings
-//! share; [`histogram`] and [`float_histogram`] the two histogram chunk
-//! formats. [`Encoding`] also names the start-timestamp variants, which
-//! are not implemented, so that chunk references to them can be
-//! recognised.
+//! chunk format; [`xor2`] is Prometheus v3.16.0's XOR2 float format (joint
+//! timestamp/value codes, optional start timestamps), checked against
+//! `testdata/prometheus_xor2_vectors.txt`; [`st`] is the start timestamp
+//! scheme XOR2 shares with the histogramST encodings; [`varbit`] the
+//! variable-width integers and [`histogram_meta`] the header and layout the
+//! histogram encodings share; [`histogram`] and [`float_histogram`] the two
+//! histogram chunk formats. [`Encoding`] also names the start-timestamp
+//! histogram variants, which are not implemented, so that chunk references
+//! to them can be recognised.
 
 pub mod bstream;
 pub mod float_histogram;
 pub mod histogram;
 pub mod histogram_meta;
+pub mod st;
 pub mod varbit;
 pub mod xor;
+pub mod xor2;
 mod xor_value;
 
 pub use float_histogram::{FloatHistogramChunk, FloatHistogramIterator};
@@ -48,7 +53,9 @@ pub use histogram_meta::{
     AppendError, AppendOutcome, CounterResetHeader, HISTOGRAM_HEADER_LEN,
     MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
 };
+pub use st::{StDecoder, StEncoder, StHeader};
 pub use xor::{XorChunk, XorIterator};
+pub use xor2::{Xor2Chunk, Xor2Iterator};
 
 /// Chunk encodings, numbered as Prometheus stores them on disk (the byte
 /// before the chunk data in block and head chunk files).
@@ -116,8 +123,14 @@ pub enum ChunkError {
     TrailingBytes { samples: u16, extra: u64 },
     #[error("padding {bits} bits after the last of {samples} samples are not zero")]
     NonZeroPadding { samples: u16, bits: u8 },
-    #[error("histogram chunk is {len} bytes, shorter than its 3-byte header")]
-    MissingHistogramHeader { len: usize },
+    /// The chunk is shorter than its encoding's header (3 bytes for XOR2
+    /// and the histogram encodings: sample count and a flags byte).
+    #[error("chunk is {len} bytes, shorter than its {need}-byte header")]
+    ShortHeader { len: usize, need: usize },
+    /// The start timestamp header cannot belong to a chunk of this many
+    /// samples, so appending would corrupt it (see [`StEncoder::resume`]).
+    #[error("start timestamp header {header:#04x} does not fit a chunk of {samples} samples")]
+    InvalidStHeader { header: u8, samples: u16 },
     #[error("histogram chunk layout has unknown schema {schema}")]
     UnknownSchema { schema: i32 },
     #[error(

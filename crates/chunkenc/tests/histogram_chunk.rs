@@ -42,7 +42,7 @@ fn empty_chunks() {
     assert!(FloatHistogramChunk::from_bytes(vec![0, 0, 0xc0]).is_ok());
     assert_eq!(
         HistogramChunk::from_bytes(vec![0, 0]).err(),
-        Some(ChunkError::MissingHistogramHeader { len: 2 })
+        Some(ChunkError::ShortHeader { len: 2, need: 3 })
     );
     assert_eq!(
         HistogramChunk::from_bytes(vec![0, 0, 0, 0]).err(),
@@ -55,7 +55,7 @@ fn empty_chunks() {
     assert_eq!(it.advance(), None);
     assert_eq!(
         it.error(),
-        Some(&ChunkError::MissingHistogramHeader { len: 1 })
+        Some(&ChunkError::ShortHeader { len: 1, need: 3 })
     );
 }
 
