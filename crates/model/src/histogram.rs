@@ -535,6 +535,72 @@ impl FloatHistogram {
     }
 }
 
+/// Whether two spans lists describe the same bucket layout, once empty
+/// spans are folded into the next non-empty one (their offsets add up).
+pub fn spans_match(a: &[Span], b: &[Span]) -> bool {
+    let mut a = folded_spans(a);
+    let mut b = folded_spans(b);
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if x == y => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The non-empty spans of a list, each with the offsets of the empty spans
+/// before it added to its own.
+fn folded_spans(spans: &[Span]) -> impl Iterator<Item = Span> + '_ {
+    let mut carry = 0i64;
+    spans.iter().filter_map(move |s| {
+        let offset = carry + i64::from(s.offset);
+        if s.length == 0 {
+            carry = offset;
+            return None;
+        }
+        carry = 0;
+        Some(Span {
+            // Sums of i32 offsets that leave i32 cannot describe buckets.
+            offset: i32::try_from(offset).unwrap_or(i32::MAX),
+            length: s.length,
+        })
+    })
+}
+
+/// Prometheus' `Histogram.Equals`: the same schema, counts, zero bucket,
+/// custom bounds, bucket layout (empty spans aside) and bucket deltas, and
+/// the same sum bit for bit (this is about data, not arithmetic: a stale
+/// marker equals a stale marker).
+pub fn same_histogram(a: &Histogram, b: &Histogram) -> bool {
+    a.schema == b.schema
+        && a.count == b.count
+        && a.sum.to_bits() == b.sum.to_bits()
+        && (!a.uses_custom_buckets() || a.custom_values == b.custom_values)
+        && a.zero_threshold == b.zero_threshold
+        && a.zero_count == b.zero_count
+        && spans_match(&a.negative_spans, &b.negative_spans)
+        && a.negative_buckets == b.negative_buckets
+        && spans_match(&a.positive_spans, &b.positive_spans)
+        && a.positive_buckets == b.positive_buckets
+}
+
+/// Prometheus' `FloatHistogram.Equals`: as [`same_histogram`], counts and
+/// buckets compared as floats (so a NaN count never equals), the sum bit
+/// for bit.
+pub fn same_float_histogram(a: &FloatHistogram, b: &FloatHistogram) -> bool {
+    a.schema == b.schema
+        && a.count == b.count
+        && a.sum.to_bits() == b.sum.to_bits()
+        && (!a.uses_custom_buckets() || a.custom_values == b.custom_values)
+        && a.zero_threshold == b.zero_threshold
+        && a.zero_count == b.zero_count
+        && spans_match(&a.negative_spans, &b.negative_spans)
+        && a.negative_buckets == b.negative_buckets
+        && spans_match(&a.positive_spans, &b.positive_spans)
+        && a.positive_buckets == b.positive_buckets
+}
+
 impl fmt::Display for CounterResetHint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -695,6 +761,50 @@ mod tests {
             h.validate().map_err(|e| e.kind),
             Err(HistogramErrorKind::SpanIndexOutOfRange)
         );
+    }
+
+    #[test]
+    fn equality_as_prometheus_defines_it() {
+        let h = sample();
+        assert!(same_histogram(&h, &h.clone()));
+        // Empty spans in between describe the same layout.
+        let mut g = h.clone();
+        g.positive_spans = vec![
+            Span {
+                offset: 0,
+                length: 2,
+            },
+            Span {
+                offset: 1,
+                length: 0,
+            },
+            Span {
+                offset: 0,
+                length: 2,
+            },
+        ];
+        assert!(same_histogram(&h, &g));
+        g.positive_spans.push(Span {
+            offset: 3,
+            length: 0,
+        });
+        assert!(same_histogram(&h, &g));
+        g.positive_spans[2].offset = 1;
+        assert!(!same_histogram(&h, &g));
+        // The hint does not matter; the sum's bits do.
+        let mut g = h.clone();
+        g.counter_reset_hint = CounterResetHint::CounterReset;
+        assert!(same_histogram(&h, &g));
+        g.sum = f64::NAN;
+        let mut k = g.clone();
+        assert!(same_histogram(&g, &k));
+        k.sum = -f64::NAN;
+        assert!(!same_histogram(&g, &k));
+        let f = h.to_float();
+        assert!(same_float_histogram(&f, &f.clone()));
+        let mut e = f.clone();
+        e.positive_buckets[0] = 1.5;
+        assert!(!same_float_histogram(&f, &e));
     }
 
     #[test]

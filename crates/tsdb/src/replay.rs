@@ -1011,6 +1011,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 mint: m.mint,
                 maxt: m.maxt,
                 num_samples: m.num_samples,
+                encoding: ferrite_chunkenc::Encoding::Xor,
             });
         true
     })?;

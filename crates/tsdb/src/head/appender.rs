@@ -1,17 +1,29 @@
 //! Appending to the head with commit/rollback.
 //!
-//! An appender collects samples, checking each against its series as
-//! Prometheus does (out of bounds, out of order, duplicate timestamp with a
-//! different value). `commit` writes the batch to the WAL first and only then
-//! applies it, so a sample is visible only once it is durable in the WAL's
-//! page cache. New series are created at `append` time (queries may see them
-//! empty) and are logged to the WAL even on rollback, because they exist in
-//! memory either way.
+//! An appender collects samples (floats, integer and float native
+//! histograms), checking each against its series as Prometheus does (out of
+//! bounds, out of order, duplicate timestamp with a different value, a
+//! histogram that fails validation). `commit` writes the batch to the WAL
+//! first and only then applies it, so a sample is visible only once it is
+//! durable in the WAL's page cache. New series are created at `append` time
+//! (queries may see them empty) and are logged to the WAL even on rollback,
+//! because they exist in memory either way.
+//!
+//! Samples are kept in batches, as in Prometheus: within a batch the WAL
+//! gets the floats, then the histograms, then the float histograms, so a
+//! series that changes kind within one appender starts a new batch, and
+//! replay applies its samples in the order they were appended.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ferrite_wal::record::{encode_samples, RefSample, SeriesRecordBuilder};
+use ferrite_model::gofloat::format_g;
+use ferrite_model::{FloatHistogram, Histogram, HistogramError, Labels, LabelsError};
+use ferrite_wal::record::{
+    encode_custom_buckets_float_histogram_samples, encode_custom_buckets_histogram_samples,
+    encode_float_histogram_samples, encode_histogram_samples, encode_samples,
+    RefFloatHistogramSample, RefHistogramSample, RefSample, SeriesRecordBuilder,
+};
 use parking_lot::Mutex;
 
 use super::registry::{hash_labels, SeriesEntry};
@@ -19,7 +31,6 @@ use super::series::{Appendable, MemSeries};
 use super::Head;
 use crate::error::HeadError;
 use crate::symbols::{Resolver, SymbolTable};
-use ferrite_model::{Labels, LabelsError};
 
 /// Why a sample was refused. The messages are Prometheus' own.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -28,12 +39,62 @@ pub enum AppendError {
     OutOfBounds,
     #[error("out of order sample")]
     OutOfOrder,
-    #[error("duplicate sample for timestamp {t}; overrides not allowed: existing {existing}, new value {new}")]
+    #[error("{}", duplicate_message(*t, format!("existing {}, new value {}", format_g(*existing), format_g(*new))))]
     DuplicateSample { t: i64, existing: f64, new: f64 },
+    /// A float at the timestamp of a histogram sample.
+    #[error("{}", duplicate_message(*t, format!("existing is a histogram, new value {}", format_g(*new))))]
+    DuplicateHistogramToFloat { t: i64, new: f64 },
+    /// A histogram at the timestamp of another sample.
+    #[error("duplicate sample for timestamp")]
+    DuplicateHistogram,
+    #[error(transparent)]
+    InvalidHistogram(#[from] HistogramError),
     #[error(transparent)]
     InvalidLabels(#[from] LabelsError),
     #[error("unknown series ref {0}")]
     UnknownSeries(u64),
+}
+
+/// Prometheus' text for a duplicate float: a timestamp of 0 is not
+/// spelled out (Go's error type treats it as "no timestamp").
+fn duplicate_message(t: i64, detail: String) -> String {
+    if t == 0 {
+        "duplicate sample for timestamp".to_string()
+    } else {
+        format!("duplicate sample for timestamp {t}; overrides not allowed: {detail}")
+    }
+}
+
+/// The kind of a sample, for batching: custom-bucket histograms are a kind
+/// of their own (they go to their own WAL record types).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SampleKind {
+    Float,
+    Histogram,
+    CustomBucketsHistogram,
+    FloatHistogram,
+    CustomBucketsFloatHistogram,
+}
+
+/// Samples logged and applied together: floats first, then histograms,
+/// then float histograms.
+#[derive(Default)]
+struct Batch {
+    floats: Vec<RefSample>,
+    float_series: Vec<Arc<SeriesEntry>>,
+    histograms: Vec<RefHistogramSample>,
+    histogram_series: Vec<Arc<SeriesEntry>>,
+    float_histograms: Vec<RefFloatHistogramSample>,
+    float_histogram_series: Vec<Arc<SeriesEntry>>,
+    /// The histogram kind of each series with histograms in this batch
+    /// (floats are not recorded).
+    histogram_kinds: std::collections::HashMap<u64, SampleKind, foldhash::fast::RandomState>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.floats.len() + self.histograms.len() + self.float_histograms.len()
+    }
 }
 
 /// A batch of appends to the head.
@@ -41,8 +102,7 @@ pub struct HeadAppender<'h> {
     head: &'h Head,
     min_valid_time: i64,
     new_series: Vec<u64>,
-    samples: Vec<RefSample>,
-    entries: Vec<Arc<SeriesEntry>>,
+    batches: Vec<Batch>,
     done: bool,
 }
 
@@ -52,10 +112,43 @@ impl<'h> HeadAppender<'h> {
             head,
             min_valid_time: head.appendable_min_valid_time(),
             new_series: Vec::new(),
-            samples: Vec::new(),
-            entries: Vec::new(),
+            batches: Vec::new(),
             done: false,
         }
+    }
+
+    /// The batch a sample of `kind` for series `series_ref` goes to:
+    /// the current one, or a new one when the series changes kind in it.
+    fn batch_for(&mut self, kind: SampleKind, series_ref: u64) -> &mut Batch {
+        let new_batch = match self.batches.last_mut() {
+            None => true,
+            Some(b) => {
+                // A float batch without histograms: nothing to look up.
+                let prev = if b.histogram_kinds.is_empty() {
+                    None
+                } else {
+                    b.histogram_kinds.get(&series_ref).copied()
+                };
+                match (prev, kind) {
+                    (None, SampleKind::Float) => false,
+                    (Some(p), k) if p == k => false,
+                    (None, k) => {
+                        b.histogram_kinds.insert(series_ref, k);
+                        false
+                    }
+                    (Some(_), _) => true,
+                }
+            }
+        };
+        if new_batch {
+            let mut b = Batch::default();
+            if kind != SampleKind::Float {
+                b.histogram_kinds.insert(series_ref, kind);
+            }
+            self.batches.push(b);
+        }
+        let last = self.batches.len() - 1;
+        &mut self.batches[last]
     }
 
     /// Appends a sample to the series with these labels, creating it if
@@ -181,74 +274,209 @@ impl<'h> HeadAppender<'h> {
         v: f64,
     ) -> Result<(), AppendError> {
         let verdict = entry.data.lock().appendable(t, v);
-        match verdict {
-            Appendable::Yes => {}
-            Appendable::Duplicate => return Ok(()),
-            Appendable::OutOfOrder => {
-                self.head
-                    .stats
-                    .out_of_order_samples
-                    .fetch_add(1, Ordering::Relaxed);
-                return Err(AppendError::OutOfOrder);
-            }
-            Appendable::Conflict { existing } => {
-                self.head
-                    .stats
-                    .duplicate_samples
-                    .fetch_add(1, Ordering::Relaxed);
-                return Err(AppendError::DuplicateSample {
-                    t,
-                    existing,
-                    new: v,
-                });
-            }
+        if !self.accept(verdict, t, v)? {
+            return Ok(());
         }
-        self.samples.push(RefSample {
+        let b = self.batch_for(SampleKind::Float, series_ref);
+        b.floats.push(RefSample {
             series_ref,
             st: 0,
             t,
             v,
         });
-        self.entries.push(entry);
+        b.float_series.push(entry);
+        Ok(())
+    }
+
+    /// Turns a series' verdict on a sample into: store it (`true`), drop it
+    /// silently as a duplicate (`false`), or refuse it.
+    fn accept(&self, verdict: Appendable, t: i64, v: f64) -> Result<bool, AppendError> {
+        let stats = &self.head.stats;
+        match verdict {
+            Appendable::Yes => Ok(true),
+            Appendable::Duplicate => Ok(false),
+            Appendable::OutOfOrder => {
+                stats.out_of_order_samples.fetch_add(1, Ordering::Relaxed);
+                Err(AppendError::OutOfOrder)
+            }
+            Appendable::Conflict { existing } => {
+                stats.duplicate_samples.fetch_add(1, Ordering::Relaxed);
+                Err(AppendError::DuplicateSample {
+                    t,
+                    existing,
+                    new: v,
+                })
+            }
+            Appendable::ConflictWithHistogram => {
+                stats.duplicate_samples.fetch_add(1, Ordering::Relaxed);
+                Err(AppendError::DuplicateHistogramToFloat { t, new: v })
+            }
+            Appendable::HistogramConflict => {
+                stats.duplicate_samples.fetch_add(1, Ordering::Relaxed);
+                Err(AppendError::DuplicateHistogram)
+            }
+        }
+    }
+
+    /// Appends an integer native histogram to the series with these labels,
+    /// creating it if needed; the histogram is validated first
+    /// (Prometheus' `Validate`).
+    pub fn append_histogram(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        h: Histogram,
+    ) -> Result<u64, AppendError> {
+        labels.validate()?;
+        self.check_bounds(t)?;
+        h.validate()?;
+        let pairs = labels
+            .as_slice()
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        let (r, entry) = self.get_or_create(pairs, labels.len());
+        self.append_histogram_entry(r, entry, t, h)?;
+        Ok(r)
+    }
+
+    /// [`HeadAppender::append_histogram`] for a float histogram.
+    pub fn append_float_histogram(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        h: FloatHistogram,
+    ) -> Result<u64, AppendError> {
+        labels.validate()?;
+        self.check_bounds(t)?;
+        h.validate()?;
+        let pairs = labels
+            .as_slice()
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        let (r, entry) = self.get_or_create(pairs, labels.len());
+        self.append_float_histogram_entry(r, entry, t, h)?;
+        Ok(r)
+    }
+
+    fn append_histogram_entry(
+        &mut self,
+        series_ref: u64,
+        entry: Arc<SeriesEntry>,
+        t: i64,
+        h: Histogram,
+    ) -> Result<(), AppendError> {
+        let verdict = entry.data.lock().appendable_histogram(t, &h);
+        if !self.accept(verdict, t, h.sum)? {
+            return Ok(());
+        }
+        let kind = if h.uses_custom_buckets() {
+            SampleKind::CustomBucketsHistogram
+        } else {
+            SampleKind::Histogram
+        };
+        let b = self.batch_for(kind, series_ref);
+        b.histograms.push(RefHistogramSample {
+            series_ref,
+            st: 0,
+            t,
+            h,
+        });
+        b.histogram_series.push(entry);
+        Ok(())
+    }
+
+    fn append_float_histogram_entry(
+        &mut self,
+        series_ref: u64,
+        entry: Arc<SeriesEntry>,
+        t: i64,
+        h: FloatHistogram,
+    ) -> Result<(), AppendError> {
+        let verdict = entry.data.lock().appendable_float_histogram(t, &h);
+        if !self.accept(verdict, t, h.sum)? {
+            return Ok(());
+        }
+        let kind = if h.uses_custom_buckets() {
+            SampleKind::CustomBucketsFloatHistogram
+        } else {
+            SampleKind::FloatHistogram
+        };
+        let b = self.batch_for(kind, series_ref);
+        b.float_histograms.push(RefFloatHistogramSample {
+            series_ref,
+            st: 0,
+            t,
+            h,
+        });
+        b.float_histogram_series.push(entry);
         Ok(())
     }
 
     /// Number of samples waiting for commit.
     pub fn pending(&self) -> usize {
-        self.samples.len()
+        self.batches.iter().map(Batch::len).sum()
     }
 
-    /// Writes the batch to the WAL, then makes it visible.
+    /// Writes the batches to the WAL, then makes them visible.
     pub fn commit(mut self) -> Result<(), HeadError> {
         self.done = true;
         self.log(true)?;
+        let mut acc = CommitStats::new();
+        for b in &self.batches {
+            self.commit_floats(b, &mut acc);
+            self.commit_histograms(b, &mut acc);
+            self.commit_float_histograms(b, &mut acc);
+        }
         let head = self.head;
-        let (mut mint, mut maxt) = (i64::MAX, i64::MIN);
-        let mut appended = 0u64;
-        let mut rejected = 0u64;
-        for (s, e) in self.samples.iter().zip(&self.entries) {
+        head.update_time_range(acc.mint, acc.maxt);
+        head.stats
+            .samples_appended
+            .fetch_add(acc.appended, Ordering::Relaxed);
+        if acc.rejected > 0 {
+            head.stats
+                .out_of_order_samples
+                .fetch_add(acc.rejected, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn commit_floats(&self, b: &Batch, acc: &mut CommitStats) {
+        let head = self.head;
+        for (s, e) in b.floats.iter().zip(&b.float_series) {
             let ok = e
                 .data
                 .lock()
                 .append(s.series_ref, s.t, s.v, head.chunk_opts, &head.mapper);
-            if ok {
-                appended += 1;
-                mint = mint.min(s.t);
-                maxt = maxt.max(s.t);
-            } else {
-                rejected += 1;
-            }
+            acc.record(ok, s.t);
         }
-        head.update_time_range(mint, maxt);
-        head.stats
-            .samples_appended
-            .fetch_add(appended, Ordering::Relaxed);
-        if rejected > 0 {
-            head.stats
-                .out_of_order_samples
-                .fetch_add(rejected, Ordering::Relaxed);
+    }
+
+    fn commit_histograms(&self, b: &Batch, acc: &mut CommitStats) {
+        let head = self.head;
+        for (s, e) in b.histograms.iter().zip(&b.histogram_series) {
+            let ok = e.data.lock().append_histogram(
+                s.series_ref,
+                s.t,
+                &s.h,
+                head.chunk_opts,
+                &head.mapper,
+            );
+            acc.record(ok, s.t);
         }
-        Ok(())
+    }
+
+    fn commit_float_histograms(&self, b: &Batch, acc: &mut CommitStats) {
+        let head = self.head;
+        for (s, e) in b.float_histograms.iter().zip(&b.float_histogram_series) {
+            let ok = e.data.lock().append_float_histogram(
+                s.series_ref,
+                s.t,
+                &s.h,
+                head.chunk_opts,
+                &head.mapper,
+            );
+            acc.record(ok, s.t);
+        }
     }
 
     /// Drops the pending samples. Series created by this appender stay and are logged.
@@ -281,18 +509,106 @@ impl<'h> HeadAppender<'h> {
                 }
             });
         }
-        let mut samples_rec = Vec::new();
-        if with_samples && !self.samples.is_empty() {
-            encode_samples(&mut samples_rec, &self.samples);
+        let mut recs: Vec<Vec<u8>> = Vec::new();
+        if !series_rec.is_empty() {
+            recs.push(series_rec);
         }
-        let recs: Vec<&[u8]> = [series_rec.as_slice(), samples_rec.as_slice()]
-            .into_iter()
-            .filter(|r| !r.is_empty())
-            .collect();
+        if with_samples {
+            for b in &self.batches {
+                encode_batch(b, &mut recs);
+            }
+        }
         if !recs.is_empty() {
-            w.log(&recs)?;
+            let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
+            w.log(&refs)?;
         }
         Ok(())
+    }
+}
+
+/// Encodes a batch's WAL records in Prometheus' order: floats, histograms
+/// (exponential, then custom buckets), float histograms (likewise).
+fn encode_batch(b: &Batch, recs: &mut Vec<Vec<u8>>) {
+    if !b.floats.is_empty() {
+        let mut rec = Vec::new();
+        encode_samples(&mut rec, &b.floats);
+        recs.push(rec);
+    }
+    push_split(
+        recs,
+        &b.histograms,
+        |s| s.h.uses_custom_buckets(),
+        encode_histogram_samples,
+        encode_custom_buckets_histogram_samples,
+    );
+    push_split(
+        recs,
+        &b.float_histograms,
+        |s| s.h.uses_custom_buckets(),
+        encode_float_histogram_samples,
+        encode_custom_buckets_float_histogram_samples,
+    );
+}
+
+/// Pushes the record of the exponential histograms of `samples`, then
+/// the record of the custom-bucket ones (each only if there are any).
+fn push_split<S: Clone>(
+    recs: &mut Vec<Vec<u8>>,
+    samples: &[S],
+    is_custom: impl Fn(&S) -> bool,
+    encode_exponential: fn(&mut Vec<u8>, &[S]),
+    encode_custom: fn(&mut Vec<u8>, &[S]),
+) {
+    if samples.is_empty() {
+        return;
+    }
+    let custom = samples.iter().filter(|s| is_custom(s)).count();
+    if custom == 0 {
+        let mut rec = Vec::new();
+        encode_exponential(&mut rec, samples);
+        recs.push(rec);
+        return;
+    }
+    if custom == samples.len() {
+        let mut rec = Vec::new();
+        encode_custom(&mut rec, samples);
+        recs.push(rec);
+        return;
+    }
+    let (cb, exp): (Vec<S>, Vec<S>) = samples.iter().cloned().partition(|s| is_custom(s));
+    for (encode, part) in [(encode_exponential, exp), (encode_custom, cb)] {
+        let mut rec = Vec::new();
+        encode(&mut rec, &part);
+        recs.push(rec);
+    }
+}
+
+/// What a commit applied: counts and the time range of the applied samples.
+struct CommitStats {
+    appended: u64,
+    rejected: u64,
+    mint: i64,
+    maxt: i64,
+}
+
+impl CommitStats {
+    fn new() -> Self {
+        CommitStats {
+            appended: 0,
+            rejected: 0,
+            mint: i64::MAX,
+            maxt: i64::MIN,
+        }
+    }
+
+    fn record(&mut self, appended: bool, t: i64) {
+        if appended {
+            self.appended += 1;
+            self.mint = self.mint.min(t);
+            self.maxt = self.maxt.max(t);
+        } else {
+            self.rejected += 1;
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod appender;
 mod cardinality;
+mod chunk;
 pub(crate) mod registry;
 pub mod series;
 mod truncate;

@@ -2,14 +2,25 @@
 //! its open chunk (in memory), plus the chunk-cutting rules.
 //!
 //! The cutting rules are Prometheus' so that chunks line up with theirs:
-//! a chunk never crosses a chunk-range boundary (2 h by default); after a
-//! quarter of the target samples the end time is re-estimated so the
-//! remaining samples of the range spread evenly over chunks; a chunk is cut at
-//! twice the target count, or when it nears 1 KiB.
+//! a chunk never crosses a chunk-range boundary (2 h by default), and a
+//! switch between floats and histograms starts a chunk of the other
+//! encoding. Float (XOR) chunks: after a quarter of the target samples the
+//! end time is re-estimated so the remaining samples of the range spread
+//! evenly over chunks; a chunk is cut at twice the target count, or when it
+//! nears 1 KiB. Histogram chunks are cut by size instead: the end time is
+//! estimated once a chunk reaches a quarter of 1 KiB, and a chunk is cut at
+//! that time or at 2 KiB, but not before it holds 10 samples unless the
+//! chunk range ends; the chunk encoding itself may also ask for a new chunk
+//! (a counter reset, a schema change) or recode the open one (new buckets),
+//! see `ferrite_chunkenc::histogram`.
 
-use ferrite_chunkenc::{Encoding, XorChunk};
+use ferrite_chunkenc::{
+    AppendOutcome, Encoding, MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
+};
+use ferrite_model::{FloatHistogram, Histogram};
 use tracing::error;
 
+pub use super::chunk::{HeadChunk, ValueKind};
 use crate::head_chunks::{ChunkDiskMapper, ChunkDiskMapperRef};
 
 /// Cut a chunk before it could exceed 1024 bytes with one more (19-byte worst case) sample.
@@ -31,11 +42,12 @@ pub struct MmappedChunk {
     pub mint: i64,
     pub maxt: i64,
     pub num_samples: u16,
+    pub encoding: Encoding,
 }
 
 /// The chunk being appended to.
 pub struct OpenChunk {
-    pub chunk: XorChunk,
+    pub chunk: HeadChunk,
     pub mint: i64,
     pub maxt: i64,
 }
@@ -45,6 +57,16 @@ pub struct UnmappedChunk {
     pub bytes: Vec<u8>,
     pub mint: i64,
     pub maxt: i64,
+    pub encoding: Encoding,
+}
+
+/// The newest sample's value, for the duplicate checks of appends at the
+/// same timestamp.
+#[derive(Debug, Clone, PartialEq)]
+enum LastValue {
+    Float(f64),
+    Histogram(Box<Histogram>),
+    FloatHistogram(Box<FloatHistogram>),
 }
 
 /// Sample data of one series.
@@ -53,7 +75,10 @@ pub struct MemSeries {
     pub open: Option<OpenChunk>,
     pub unmapped: Option<Box<Vec<UnmappedChunk>>>,
     next_at: i64,
-    last_value: f64,
+    last: LastValue,
+    /// Whether the open histogram chunk's end time was estimated already
+    /// (once per chunk, at a quarter of its target size).
+    histogram_end_estimated: bool,
 }
 
 /// Result of checking a sample against a series.
@@ -63,10 +88,14 @@ pub enum Appendable {
     /// Same timestamp and identical value as the newest sample: accepted, not stored again.
     Duplicate,
     OutOfOrder,
-    /// Same timestamp, other value.
+    /// A float at the newest sample's timestamp, with another value.
     Conflict {
         existing: f64,
     },
+    /// A float at the newest sample's timestamp, which is a histogram.
+    ConflictWithHistogram,
+    /// A histogram at the newest sample's timestamp, other than it.
+    HistogramConflict,
 }
 
 fn range_for_timestamp(t: i64, width: i64) -> i64 {
@@ -95,7 +124,8 @@ impl MemSeries {
             open: None,
             unmapped: None,
             next_at: i64::MIN,
-            last_value: 0.0,
+            last: LastValue::Float(0.0),
+            histogram_end_estimated: false,
         }
     }
 
@@ -133,8 +163,44 @@ impl MemSeries {
         self.max_time() == i64::MIN
     }
 
-    /// Checks a sample the way Prometheus does before accepting it.
+    /// Checks a float sample the way Prometheus does before accepting it.
     pub fn appendable(&self, t: i64, v: f64) -> Appendable {
+        self.appendable_at(t, |last| match last {
+            LastValue::Float(f) if f.to_bits() == v.to_bits() => Appendable::Duplicate,
+            LastValue::Float(f) => Appendable::Conflict { existing: *f },
+            _ => Appendable::ConflictWithHistogram,
+        })
+    }
+
+    /// Checks an integer histogram sample the way Prometheus does.
+    pub fn appendable_histogram(&self, t: i64, h: &Histogram) -> Appendable {
+        self.appendable_at(t, |last| match last {
+            LastValue::Histogram(l) if ferrite_model::histogram::same_histogram(l, h) => {
+                Appendable::Duplicate
+            }
+            _ => Appendable::HistogramConflict,
+        })
+    }
+
+    /// Checks a float histogram sample the way Prometheus does.
+    pub fn appendable_float_histogram(&self, t: i64, h: &FloatHistogram) -> Appendable {
+        self.appendable_at(t, |last| match last {
+            LastValue::FloatHistogram(l)
+                if ferrite_model::histogram::same_float_histogram(l, h) =>
+            {
+                Appendable::Duplicate
+            }
+            _ => Appendable::HistogramConflict,
+        })
+    }
+
+    /// The checks common to every kind; `at_newest` judges a sample at the
+    /// newest sample's timestamp.
+    fn appendable_at(
+        &self,
+        t: i64,
+        at_newest: impl FnOnce(&LastValue) -> Appendable,
+    ) -> Appendable {
         let maxt = self.max_time();
         if maxt == i64::MIN || t > maxt {
             return Appendable::Yes;
@@ -145,12 +211,7 @@ impl MemSeries {
             return Appendable::Duplicate;
         }
         if t == maxt {
-            if self.last_value.to_bits() == v.to_bits() {
-                return Appendable::Duplicate;
-            }
-            return Appendable::Conflict {
-                existing: self.last_value,
-            };
+            return at_newest(&self.last);
         }
         Appendable::OutOfOrder
     }
@@ -170,43 +231,224 @@ impl MemSeries {
         }
         let need_cut = match &self.open {
             None => true,
-            Some(c) => {
-                let n = c.chunk.num_samples();
-                if c.chunk.bytes().len() > MAX_XOR_CHUNK_BYTES {
-                    true
-                } else {
-                    if n == opts.samples_per_chunk / 4 {
-                        self.next_at = compute_chunk_end_time(c.mint, c.maxt, self.next_at, 4.0);
+            Some(c) => match &c.chunk {
+                HeadChunk::Xor(x) => {
+                    let n = x.num_samples();
+                    if x.bytes().len() > MAX_XOR_CHUNK_BYTES {
+                        true
+                    } else {
+                        if n == opts.samples_per_chunk / 4 {
+                            self.next_at =
+                                compute_chunk_end_time(c.mint, c.maxt, self.next_at, 4.0);
+                        }
+                        t >= self.next_at || n >= opts.samples_per_chunk.saturating_mul(2)
                     }
-                    t >= self.next_at || n >= opts.samples_per_chunk.saturating_mul(2)
                 }
-            }
+                // A float after histograms starts an XOR chunk.
+                _ => true,
+            },
         };
         if need_cut {
-            self.cut(series_ref, t, opts, mapper);
+            self.cut(series_ref, t, ValueKind::Float, opts, mapper);
         }
         let Some(c) = self.open.as_mut() else {
             return false;
         };
-        c.chunk.append(t, v);
+        let HeadChunk::Xor(x) = &mut c.chunk else {
+            return false;
+        };
+        x.append(t, v);
         c.maxt = t;
-        self.last_value = v;
+        self.last = LastValue::Float(v);
         true
     }
 
-    /// Closes the open chunk (writing it to `chunks_head/`) and opens a new one at `mint`.
-    fn cut(&mut self, series_ref: u64, mint: i64, opts: ChunkOpts, mapper: &ChunkDiskMapper) {
-        let chunk = match self.open.take() {
+    /// Appends an integer histogram sample (validated by the caller),
+    /// cutting, recoding and m-mapping chunks as Prometheus does. Returns
+    /// false (and stores nothing) if `t` is not after the newest sample.
+    pub fn append_histogram(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        h: &Histogram,
+        opts: ChunkOpts,
+        mapper: &ChunkDiskMapper,
+    ) -> bool {
+        let Some(prev) =
+            self.prepare_histogram_append(series_ref, t, ValueKind::Histogram, opts, mapper)
+        else {
+            return false;
+        };
+        let Some(c) = self.open.as_mut() else {
+            return false;
+        };
+        let HeadChunk::Histogram(chunk) = &mut c.chunk else {
+            return false;
+        };
+        let prev = match &prev {
+            Some(HeadChunk::Histogram(p)) => Some(p),
+            _ => None,
+        };
+        let outcome = chunk.append(prev, t, h).map(|o| match o {
+            AppendOutcome::Appended => AppendOutcome::Appended,
+            AppendOutcome::Recoded => AppendOutcome::Recoded,
+            AppendOutcome::NewChunk(n) => AppendOutcome::NewChunk(HeadChunk::Histogram(n)),
+        });
+        let appended = self.finish_histogram_append(series_ref, t, outcome, opts, mapper);
+        if appended {
+            self.last = LastValue::Histogram(Box::new(h.clone()));
+        }
+        appended
+    }
+
+    /// [`MemSeries::append_histogram`] for a float histogram.
+    pub fn append_float_histogram(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        h: &FloatHistogram,
+        opts: ChunkOpts,
+        mapper: &ChunkDiskMapper,
+    ) -> bool {
+        let Some(prev) =
+            self.prepare_histogram_append(series_ref, t, ValueKind::FloatHistogram, opts, mapper)
+        else {
+            return false;
+        };
+        let Some(c) = self.open.as_mut() else {
+            return false;
+        };
+        let HeadChunk::FloatHistogram(chunk) = &mut c.chunk else {
+            return false;
+        };
+        let prev = match &prev {
+            Some(HeadChunk::FloatHistogram(p)) => Some(p),
+            _ => None,
+        };
+        let outcome = chunk.append(prev, t, h).map(|o| match o {
+            AppendOutcome::Appended => AppendOutcome::Appended,
+            AppendOutcome::Recoded => AppendOutcome::Recoded,
+            AppendOutcome::NewChunk(n) => AppendOutcome::NewChunk(HeadChunk::FloatHistogram(n)),
+        });
+        let appended = self.finish_histogram_append(series_ref, t, outcome, opts, mapper);
+        if appended {
+            self.last = LastValue::FloatHistogram(Box::new(h.clone()));
+        }
+        appended
+    }
+
+    /// Prometheus' `histogramsAppendPreprocessor`: refuses a sample not
+    /// after the newest one (`None`), and cuts a new chunk of `kind` when
+    /// the open one has another encoding, has grown past its size or end
+    /// time, or there is none. `Some(prev)`: the chunk closed by such a
+    /// cut (for the new chunk's counter-reset header), else `Some(None)`.
+    fn prepare_histogram_append(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        kind: ValueKind,
+        opts: ChunkOpts,
+        mapper: &ChunkDiskMapper,
+    ) -> Option<Option<HeadChunk>> {
+        if t <= self.max_time() {
+            return None;
+        }
+        let mut closed = None;
+        let mut created = false;
+        match &self.open {
+            Some(c) if c.chunk.kind() == kind => {}
+            _ => {
+                closed = self.cut(series_ref, t, kind, opts, mapper);
+                created = true;
+            }
+        }
+        let c = self.open.as_ref()?;
+        let n = c.chunk.num_samples();
+        let bytes = c.chunk.bytes().len();
+        let next_range_start = if self.histogram_end_estimated {
+            range_for_timestamp(c.mint, opts.chunk_range)
+        } else {
+            // Not estimated yet: the minimum sample count is not enforced.
+            self.next_at
+        };
+        if !self.histogram_end_estimated && bytes >= TARGET_BYTES_PER_HISTOGRAM_CHUNK / 4 {
+            let ratio = TARGET_BYTES_PER_HISTOGRAM_CHUNK as f64 / bytes as f64;
+            self.next_at = compute_chunk_end_time(c.mint, c.maxt, self.next_at, ratio);
+            self.histogram_end_estimated = true;
+        }
+        if (t >= self.next_at || bytes >= TARGET_BYTES_PER_HISTOGRAM_CHUNK * 2)
+            && (n >= MIN_SAMPLES_PER_HISTOGRAM_CHUNK || t >= next_range_start)
+        {
+            closed = self.cut(series_ref, t, kind, opts, mapper);
+            created = true;
+        }
+        if created {
+            self.histogram_end_estimated = false;
+        }
+        Some(closed)
+    }
+
+    /// Applies the chunk's verdict on an appended histogram: the open chunk
+    /// took it (perhaps recoded), or a new chunk holding it replaces the
+    /// open one, which is closed.
+    fn finish_histogram_append(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        outcome: Result<AppendOutcome<HeadChunk>, ferrite_chunkenc::AppendError>,
+        opts: ChunkOpts,
+        mapper: &ChunkDiskMapper,
+    ) -> bool {
+        match outcome {
+            Ok(AppendOutcome::Appended | AppendOutcome::Recoded) => {
+                if let Some(c) = self.open.as_mut() {
+                    c.maxt = t;
+                }
+                true
+            }
+            Ok(AppendOutcome::NewChunk(chunk)) => {
+                if let Some(old) = self.open.take() {
+                    self.close_chunk(series_ref, old, mapper);
+                }
+                self.open = Some(OpenChunk {
+                    chunk,
+                    mint: t,
+                    maxt: t,
+                });
+                self.next_at = range_for_timestamp(t, opts.chunk_range);
+                true
+            }
+            Err(e) => {
+                // Validated histograms do not get here; nothing was stored.
+                error!(series_ref, t, error = %e, "histogram chunk refused a sample");
+                false
+            }
+        }
+    }
+
+    /// Closes the open chunk (writing it to `chunks_head/`) and opens a new
+    /// one of `kind` at `mint`. Returns the closed chunk when it is a
+    /// histogram chunk (its last sample decides the new chunk's counter
+    /// reset header); a closed XOR chunk's buffer is reused instead.
+    fn cut(
+        &mut self,
+        series_ref: u64,
+        mint: i64,
+        kind: ValueKind,
+        opts: ChunkOpts,
+        mapper: &ChunkDiskMapper,
+    ) -> Option<HeadChunk> {
+        let closed = match self.open.take() {
             Some(old) => self.close_chunk(series_ref, old, mapper),
             None => None,
         };
-        // The closed chunk's buffer, once on disk, is the new chunk's.
-        let chunk = match chunk {
-            Some(mut c) => {
+        let (chunk, closed) = match (closed, kind) {
+            // The closed chunk's buffer, once on disk, is the new chunk's.
+            (Some(HeadChunk::Xor(mut c)), ValueKind::Float) => {
                 c.reset();
-                c
+                (HeadChunk::Xor(c), None)
             }
-            None => XorChunk::new(),
+            (closed, kind) => (HeadChunk::new(kind), closed),
         };
         self.open = Some(OpenChunk {
             chunk,
@@ -214,25 +456,27 @@ impl MemSeries {
             maxt: i64::MIN,
         });
         self.next_at = range_for_timestamp(mint, opts.chunk_range);
+        closed
     }
 
     /// Writes `old` to `chunks_head/` (or keeps it in memory if that fails);
-    /// returns the chunk for reuse when its bytes are no longer needed.
+    /// returns the chunk when its bytes are no longer needed.
     fn close_chunk(
         &mut self,
         series_ref: u64,
         old: OpenChunk,
         mapper: &ChunkDiskMapper,
-    ) -> Option<XorChunk> {
+    ) -> Option<HeadChunk> {
         let n = old.chunk.num_samples();
         if n == 0 {
             return Some(old.chunk);
         }
+        let encoding = old.chunk.encoding();
         match mapper.write_chunk(
             series_ref,
             old.mint,
             old.maxt,
-            Encoding::Xor as u8,
+            encoding as u8,
             old.chunk.bytes(),
         ) {
             Ok(chunk_ref) => {
@@ -241,6 +485,7 @@ impl MemSeries {
                     mint: old.mint,
                     maxt: old.maxt,
                     num_samples: n,
+                    encoding,
                 });
                 Some(old.chunk)
             }
@@ -252,6 +497,7 @@ impl MemSeries {
                         bytes: old.chunk.into_bytes(),
                         mint: old.mint,
                         maxt: old.maxt,
+                        encoding,
                     });
                 None
             }
@@ -285,7 +531,24 @@ impl MemSeries {
 
     /// Approximate heap bytes held by this series' sample data.
     pub fn heap_bytes(&self) -> usize {
-        self.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
+        let last = match &self.last {
+            LastValue::Float(_) => 0,
+            LastValue::Histogram(h) => {
+                std::mem::size_of::<Histogram>()
+                    + 8 * (h.positive_buckets.len()
+                        + h.negative_buckets.len()
+                        + h.custom_values.len())
+                    + 8 * (h.positive_spans.len() + h.negative_spans.len())
+            }
+            LastValue::FloatHistogram(h) => {
+                std::mem::size_of::<FloatHistogram>()
+                    + 8 * (h.positive_buckets.len()
+                        + h.negative_buckets.len()
+                        + h.custom_values.len())
+                    + 8 * (h.positive_spans.len() + h.negative_spans.len())
+            }
+        };
+        last + self.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
             + self.open.as_ref().map_or(0, |c| c.chunk.bytes().len())
             + self
                 .unmapped

@@ -1,0 +1,98 @@
+//! A head series' open chunk, of whichever encoding its samples need:
+//! XOR for floats, the integer or float histogram encodings for native
+//! histograms. A series switching between floats and histograms cuts a
+//! new chunk of the other encoding, as in Prometheus.
+
+use ferrite_chunkenc::{Encoding, FloatHistogramChunk, HistogramChunk, XorChunk};
+
+/// The kind of value a sample carries, which decides the chunk encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A float sample (XOR chunks).
+    Float,
+    /// An integer native histogram (histogram chunks).
+    Histogram,
+    /// A float native histogram (float histogram chunks).
+    FloatHistogram,
+}
+
+impl ValueKind {
+    /// The encoding of chunks holding this kind.
+    pub fn encoding(self) -> Encoding {
+        match self {
+            ValueKind::Float => Encoding::Xor,
+            ValueKind::Histogram => Encoding::Histogram,
+            ValueKind::FloatHistogram => Encoding::FloatHistogram,
+        }
+    }
+}
+
+/// An appendable chunk of one of the head's encodings.
+pub enum HeadChunk {
+    /// Floats.
+    Xor(XorChunk),
+    /// Integer native histograms.
+    Histogram(HistogramChunk),
+    /// Float native histograms.
+    FloatHistogram(FloatHistogramChunk),
+}
+
+impl HeadChunk {
+    /// An empty chunk for samples of `kind`.
+    pub fn new(kind: ValueKind) -> Self {
+        match kind {
+            ValueKind::Float => HeadChunk::Xor(XorChunk::new()),
+            ValueKind::Histogram => HeadChunk::Histogram(HistogramChunk::new()),
+            ValueKind::FloatHistogram => HeadChunk::FloatHistogram(FloatHistogramChunk::new()),
+        }
+    }
+
+    /// The kind of samples it holds.
+    pub fn kind(&self) -> ValueKind {
+        match self {
+            HeadChunk::Xor(_) => ValueKind::Float,
+            HeadChunk::Histogram(_) => ValueKind::Histogram,
+            HeadChunk::FloatHistogram(_) => ValueKind::FloatHistogram,
+        }
+    }
+
+    /// Its encoding byte on disk.
+    pub fn encoding(&self) -> Encoding {
+        self.kind().encoding()
+    }
+
+    /// The encoded bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            HeadChunk::Xor(c) => c.bytes(),
+            HeadChunk::Histogram(c) => c.bytes(),
+            HeadChunk::FloatHistogram(c) => c.bytes(),
+        }
+    }
+
+    /// Samples in the chunk.
+    pub fn num_samples(&self) -> u16 {
+        match self {
+            HeadChunk::Xor(c) => c.num_samples(),
+            HeadChunk::Histogram(c) => c.num_samples(),
+            HeadChunk::FloatHistogram(c) => c.num_samples(),
+        }
+    }
+
+    /// The encoded bytes, by value.
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            HeadChunk::Xor(c) => c.into_bytes(),
+            HeadChunk::Histogram(c) => c.into_bytes(),
+            HeadChunk::FloatHistogram(c) => c.into_bytes(),
+        }
+    }
+
+    /// Where the encoded bytes end in memory (for prefetching).
+    pub fn tail_ptr(&self) -> *const u8 {
+        match self {
+            HeadChunk::Xor(c) => c.tail_ptr(),
+            other => other.bytes().as_ptr_range().end,
+        }
+    }
+}
