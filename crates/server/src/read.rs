@@ -229,6 +229,20 @@ fn samples_response(
     Ok(encode_samples_response(&resp))
 }
 
+/// The remote read protocol's name of a chunk encoding. The protocol has
+/// no XOR2: such chunks go out as stored, marked unknown (the head does
+/// not write XOR2 yet, so only blocks written by a Prometheus configured
+/// for it hold them).
+fn remote_chunk_encoding(e: ferrite_chunkenc::Encoding) -> ChunkEncoding {
+    use ferrite_chunkenc::Encoding as E;
+    match e {
+        E::Xor => ChunkEncoding::Xor,
+        E::Histogram => ChunkEncoding::Histogram,
+        E::FloatHistogram => ChunkEncoding::FloatHistogram,
+        _ => ChunkEncoding::Unknown,
+    }
+}
+
 /// Streams every query's series as frames: one series per frame, a
 /// series' chunks split over frames of about `max_bytes_in_frame`.
 fn stream_chunks(
@@ -241,11 +255,11 @@ fn stream_chunks(
     for (index, q) in queries.iter().enumerate() {
         for s in select(db, q)? {
             chunks.clear();
-            s.for_each_chunk(|mint, maxt, bytes| {
+            s.for_each_chunk(|mint, maxt, encoding, bytes| {
                 chunks.push(Chunk {
                     min_time_ms: mint,
                     max_time_ms: maxt,
-                    r#type: ChunkEncoding::Xor as i32,
+                    r#type: remote_chunk_encoding(encoding) as i32,
                     data: bytes.to_vec(),
                 })
             })

@@ -292,6 +292,24 @@ impl Block {
         ))
     }
 
+    /// A chunk's encoding byte and bytes, checksum verified, whatever the
+    /// encoding.
+    pub fn chunk_of_any_encoding(&self, r: u64) -> Result<(u8, &[u8]), BlockError> {
+        self.chunks
+            .chunk(ChunkRef(r))
+            .map_err(|source| BlockError::Chunks {
+                dir: self.dir.clone(),
+                source,
+            })
+    }
+
+    /// The segment file a chunk reference points into.
+    pub fn chunk_file(&self, r: u64) -> PathBuf {
+        let chunk = ChunkRef(r);
+        let name = self.chunks.segment_name(chunk.segment() as usize);
+        self.dir.join("chunks").join(name.unwrap_or("?"))
+    }
+
     /// The bytes of an XOR chunk, checksum verified.
     pub fn chunk(&self, r: u64) -> Result<&[u8], BlockError> {
         let chunk = ChunkRef(r);

@@ -23,6 +23,7 @@ pub mod postings;
 pub mod querier;
 pub mod replay;
 pub mod retention;
+pub mod sample;
 pub mod symbols;
 
 pub use db::{Db, DbOptions};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use ferrite_chunkenc::{XorChunk, XorIterator};
+use ferrite_chunkenc::{Encoding, XorIterator};
 use ferrite_index::SymbolCache;
 
 use crate::block::Block;
@@ -21,7 +21,8 @@ use crate::error::QueryError;
 use crate::head::Head;
 use crate::head_chunks::{ChunkBytes, ChunkDiskMapper, ChunkDiskMapperRef};
 use crate::postings::{intersect, merge, subtract};
-use ferrite_model::{Labels, MatchType, Matcher};
+use crate::sample::{BuiltChunk, ChunkBuilder, ChunkDecoder, DecodeError, SampleRef};
+use ferrite_model::{Labels, MatchType, Matcher, SampleValue};
 
 /// A querier over the head for the time range [mint, maxt] (inclusive).
 pub struct HeadQuerier<'h> {
@@ -30,16 +31,17 @@ pub struct HeadQuerier<'h> {
     maxt: i64,
 }
 
-/// Where a chunk of a selected series lives.
+/// Where a chunk of a selected series lives, and its encoding byte where
+/// it is known before reading (a block chunk's comes with its bytes).
 enum ChunkSource {
     /// In `chunks_head/`, not resolved (read when needed).
-    Mapped(ChunkDiskMapperRef),
+    Mapped(ChunkDiskMapperRef, u8),
     /// In `chunks_head/`, resolved at selection: holds the file mapping, so
     /// it stays readable even if head truncation deletes the file.
-    MappedBytes(ChunkBytes),
+    MappedBytes(ChunkBytes, u8),
     /// In memory: the open head chunk (copied at selection) or one that
     /// could not be written to disk.
-    Memory(Vec<u8>),
+    Memory(Vec<u8>, u8),
     /// In a block's chunk files.
     Block(Arc<Block>, u64),
 }
@@ -71,8 +73,10 @@ pub struct QuerySeries {
 }
 
 impl QuerySeries {
-    /// Calls `f` for every sample in the querier's range, oldest first; where
-    /// sources overlap, a timestamp is reported once (the first source's).
+    /// Calls `f` for every float sample in the querier's range, oldest
+    /// first; where sources overlap, a timestamp is reported once (the
+    /// first source's). Native histogram samples are not handed out here:
+    /// [`QuerySeries::for_each_value`] reads every kind.
     pub fn for_each_sample(&self, mut f: impl FnMut(i64, f64)) -> Result<(), QueryError> {
         let overlapping = self.chunks.windows(2).any(|w| w[1].mint <= w[0].maxt);
         if !overlapping {
@@ -95,45 +99,126 @@ impl QuerySeries {
         Ok(())
     }
 
-    /// Calls `f` with a chunk's XOR bytes (not at all for a head chunk
-    /// whose mapper is gone).
+    /// Calls `f` for every sample in the querier's range, of every kind
+    /// (floats and native histograms), oldest first; where sources
+    /// overlap, a timestamp is reported once (the first source's).
+    pub fn for_each_value(&self, mut f: impl FnMut(i64, SampleRef<'_>)) -> Result<(), QueryError> {
+        let mut decoder = ChunkDecoder::new();
+        let overlapping = self.chunks.windows(2).any(|w| w[1].mint <= w[0].maxt);
+        if !overlapping {
+            for c in &self.chunks {
+                self.chunk_values(c, &mut decoder, &mut f)?;
+            }
+            return Ok(());
+        }
+        let mut all: Vec<(i64, usize, SampleValue)> = Vec::new();
+        for (k, c) in self.chunks.iter().enumerate() {
+            self.chunk_values(c, &mut decoder, &mut |t, v| {
+                all.push((t, k, v.to_owned_value()))
+            })?;
+        }
+        all.sort_by_key(|s| (s.0, s.1));
+        all.dedup_by_key(|s| s.0);
+        for (t, _, v) in &all {
+            f(*t, SampleRef::of(v));
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with a chunk's encoding byte and bytes (not at all for a
+    /// head chunk whose mapper is gone).
     fn with_chunk_bytes<R>(
         &self,
         c: &ChunkHandle,
-        f: impl FnOnce(&[u8]) -> R,
+        f: impl FnOnce(u8, &[u8]) -> R,
     ) -> Result<Option<R>, QueryError> {
         Ok(Some(match &c.source {
-            ChunkSource::Mapped(chunk_ref) => {
+            ChunkSource::Mapped(chunk_ref, encoding) => {
                 let Some(mapper) = &self.mapper else {
                     return Ok(None);
                 };
-                f(&mapper.chunk(*chunk_ref)?)
+                f(*encoding, &mapper.chunk(*chunk_ref)?)
             }
-            ChunkSource::MappedBytes(bytes) => f(bytes),
-            ChunkSource::Memory(bytes) => f(bytes),
-            ChunkSource::Block(block, r) => f(block.chunk(*r).map_err(|e| match e {
-                crate::block::BlockError::UnsupportedEncoding { file, encoding, .. } => {
-                    QueryError::Unsupported(Box::new(crate::error::Unsupported {
-                        kind: crate::error::UnsupportedKind::BlockChunk(encoding),
-                        file,
-                        series: Some(self.labels.to_string()),
-                        series_ref: None,
-                    }))
-                }
-                e => QueryError::CorruptChunk {
-                    series: self.labels.to_string(),
-                    detail: e.to_string(),
-                },
-            })?),
+            ChunkSource::MappedBytes(bytes, encoding) => f(*encoding, bytes),
+            ChunkSource::Memory(bytes, encoding) => f(*encoding, bytes),
+            ChunkSource::Block(block, r) => {
+                let (encoding, bytes) =
+                    block
+                        .chunk_of_any_encoding(*r)
+                        .map_err(|e| QueryError::CorruptChunk {
+                            series: self.labels.to_string(),
+                            detail: e.to_string(),
+                        })?;
+                f(encoding, bytes)
+            }
         }))
     }
 
-    /// Calls `f(mint, maxt, bytes)` for the series' XOR chunks that overlap
-    /// the querier's range, oldest first: as stored when they neither
-    /// overlap each other nor hold deleted samples; otherwise the merged
-    /// samples in range, deletions applied, encoded again into chunks of at
-    /// most 120 samples. Remote read streams these.
-    pub fn for_each_chunk(&self, mut f: impl FnMut(i64, i64, &[u8])) -> Result<(), QueryError> {
+    /// The error for a chunk that does not decode.
+    fn decode_error(&self, c: &ChunkHandle, e: DecodeError) -> QueryError {
+        match e {
+            DecodeError::Corrupt(e) => QueryError::CorruptChunk {
+                series: self.labels.to_string(),
+                detail: e.to_string(),
+            },
+            DecodeError::Unsupported(encoding) => {
+                let file = match &c.source {
+                    ChunkSource::Block(block, r) => block.chunk_file(*r),
+                    _ => self
+                        .mapper
+                        .as_ref()
+                        .map(|m| m.dir().to_path_buf())
+                        .unwrap_or_default(),
+                };
+                QueryError::Unsupported(Box::new(crate::error::Unsupported {
+                    kind: crate::error::UnsupportedKind::BlockChunk(encoding),
+                    file,
+                    series: Some(self.labels.to_string()),
+                    series_ref: None,
+                }))
+            }
+        }
+    }
+
+    /// Decodes one chunk's samples in range, deletions skipped.
+    fn chunk_values(
+        &self,
+        c: &ChunkHandle,
+        decoder: &mut ChunkDecoder,
+        f: &mut impl FnMut(i64, SampleRef<'_>),
+    ) -> Result<(), QueryError> {
+        if c.maxt < self.mint || c.mint > self.maxt {
+            return Ok(());
+        }
+        let deleted = self.tombstones.get(c.tombstones).map_or(&[][..], |v| v);
+        let (mint, maxt) = (self.mint, self.maxt);
+        let res = self.with_chunk_bytes(c, |encoding, bytes| {
+            decoder.for_each(encoding, bytes, |t, v| {
+                if t > maxt {
+                    return false;
+                }
+                if t >= mint && !deleted.iter().any(|&(a, b)| t >= a && t <= b) {
+                    f(t, v);
+                }
+                true
+            })
+        })?;
+        match res {
+            Some(Err(e)) => Err(self.decode_error(c, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Calls `f(mint, maxt, encoding, bytes)` for the series' chunks that
+    /// overlap the querier's range, oldest first: as stored when they
+    /// neither overlap each other nor hold deleted samples; otherwise the
+    /// merged samples in range, deletions applied, encoded again
+    /// ([`ChunkBuilder`]: at most 120 samples a chunk, a new one at each
+    /// change of kind). Remote read streams these.
+    pub fn for_each_chunk(
+        &self,
+        mut f: impl FnMut(i64, i64, Encoding, &[u8]),
+    ) -> Result<(), QueryError> {
         let in_range: Vec<&ChunkHandle> = self
             .chunks
             .iter()
@@ -147,26 +232,30 @@ impl QuerySeries {
         });
         if !overlapping && !deletions {
             for c in in_range {
-                self.with_chunk_bytes(c, |bytes| f(c.mint, c.maxt, bytes))?;
+                let res = self.with_chunk_bytes(c, |encoding, bytes| {
+                    match Encoding::from_u8(encoding) {
+                        Some(
+                            e @ (Encoding::Xor
+                            | Encoding::Xor2
+                            | Encoding::Histogram
+                            | Encoding::FloatHistogram),
+                        ) => {
+                            f(c.mint, c.maxt, e, bytes);
+                            Ok(())
+                        }
+                        _ => Err(DecodeError::Unsupported(encoding)),
+                    }
+                })?;
+                if let Some(Err(e)) = res {
+                    return Err(self.decode_error(c, e));
+                }
             }
             return Ok(());
         }
-        let mut chunk = XorChunk::new();
-        let (mut first, mut last) = (0, 0);
-        self.for_each_sample(|t, v| {
-            if chunk.num_samples() == 0 {
-                first = t;
-            }
-            chunk.append(t, v);
-            last = t;
-            if chunk.num_samples() >= 120 {
-                f(first, t, chunk.bytes());
-                chunk = XorChunk::new();
-            }
-        })?;
-        if chunk.num_samples() > 0 {
-            f(first, last, chunk.bytes());
-        }
+        let mut builder = ChunkBuilder::new();
+        let mut emit = |c: BuiltChunk| f(c.mint, c.maxt, c.encoding, &c.bytes);
+        self.for_each_value(|t, v| builder.push(t, v, &mut emit))?;
+        builder.finish(&mut emit);
         Ok(())
     }
 
@@ -178,8 +267,21 @@ impl QuerySeries {
         if c.maxt < self.mint || c.mint > self.maxt {
             return Ok(());
         }
-        self.with_chunk_bytes(c, |bytes| self.decode_chunk(c, bytes, f))?
-            .unwrap_or(Ok(()))
+        self.with_chunk_bytes(c, |encoding, bytes| {
+            if encoding == Encoding::Xor as u8 {
+                self.decode_chunk(c, bytes, f)
+            } else {
+                // Floats of other encodings (XOR2) through the typed
+                // decoder; histograms are not floats.
+                let mut decoder = ChunkDecoder::new();
+                self.chunk_values(c, &mut decoder, &mut |t, v| {
+                    if let SampleRef::Float(v) = v {
+                        f(t, v);
+                    }
+                })
+            }
+        })?
+        .unwrap_or(Ok(()))
     }
 
     fn decode_chunk(
@@ -321,23 +423,26 @@ impl<'h> HeadQuerier<'h> {
                 };
                 for c in &d.mmapped {
                     if c.maxt >= self.mint && c.mint <= self.maxt {
+                        let encoding = c.encoding as u8;
                         let source = match head.mapper.chunk(c.chunk_ref) {
-                            Ok(bytes) => ChunkSource::MappedBytes(bytes),
+                            Ok(bytes) => ChunkSource::MappedBytes(bytes, encoding),
                             // Reported when the samples are read.
-                            Err(_) => ChunkSource::Mapped(c.chunk_ref),
+                            Err(_) => ChunkSource::Mapped(c.chunk_ref, encoding),
                         };
                         chunks.push(handle(source, c.mint, c.maxt));
                     }
                 }
                 for c in d.unmapped.iter().flat_map(|u| u.iter()) {
                     if c.maxt >= self.mint && c.mint <= self.maxt {
-                        chunks.push(handle(ChunkSource::Memory(c.bytes.clone()), c.mint, c.maxt));
+                        let source = ChunkSource::Memory(c.bytes.clone(), c.encoding as u8);
+                        chunks.push(handle(source, c.mint, c.maxt));
                     }
                 }
                 if let Some(c) = &d.open {
                     if c.chunk.num_samples() > 0 && c.maxt >= self.mint && c.mint <= self.maxt {
                         let bytes = c.chunk.bytes().to_vec();
-                        chunks.push(handle(ChunkSource::Memory(bytes), c.mint, c.maxt));
+                        let source = ChunkSource::Memory(bytes, c.chunk.encoding() as u8);
+                        chunks.push(handle(source, c.mint, c.maxt));
                     }
                 }
             }

@@ -100,7 +100,7 @@ fn streamed_chunks_hold_the_queried_samples() {
             s.for_each_sample(|t, v| want.push((t, v))).unwrap();
             let mut got = Vec::new();
             let mut spans: Vec<(i64, i64)> = Vec::new();
-            s.for_each_chunk(|cmin, cmax, bytes| {
+            s.for_each_chunk(|cmin, cmax, _, bytes| {
                 let samples: Vec<(i64, f64)> = ferrite_chunkenc::XorIterator::new(bytes).collect();
                 assert!(!samples.is_empty() && samples.len() <= 120);
                 assert_eq!((samples[0].0, samples[samples.len() - 1].0), (cmin, cmax));

@@ -1,0 +1,274 @@
+//! Decoding a chunk of any encoding the storage holds into typed samples.
+//!
+//! Floats come from XOR and XOR2 chunks, integer native histograms from
+//! histogram chunks, float native histograms from float histogram chunks.
+//! A [`ChunkDecoder`] keeps the histogram it decodes into, so walking many
+//! chunks allocates only when a histogram has more buckets than any before.
+
+use ferrite_chunkenc::{
+    AppendOutcome, ChunkError, Encoding, FloatHistogramIterator, HistogramIterator, Xor2Iterator,
+    XorIterator,
+};
+use ferrite_model::{FloatHistogram, Histogram, SampleValue};
+
+use crate::head::series::{HeadChunk, ValueKind};
+
+/// One decoded sample's value, borrowed from the decoder.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SampleRef<'a> {
+    /// A float.
+    Float(f64),
+    /// An integer native histogram.
+    Histogram(&'a Histogram),
+    /// A float native histogram.
+    FloatHistogram(&'a FloatHistogram),
+}
+
+impl SampleRef<'_> {
+    /// The value, owned.
+    pub fn to_owned_value(self) -> SampleValue {
+        match self {
+            SampleRef::Float(v) => SampleValue::Float(v),
+            SampleRef::Histogram(h) => SampleValue::Histogram(Box::new(h.clone())),
+            SampleRef::FloatHistogram(h) => SampleValue::FloatHistogram(Box::new(h.clone())),
+        }
+    }
+
+    /// A borrowed view of an owned value.
+    pub fn of(v: &SampleValue) -> SampleRef<'_> {
+        match v {
+            SampleValue::Float(f) => SampleRef::Float(*f),
+            SampleValue::Histogram(h) => SampleRef::Histogram(h),
+            SampleValue::FloatHistogram(h) => SampleRef::FloatHistogram(h),
+        }
+    }
+}
+
+/// Why a chunk could not be decoded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// The bytes are damaged.
+    #[error(transparent)]
+    Corrupt(#[from] ChunkError),
+    /// An encoding this version does not read (the start-timestamp
+    /// histogram encodings, or an unknown byte).
+    #[error("unsupported chunk encoding {0}")]
+    Unsupported(u8),
+}
+
+/// Decodes chunks, reusing its histogram buffers.
+#[derive(Default)]
+pub struct ChunkDecoder {
+    histogram: Histogram,
+    float_histogram: FloatHistogram,
+}
+
+impl ChunkDecoder {
+    /// A decoder with empty buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls `f` with every sample of the chunk, oldest first, until it
+    /// returns `false`.
+    pub fn for_each(
+        &mut self,
+        encoding: u8,
+        bytes: &[u8],
+        mut f: impl FnMut(i64, SampleRef<'_>) -> bool,
+    ) -> Result<(), DecodeError> {
+        match Encoding::from_u8(encoding) {
+            Some(Encoding::Xor) => {
+                let mut it = XorIterator::new(bytes);
+                for (t, v) in it.by_ref() {
+                    if !f(t, SampleRef::Float(v)) {
+                        return Ok(());
+                    }
+                }
+                it.error().map_or(Ok(()), |e| Err(e.clone().into()))
+            }
+            Some(Encoding::Xor2) => {
+                let mut it = Xor2Iterator::new(bytes);
+                for (t, v) in it.by_ref() {
+                    if !f(t, SampleRef::Float(v)) {
+                        return Ok(());
+                    }
+                }
+                it.error().map_or(Ok(()), |e| Err(e.clone().into()))
+            }
+            Some(Encoding::Histogram) => {
+                let mut it = HistogramIterator::new(bytes);
+                while let Some(t) = it.next_into(&mut self.histogram) {
+                    if !f(t, SampleRef::Histogram(&self.histogram)) {
+                        return Ok(());
+                    }
+                }
+                it.error().map_or(Ok(()), |e| Err(e.clone().into()))
+            }
+            Some(Encoding::FloatHistogram) => {
+                let mut it = FloatHistogramIterator::new(bytes);
+                while let Some(t) = it.next_into(&mut self.float_histogram) {
+                    if !f(t, SampleRef::FloatHistogram(&self.float_histogram)) {
+                        return Ok(());
+                    }
+                }
+                it.error().map_or(Ok(()), |e| Err(e.clone().into()))
+            }
+            Some(Encoding::None | Encoding::HistogramSt | Encoding::FloatHistogramSt) | None => {
+                Err(DecodeError::Unsupported(encoding))
+            }
+        }
+    }
+}
+
+/// Samples a [`ChunkBuilder`] puts in one chunk at most, as Prometheus'
+/// series-to-chunks encoder (`seriesToChunkEncoderSplit`).
+pub const SAMPLES_PER_BUILT_CHUNK: u16 = 120;
+
+/// A chunk a [`ChunkBuilder`] finished.
+pub struct BuiltChunk {
+    /// The first sample's time.
+    pub mint: i64,
+    /// The last sample's time.
+    pub maxt: i64,
+    /// The encoding byte.
+    pub encoding: Encoding,
+    /// The chunk's bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Encodes a series' samples, of any kinds, into chunks as Prometheus'
+/// series-to-chunks encoder does (when it merges overlapping chunks or
+/// drops deleted samples): a new chunk when the kind changes or after
+/// [`SAMPLES_PER_BUILT_CHUNK`] samples, and when a histogram chunk asks
+/// for one (a counter reset, a schema change; a recoding stays in place).
+#[derive(Default)]
+pub struct ChunkBuilder {
+    open: Option<(HeadChunk, i64, i64, u16)>,
+}
+
+impl ChunkBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a sample (times must increase), handing finished chunks to
+    /// `out`.
+    pub fn push(&mut self, t: i64, v: SampleRef<'_>, out: &mut impl FnMut(BuiltChunk)) {
+        let kind = match v {
+            SampleRef::Float(_) => ValueKind::Float,
+            SampleRef::Histogram(_) => ValueKind::Histogram,
+            SampleRef::FloatHistogram(_) => ValueKind::FloatHistogram,
+        };
+        let cut = match &self.open {
+            Some((c, _, _, n)) => c.kind() != kind || *n >= SAMPLES_PER_BUILT_CHUNK,
+            None => true,
+        };
+        if cut {
+            self.finish(out);
+            self.open = Some((HeadChunk::new(kind), t, t, 0));
+        }
+        let Some((chunk, _, maxt, n)) = self.open.as_mut() else {
+            return;
+        };
+        let started = match (chunk, v) {
+            (HeadChunk::Xor(c), SampleRef::Float(f)) => {
+                c.append(t, f);
+                None
+            }
+            (HeadChunk::Histogram(c), SampleRef::Histogram(h)) => match c.append(None, t, h) {
+                Ok(AppendOutcome::NewChunk(nc)) => Some(HeadChunk::Histogram(nc)),
+                // Validated histograms always go in; a refused one would
+                // already have been refused when it was first stored.
+                _ => None,
+            },
+            (HeadChunk::FloatHistogram(c), SampleRef::FloatHistogram(h)) => {
+                match c.append(None, t, h) {
+                    Ok(AppendOutcome::NewChunk(nc)) => Some(HeadChunk::FloatHistogram(nc)),
+                    _ => None,
+                }
+            }
+            // Not reached: a kind change cut the chunk above.
+            _ => None,
+        };
+        match started {
+            Some(new_chunk) => {
+                self.finish(out);
+                self.open = Some((new_chunk, t, t, 1));
+            }
+            None => {
+                *maxt = t;
+                *n += 1;
+            }
+        }
+    }
+
+    /// Hands the open chunk, if it has samples, to `out`.
+    pub fn finish(&mut self, out: &mut impl FnMut(BuiltChunk)) {
+        if let Some((chunk, mint, maxt, n)) = self.open.take() {
+            if n > 0 {
+                out(BuiltChunk {
+                    mint,
+                    maxt,
+                    encoding: chunk.encoding(),
+                    bytes: chunk.into_bytes(),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrite_chunkenc::{HistogramChunk, XorChunk};
+    use ferrite_model::Span;
+
+    #[test]
+    fn decodes_floats_and_histograms() {
+        let mut x = XorChunk::new();
+        x.append(1, 1.5);
+        x.append(2, 2.5);
+        let mut d = ChunkDecoder::new();
+        let mut got = Vec::new();
+        d.for_each(Encoding::Xor as u8, x.bytes(), |t, v| {
+            got.push((t, v.to_owned_value()));
+            true
+        })
+        .expect("decodes");
+        assert_eq!(
+            got,
+            vec![(1, SampleValue::Float(1.5)), (2, SampleValue::Float(2.5))]
+        );
+
+        let h = Histogram {
+            count: 3,
+            sum: 4.0,
+            positive_spans: vec![Span {
+                offset: 0,
+                length: 2,
+            }],
+            positive_buckets: vec![1, 1],
+            ..Histogram::default()
+        };
+        let mut c = HistogramChunk::new();
+        c.append(None, 10, &h).expect("appends");
+        let mut n = 0;
+        d.for_each(Encoding::Histogram as u8, c.bytes(), |t, v| {
+            assert_eq!(t, 10);
+            match v {
+                SampleRef::Histogram(got) => assert_eq!(got.positive_buckets, h.positive_buckets),
+                other => panic!("{other:?}"),
+            }
+            n += 1;
+            true
+        })
+        .expect("decodes");
+        assert_eq!(n, 1);
+        assert_eq!(
+            d.for_each(5, &[], |_, _| true),
+            Err(DecodeError::Unsupported(5))
+        );
+    }
+}
