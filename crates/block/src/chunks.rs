@@ -140,10 +140,10 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Chu
     }
 }
 
-/// Encodings Prometheus v3.9.1 reads from a block: XOR, histogram, float
-/// histogram.
+/// Encodings Prometheus v3.16.0 reads from a block: XOR, histogram, float
+/// histogram, XOR2, histogram ST, float histogram ST.
 pub fn is_valid_encoding(enc: u8) -> bool {
-    matches!(enc, 1..=3)
+    matches!(enc, 1..=6)
 }
 
 /// Where a chunk lives: segment index (position in the listing, from 0) in

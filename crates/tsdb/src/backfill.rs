@@ -82,11 +82,7 @@ impl BlockBuilder {
             .is_some_and(|(c, _)| c.num_samples() >= SAMPLES_PER_CHUNK);
         if full {
             if let (Some((c, mint)), Some((lt, _))) = (s.open.take(), s.last) {
-                s.done.push(BlockChunk {
-                    mint,
-                    maxt: lt,
-                    data: c.into_bytes(),
-                });
+                s.done.push(BlockChunk::xor(mint, lt, c.into_bytes()));
             }
         }
         let (c, _) = s.open.get_or_insert_with(|| (XorChunk::new(), t));
@@ -107,11 +103,7 @@ impl BlockBuilder {
         let mut series: Vec<(Labels, SeriesBuf)> = self.series.into_iter().collect();
         for (_, s) in series.iter_mut() {
             if let (Some((c, cmin)), Some((lt, _))) = (s.open.take(), s.last) {
-                s.done.push(BlockChunk {
-                    mint: cmin,
-                    maxt: lt,
-                    data: c.into_bytes(),
-                });
+                s.done.push(BlockChunk::xor(cmin, lt, c.into_bytes()));
             }
         }
         let labels: Vec<Labels> = series.iter().map(|(l, _)| l.clone()).collect();

@@ -392,8 +392,22 @@ impl Block {
 pub struct BlockChunk {
     pub mint: i64,
     pub maxt: i64,
-    /// XOR chunk bytes.
+    /// The encoding byte the chunk is written with.
+    pub encoding: u8,
+    /// The chunk's bytes.
     pub data: Vec<u8>,
+}
+
+impl BlockChunk {
+    /// An XOR chunk.
+    pub fn xor(mint: i64, maxt: i64, data: Vec<u8>) -> Self {
+        BlockChunk {
+            mint,
+            maxt,
+            encoding: Encoding::Xor as u8,
+            data,
+        }
+    }
 }
 
 /// The series of a block being written, produced in label order one at a
@@ -553,7 +567,7 @@ fn write_into(
         let raw: Vec<RawChunk<'_>> = chunks
             .iter()
             .map(|c| RawChunk {
-                encoding: Encoding::Xor as u8,
+                encoding: c.encoding,
                 data: &c.data,
             })
             .collect();
@@ -571,7 +585,11 @@ fn write_into(
                 c.data.get(1).copied().unwrap_or(0),
             ]));
             stats.num_samples += n;
-            stats.num_float_samples += n;
+            if c.encoding == Encoding::Xor as u8 || c.encoding == Encoding::Xor2 as u8 {
+                stats.num_float_samples += n;
+            } else {
+                stats.num_histogram_samples += n;
+            }
         }
         let pairs: Vec<(&str, &str)> = labels
             .iter()

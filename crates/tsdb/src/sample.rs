@@ -137,20 +137,40 @@ pub struct BuiltChunk {
     pub bytes: Vec<u8>,
 }
 
-/// Encodes a series' samples, of any kinds, into chunks as Prometheus'
-/// series-to-chunks encoder does (when it merges overlapping chunks or
-/// drops deleted samples): a new chunk when the kind changes or after
+/// Encodes a series' samples, of any kinds, into chunks as Prometheus
+/// does. [`ChunkBuilder::new`] is its series-to-chunks encoder (merging
+/// overlapping chunks): a new chunk when the kind changes or after
 /// [`SAMPLES_PER_BUILT_CHUNK`] samples, and when a histogram chunk asks
 /// for one (a counter reset, a schema change; a recoding stays in place).
-#[derive(Default)]
+/// [`ChunkBuilder::single`] re-encodes the samples left of one chunk
+/// (deleted or out-of-range samples dropped) into one chunk, whatever
+/// their number, as Prometheus' compactor does.
 pub struct ChunkBuilder {
     open: Option<(HeadChunk, i64, i64, u16)>,
+    split: bool,
+}
+
+impl Default for ChunkBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl ChunkBuilder {
-    /// An empty builder.
+    /// A builder splitting as the series-to-chunks encoder does.
     pub fn new() -> Self {
-        Self::default()
+        ChunkBuilder {
+            open: None,
+            split: true,
+        }
+    }
+
+    /// A builder for the samples of one chunk: no split by count.
+    pub fn single() -> Self {
+        ChunkBuilder {
+            open: None,
+            split: false,
+        }
     }
 
     /// Adds a sample (times must increase), handing finished chunks to
@@ -162,7 +182,7 @@ impl ChunkBuilder {
             SampleRef::FloatHistogram(_) => ValueKind::FloatHistogram,
         };
         let cut = match &self.open {
-            Some((c, _, _, n)) => c.kind() != kind || *n >= SAMPLES_PER_BUILT_CHUNK,
+            Some((c, _, _, n)) => c.kind() != kind || (self.split && *n >= SAMPLES_PER_BUILT_CHUNK),
             None => true,
         };
         if cut {

@@ -41,11 +41,11 @@ fn block(
             for &t in group {
                 c.append(t, value(i, t));
             }
-            out.push(BlockChunk {
-                mint: group[0],
-                maxt: *group.last().unwrap(),
-                data: c.into_bytes(),
-            });
+            out.push(BlockChunk::xor(
+                group[0],
+                *group.last().unwrap(),
+                c.into_bytes(),
+            ));
         }
         Ok(())
     })

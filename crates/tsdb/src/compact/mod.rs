@@ -13,7 +13,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrite_block::meta::{BlockDesc, BlockMeta, Compaction};
-use ferrite_chunkenc::{XorChunk, XorIterator};
+use ferrite_chunkenc::Encoding;
+use ferrite_model::SampleValue;
+
+use crate::sample::{BuiltChunk, ChunkBuilder, ChunkDecoder, DecodeError, SampleRef};
 use ferrite_index::ChunkMeta;
 
 use crate::block::{write_block_from, Block, BlockChunk, BlockError, SeriesSource};
@@ -189,7 +192,8 @@ fn head_chunks_in_range(
 ) -> Result<(), CompactError> {
     let d = entry.data.lock();
     let is_deleted = |t: i64| deleted.iter().any(|&(a, b)| t >= a && t <= b);
-    let mut push = |bytes: &[u8], cmin: i64, cmax: i64| -> Result<(), CompactError> {
+    let mut decoder = ChunkDecoder::new();
+    let mut push = |encoding: u8, bytes: &[u8], cmin: i64, cmax: i64| -> Result<(), CompactError> {
         if cmax < mint || cmin > last {
             return Ok(());
         }
@@ -198,35 +202,34 @@ fn head_chunks_in_range(
             out.push(BlockChunk {
                 mint: cmin,
                 maxt: cmax,
+                encoding,
                 data: bytes.to_vec(),
             });
             return Ok(());
         }
         // Straddles the range or has deleted samples: keep the samples
-        // inside the range that are not deleted.
-        let mut c = XorChunk::new();
-        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-        let mut it = XorIterator::new(bytes);
-        for (t, v) in it.by_ref() {
-            if t >= mint && t <= last && !is_deleted(t) {
-                c.append(t, v);
-                lo = lo.min(t);
-                hi = hi.max(t);
-            }
-        }
-        if let Some(e) = it.error() {
-            return Err(CompactError::HeadChunk {
+        // inside the range that are not deleted, in one chunk.
+        let mut builder = ChunkBuilder::single();
+        let mut emit = |c: BuiltChunk| {
+            out.push(BlockChunk {
+                mint: c.mint,
+                maxt: c.maxt,
+                encoding: c.encoding as u8,
+                data: c.bytes,
+            })
+        };
+        decoder
+            .for_each(encoding, bytes, |t, v| {
+                if t >= mint && t <= last && !is_deleted(t) {
+                    builder.push(t, v, &mut emit);
+                }
+                true
+            })
+            .map_err(|e| CompactError::HeadChunk {
                 series: labels.to_string(),
                 detail: e.to_string(),
-            });
-        }
-        if c.num_samples() > 0 {
-            out.push(BlockChunk {
-                mint: lo,
-                maxt: hi,
-                data: c.into_bytes(),
-            });
-        }
+            })?;
+        builder.finish(&mut emit);
         Ok(())
     };
     for c in &d.mmapped {
@@ -240,14 +243,14 @@ fn head_chunks_in_range(
                 series: labels.to_string(),
                 detail: e.to_string(),
             })?;
-        push(&bytes, c.mint, c.maxt)?;
+        push(c.encoding as u8, &bytes, c.mint, c.maxt)?;
     }
     for c in d.unmapped.iter().flat_map(|u| u.iter()) {
-        push(&c.bytes, c.mint, c.maxt)?;
+        push(c.encoding as u8, &c.bytes, c.mint, c.maxt)?;
     }
     if let Some(c) = &d.open {
         if c.chunk.num_samples() > 0 {
-            push(c.chunk.bytes(), c.mint, c.maxt)?;
+            push(c.chunk.encoding() as u8, c.chunk.bytes(), c.mint, c.maxt)?;
         }
     }
     out.sort_by_key(|c| c.mint);
@@ -274,10 +277,6 @@ pub fn rewrite_block(
     }
     Ok(meta)
 }
-
-/// Samples per chunk when compaction has to re-encode (overlapping blocks,
-/// deleted samples): Prometheus' target.
-const SAMPLES_PER_CHUNK: usize = 120;
 
 /// Merges `blocks` into one new block in `dir` (leveled compaction, and
 /// vertical compaction where their times overlap): series merged by label
@@ -415,6 +414,27 @@ impl SeriesSource for MergeSource<'_> {
     }
 }
 
+/// A block chunk that may be copied as it is: any encoding Prometheus
+/// v3.16 writes (1-6), including those Ferrite does not decode yet; an
+/// unknown byte is refused, so that a block is never rewritten with chunks
+/// no reader could make sense of.
+fn check_copyable(block: &Block, r: u64, encoding: u8) -> Result<(), BlockError> {
+    match Encoding::from_u8(encoding) {
+        Some(Encoding::None) | None => Err(unsupported_encoding(block, r, encoding)),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The error for a chunk whose encoding cannot be handled here.
+fn unsupported_encoding(block: &Block, r: u64, encoding: u8) -> BlockError {
+    BlockError::UnsupportedEncoding {
+        dir: block.dir().to_owned(),
+        file: block.chunk_file(r),
+        chunk: ferrite_block::chunks::ChunkRef(r),
+        encoding,
+    }
+}
+
 /// The chunks of one series merged from several blocks.
 fn merged_chunks(
     blocks: &[Arc<Block>],
@@ -447,48 +467,58 @@ fn merged_chunks(
     }
     if !needs_rewrite {
         for (k, m) in &chunks {
+            let (encoding, data) = blocks[*k].chunk_of_any_encoding(m.chunk_ref)?;
+            check_copyable(&blocks[*k], m.chunk_ref, encoding)?;
             out.push(BlockChunk {
                 mint: m.min_time,
                 maxt: m.max_time,
-                data: blocks[*k].chunk(m.chunk_ref)?.to_vec(),
+                encoding,
+                data: data.to_vec(),
             });
         }
         return Ok(());
     }
     // Decode everything, drop deleted samples, keep one sample per
-    // timestamp (the earliest block's), re-encode.
-    let mut samples: Vec<(i64, usize, f64)> = Vec::new();
+    // timestamp (the earliest block's), encode again.
+    let mut samples: Vec<(i64, usize, SampleValue)> = Vec::new();
+    let mut decoder = ChunkDecoder::new();
     for (k, m) in &chunks {
         let r = members.iter().find(|(b, _)| b == k).map_or(0, |&(_, r)| r);
         let deleted = blocks[*k].tombstones().get(r);
-        let bytes = blocks[*k].chunk(m.chunk_ref)?;
-        let mut it = XorIterator::new(bytes);
-        for (t, v) in it.by_ref() {
+        let (encoding, bytes) = blocks[*k].chunk_of_any_encoding(m.chunk_ref)?;
+        let res = decoder.for_each(encoding, bytes, |t, v| {
             if !deleted.is_some_and(|ivs| ivs.is_deleted(t)) {
-                samples.push((t, *k, v));
+                samples.push((t, *k, v.to_owned_value()));
+            }
+            true
+        });
+        match res {
+            Ok(()) => {}
+            Err(DecodeError::Unsupported(encoding)) => {
+                return Err(unsupported_encoding(&blocks[*k], m.chunk_ref, encoding));
+            }
+            Err(DecodeError::Corrupt(e)) => {
+                return Err(BlockError::CorruptChunk {
+                    dir: blocks[*k].dir().to_owned(),
+                    detail: e.to_string(),
+                });
             }
         }
-        if let Some(e) = it.error() {
-            return Err(BlockError::CorruptChunk {
-                dir: blocks[*k].dir().to_owned(),
-                detail: e.to_string(),
-            });
-        }
     }
-    samples.sort_by_key(|&(t, k, _)| (t, k));
+    samples.sort_by_key(|s| (s.0, s.1));
     samples.dedup_by_key(|s| s.0);
-    for group in samples.chunks(SAMPLES_PER_CHUNK) {
-        let mut c = XorChunk::new();
-        for &(t, _, v) in group {
-            c.append(t, v);
-        }
-        if let (Some(first), Some(last)) = (group.first(), group.last()) {
-            out.push(BlockChunk {
-                mint: first.0,
-                maxt: last.0,
-                data: c.into_bytes(),
-            });
-        }
+    let mut builder = ChunkBuilder::new();
+    let mut emit = |c: BuiltChunk| {
+        out.push(BlockChunk {
+            mint: c.mint,
+            maxt: c.maxt,
+            encoding: c.encoding as u8,
+            data: c.bytes,
+        })
+    };
+    for (t, _, v) in &samples {
+        builder.push(*t, SampleRef::of(v), &mut emit);
     }
+    builder.finish(&mut emit);
     Ok(())
 }
