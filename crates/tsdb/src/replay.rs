@@ -105,8 +105,15 @@ impl ReplayStats {
     }
 }
 
-/// The XOR chunk encoding byte, the only one replay reads.
-const XOR_ENCODING: u8 = 1;
+/// The encodings of head chunks replay loads (the chunks are read, never
+/// appended to: a series continues in a new open chunk).
+fn head_chunk_encoding(b: u8) -> Option<ferrite_chunkenc::Encoding> {
+    use ferrite_chunkenc::Encoding as E;
+    match E::from_u8(b) {
+        Some(e @ (E::Xor | E::Xor2 | E::Histogram | E::FloatHistogram)) => Some(e),
+        _ => None,
+    }
+}
 
 /// WAL bytes per decoding range: small enough that the ranges in flight
 /// stay a few MB, large enough that handing them over costs nothing.
@@ -183,6 +190,10 @@ enum Event {
     Tombstones(Vec<record::Stone>),
     /// Samples per shard.
     Samples(Vec<Vec<RefSample>>),
+    /// Integer histogram samples of one record, in record order.
+    Histograms(Vec<record::RefHistogramSample>),
+    /// Float histogram samples of one record, in record order.
+    FloatHistograms(Vec<record::RefFloatHistogramSample>),
 }
 
 /// Sample buffers passed from decoders to workers and back.
@@ -353,23 +364,46 @@ impl Decoder<'_> {
                 record::decode_mmap_markers(rec, &mut s.markers)?;
                 out.skipped.skip("mmap markers", s.markers.len() as u64);
             }
-            // Native histograms are not stored yet. Skipping them would lose
-            // them at the next checkpoint, so they stop the replay; a record
-            // that does not even decode is damage as above.
-            typ @ (RecordType::HistogramSamples | RecordType::CustomBucketsHistogramSamples) => {
+            // Native histograms (start timestamps, in v2 records, are not
+            // stored: histogram chunks hold none). They are applied in WAL
+            // order after the float samples before them.
+            typ @ (RecordType::HistogramSamples
+            | RecordType::CustomBucketsHistogramSamples
+            | RecordType::HistogramSamplesV2) => {
                 record::decode_histogram_samples(rec, &mut s.histograms)?;
-                return Err(RecordFailure::Unsupported {
+                let kept = keep_histograms(
+                    &mut s.histograms,
+                    |h| (h.series_ref, h.t, h.h.schema),
+                    self.skip_until,
+                    out,
+                )
+                .map_err(|series_ref| RecordFailure::Unsupported {
                     type_byte: typ.as_u8(),
-                    series_ref: s.histograms.first().map(|h| h.series_ref),
-                });
+                    series_ref: Some(series_ref),
+                })?;
+                if !kept.is_empty() {
+                    self.flush(out, samples);
+                    out.events.push(Event::Histograms(kept));
+                }
             }
             typ @ (RecordType::FloatHistogramSamples
-            | RecordType::CustomBucketsFloatHistogramSamples) => {
+            | RecordType::CustomBucketsFloatHistogramSamples
+            | RecordType::FloatHistogramSamplesV2) => {
                 record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
-                return Err(RecordFailure::Unsupported {
+                let kept = keep_histograms(
+                    &mut s.float_histograms,
+                    |h| (h.series_ref, h.t, h.h.schema),
+                    self.skip_until,
+                    out,
+                )
+                .map_err(|series_ref| RecordFailure::Unsupported {
                     type_byte: typ.as_u8(),
-                    series_ref: s.float_histograms.first().map(|h| h.series_ref),
-                });
+                    series_ref: Some(series_ref),
+                })?;
+                if !kept.is_empty() {
+                    self.flush(out, samples);
+                    out.events.push(Event::FloatHistograms(kept));
+                }
             }
             // Read before replay starts (`read_min_valid_time`): a
             // checkpoint's first record. Checked to decode, else ignored,
@@ -377,11 +411,8 @@ impl Decoder<'_> {
             RecordType::MinValidTime => {
                 record::decode_min_valid_time(rec)?;
             }
-            // v3.16's start-timestamp histogram records and types newer
-            // than v3.16.
-            typ @ (RecordType::HistogramSamplesV2
-            | RecordType::FloatHistogramSamplesV2
-            | RecordType::Unknown(_)) => {
+            // Types newer than v3.16.
+            typ @ RecordType::Unknown(_) => {
                 return Err(RecordFailure::Unsupported {
                     type_byte: typ.as_u8(),
                     series_ref: None,
@@ -390,6 +421,39 @@ impl Decoder<'_> {
         }
         Ok(())
     }
+}
+
+/// The histogram samples of a decoded record that replay applies, taken
+/// out of `decoded`: those of schemas Prometheus' decoder drops are
+/// skipped (and counted), those already in m-mapped head chunks (or
+/// before the min valid time) dropped. A schema Prometheus reduces to 8
+/// (9 to 52, from a newer writer) is refused with the series' ref: Ferrite
+/// does not reduce resolution yet, and skipping it would lose it.
+fn keep_histograms<S>(
+    decoded: &mut Vec<S>,
+    ref_t_schema: impl Fn(&S) -> (u64, i64, i32),
+    skip_until: &RefTable<i64>,
+    out: &mut DecodedRange,
+) -> Result<Vec<S>, u64> {
+    use ferrite_model::histogram::{is_known_schema, EXPONENTIAL_SCHEMA_MAX};
+    let mut unknown = 0u64;
+    let mut in_mmapped = 0u64;
+    let mut kept = Vec::with_capacity(decoded.len());
+    for s in decoded.drain(..) {
+        let (series_ref, t, schema) = ref_t_schema(&s);
+        if !is_known_schema(schema) {
+            unknown += 1;
+        } else if schema > EXPONENTIAL_SCHEMA_MAX {
+            return Err(series_ref);
+        } else if t <= skip_until.get(series_ref) {
+            in_mmapped += 1;
+        } else {
+            kept.push(s);
+        }
+    }
+    out.skipped.skip("histograms of unknown schemas", unknown);
+    out.in_mmapped += in_mmapped;
+    Ok(kept)
 }
 
 /// Why one WAL record could not be replayed.
@@ -498,6 +562,8 @@ fn run_decoder(queue: &RangeQueue, ranges: &[Source], mut decoder: Decoder<'_>) 
 enum Msg {
     Series(Vec<(u64, Arc<SeriesEntry>)>),
     Samples(Vec<RefSample>),
+    Histograms(Vec<record::RefHistogramSample>),
+    FloatHistograms(Vec<record::RefFloatHistogramSample>),
 }
 
 /// A series of this worker's shard. The worker locks the series' mutex when
@@ -572,6 +638,43 @@ impl Worker<'_> {
             }
             self.index.insert(r, self.series.len() as u32);
             self.series.push(ws);
+        }
+    }
+
+    /// Appends integer histogram samples in order (they are few next to
+    /// floats; no batching by series).
+    fn apply_histograms(&mut self, hs: &[record::RefHistogramSample]) {
+        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
+        for s in hs {
+            match self.index.get(s.series_ref) {
+                NO_SLOT => self.res.unknown += 1,
+                i => {
+                    let data = self.series[i as usize].data_mut();
+                    if data.append_histogram(s.series_ref, s.t, &s.h, opts, mapper) {
+                        self.res.samples += 1;
+                    } else {
+                        self.res.out_of_order += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Worker::apply_histograms`] for float histograms.
+    fn apply_float_histograms(&mut self, hs: &[record::RefFloatHistogramSample]) {
+        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
+        for s in hs {
+            match self.index.get(s.series_ref) {
+                NO_SLOT => self.res.unknown += 1,
+                i => {
+                    let data = self.series[i as usize].data_mut();
+                    if data.append_float_histogram(s.series_ref, s.t, &s.h, opts, mapper) {
+                        self.res.samples += 1;
+                    } else {
+                        self.res.out_of_order += 1;
+                    }
+                }
+            }
         }
     }
 
@@ -707,6 +810,8 @@ fn run_worker(
                 w.apply(&samples);
                 pool.give(samples);
             }
+            Msg::Histograms(hs) => w.apply_histograms(&hs),
+            Msg::FloatHistograms(hs) => w.apply_float_histograms(&hs),
         }
     }
     let (series, mut res) = (w.series, w.res);
@@ -793,6 +898,22 @@ impl Applier<'_> {
                         self.stats.tombstones += st.intervals.len() as u64;
                     }
                 }
+                Event::Histograms(mut hs) => {
+                    for s in &mut hs {
+                        s.series_ref = self.resolve_alias(s.series_ref);
+                    }
+                    for (w, part) in self.by_worker(hs, |s| s.series_ref) {
+                        self.send(w, Msg::Histograms(part))?;
+                    }
+                }
+                Event::FloatHistograms(mut hs) => {
+                    for s in &mut hs {
+                        s.series_ref = self.resolve_alias(s.series_ref);
+                    }
+                    for (w, part) in self.by_worker(hs, |s| s.series_ref) {
+                        self.send(w, Msg::FloatHistograms(part))?;
+                    }
+                }
                 Event::Samples(mut shards) => {
                     if !self.aliases.is_empty() {
                         self.resolve_aliases(&mut shards);
@@ -808,6 +929,34 @@ impl Applier<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The ref a series record's ref stands for (itself unless its record
+    /// repeated an existing label set).
+    fn resolve_alias(&self, r: u64) -> u64 {
+        self.aliases.get(&r).copied().unwrap_or(r)
+    }
+
+    /// Splits samples by the worker owning their series, each part in the
+    /// samples' order.
+    fn by_worker<S>(
+        &self,
+        samples: Vec<S>,
+        series_ref: impl Fn(&S) -> u64,
+    ) -> Vec<(usize, Vec<S>)> {
+        let n = self.workers.len().max(1);
+        let mut parts: Vec<Vec<S>> = (0..n).map(|_| Vec::new()).collect();
+        for s in samples {
+            let w = (series_ref(&s) % n as u64) as usize;
+            if let Some(part) = parts.get_mut(w) {
+                part.push(s);
+            }
+        }
+        parts
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+            .collect()
     }
 
     /// Moves samples of aliased refs to the shard of the ref they stand for.
@@ -983,10 +1132,11 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     }
     let min_valid = head.min_valid_time();
     let mut below_blocks = 0u64;
-    // Only in-order XOR chunks are read. Anything else (out-of-order
-    // chunks, native histograms, v3.16's new encodings, unknown bytes) stops
-    // the open before any head chunk file is repaired or deleted. Like
-    // Prometheus, in-order chunks wholly before the min valid time are
+    // In-order chunks of the encodings Ferrite reads (XOR, XOR2, integer
+    // and float histograms) are loaded. Anything else (out-of-order
+    // chunks, v3.16's start-timestamp histogram encodings, unknown bytes)
+    // stops the open before any head chunk file is repaired or deleted.
+    // Like Prometheus, in-order chunks wholly before the min valid time are
     // dropped first, whatever their encoding: blocks hold their samples.
     let mut refused: Option<crate::head_chunks::MappedChunkMeta> = None;
     head.mapper.try_iterate_all_chunks(&mut |m| {
@@ -998,10 +1148,10 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
             below_blocks += 1;
             return true;
         }
-        if m.encoding != XOR_ENCODING {
+        let Some(encoding) = head_chunk_encoding(m.encoding) else {
             refused = Some(m);
             return false;
-        }
+        };
         loaded += 1;
         mmapped[(m.series_ref as usize) % workers]
             .entry(m.series_ref)
@@ -1011,7 +1161,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
                 mint: m.mint,
                 maxt: m.maxt,
                 num_samples: m.num_samples,
-                encoding: ferrite_chunkenc::Encoding::Xor,
+                encoding,
             });
         true
     })?;

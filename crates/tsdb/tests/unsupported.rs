@@ -152,78 +152,67 @@ fn open_unsupported(dir: &Path) -> Unsupported {
     }
 }
 
+/// A histogram of a schema Prometheus reduces to 8 when it reads it (9 to
+/// 52, from a newer writer): Ferrite does not reduce resolution yet, and
+/// skipping it would lose it, so the open stops.
 #[test]
-fn histogram_wal_records_stop_the_open() {
-    for (typ, rec) in histogram_records(2) {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        fs::create_dir(dir.join("chunks_head")).unwrap();
-        let seg = dir.join("wal/00000000");
-        write_segment(
-            &seg,
-            &[
-                series_record(1, "f"),
-                series_record(2, "h"),
-                samples_record(&[(1, 1000, 1.0)]),
-                rec,
-                samples_record(&[(1, 3000, 2.0)]),
-            ],
-        );
-        let u = open_unsupported(dir);
-        assert_eq!(u.kind, UnsupportedKind::WalRecord(typ));
-        assert_eq!(u.file, seg);
-        assert_eq!(u.series_ref, Some(2));
-        let series = u.series.clone().unwrap_or_default();
-        assert!(series.contains("\"h\""), "{series}");
-        let msg = u.to_string();
-        assert!(msg.contains("histogram"), "{msg}");
-        assert!(msg.contains(&seg.display().to_string()), "{msg}");
-    }
-}
-
-#[test]
-fn histogram_records_in_a_checkpoint_stop_the_open() {
+fn histograms_of_reserved_schemas_stop_the_open() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     fs::create_dir(dir.join("chunks_head")).unwrap();
-    let cp = dir.join("wal/checkpoint.00000000/00000000");
-    let (_, rec) = histogram_records(1).remove(0);
-    write_segment(&cp, &[series_record(1, "h"), rec]);
-    write_segment(&dir.join("wal/00000001"), &[samples_record(&[(1, 5, 1.0)])]);
+    let seg = dir.join("wal/00000000");
+    let mut h = RefHistogramSample {
+        st: 0,
+        series_ref: 2,
+        t: 2000,
+        h: Histogram {
+            count: 1,
+            sum: 1.5,
+            zero_count: 1,
+            ..Histogram::default()
+        },
+    };
+    h.h.schema = 12;
+    let mut rec = Vec::new();
+    encode_histogram_samples(&mut rec, &[h]);
+    write_segment(
+        &seg,
+        &[
+            series_record(2, "h"),
+            samples_record(&[(2, 1000, 1.0)]),
+            rec,
+        ],
+    );
     let u = open_unsupported(dir);
     assert_eq!(u.kind, UnsupportedKind::WalRecord(7));
-    assert_eq!(u.file, cp);
+    assert_eq!(u.file, seg);
+    assert_eq!(u.series_ref, Some(2));
 }
 
+/// A record type newer than v3.16 stops the open.
 #[test]
-fn v3_16_start_timestamp_and_unknown_records_stop_the_open() {
-    for (typ, name) in [
-        (12, "histogram_samples_v2"),
-        (13, "float_histogram_samples_v2"),
-        (200, "unknown"),
-    ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        fs::create_dir(dir.join("chunks_head")).unwrap();
-        let seg = dir.join("wal/00000000");
-        // The body does not matter: the type alone is refused.
-        let mut rec = vec![typ];
-        rec.extend_from_slice(&[0; 20]);
-        write_segment(
-            &seg,
-            &[
-                series_record(1, "f"),
-                samples_record(&[(1, 1000, 1.0)]),
-                rec,
-            ],
-        );
-        let u = open_unsupported(dir);
-        assert_eq!(u.kind, UnsupportedKind::WalRecord(typ));
-        assert_eq!(u.file, seg);
-        let msg = u.to_string();
-        assert!(msg.contains(name), "{msg}");
-        assert!(msg.contains(&format!("record type {typ}")), "{msg}");
-    }
+fn unknown_record_types_stop_the_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir(dir.join("chunks_head")).unwrap();
+    let seg = dir.join("wal/00000000");
+    // The body does not matter: the type alone is refused.
+    let mut rec = vec![200];
+    rec.extend_from_slice(&[0; 20]);
+    write_segment(
+        &seg,
+        &[
+            series_record(1, "f"),
+            samples_record(&[(1, 1000, 1.0)]),
+            rec,
+        ],
+    );
+    let u = open_unsupported(dir);
+    assert_eq!(u.kind, UnsupportedKind::WalRecord(200));
+    assert_eq!(u.file, seg);
+    let msg = u.to_string();
+    assert!(msg.contains("unknown"), "{msg}");
+    assert!(msg.contains("record type 200"), "{msg}");
 }
 
 /// v3.16's float samples with start timestamps (record type 11) replay
@@ -316,9 +305,6 @@ fn head_chunk_dir(dir: &Path, encoding: u8) -> PathBuf {
 #[test]
 fn head_chunks_of_other_encodings_stop_the_open() {
     for (encoding, kind) in [
-        (2, "histogram"),
-        (3, "floathistogram"),
-        (4, "XOR2"),
         (5, "histogram_st"),
         (6, "floathistogram_st"),
         (0x7f, "unknown"),
