@@ -836,6 +836,7 @@ fn list(v: &[f64]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
