@@ -760,6 +760,43 @@ impl FloatHistogram {
             || self.negative_buckets.iter().any(|b| b.is_infinite())
     }
 
+    /// Prometheus' `String()` of the histogram: count, sum and the
+    /// populated buckets from lowest to highest
+    /// (`{count:3, sum:2, [-1,-0.5):1, [-0.001,0.001]:1, (1,2]:1}`).
+    pub fn go_string(&self) -> String {
+        let mut s = format!(
+            "{{count:{}, sum:{}",
+            format_g(self.count),
+            format_g(self.sum)
+        );
+        let bucket = |s: &mut String, b: &Bucket| {
+            let _ = write!(
+                s,
+                ", {}{},{}{}:{}",
+                if b.lower_inclusive { '[' } else { '(' },
+                format_g(b.lower),
+                format_g(b.upper),
+                if b.upper_inclusive { ']' } else { ')' },
+                format_g(b.count)
+            );
+        };
+        for b in self.negative_bucket_list().iter().rev() {
+            if b.count != 0.0 {
+                bucket(&mut s, b);
+            }
+        }
+        if self.zero_count != 0.0 {
+            bucket(&mut s, &self.zero_bucket());
+        }
+        for b in self.positive_bucket_list().iter() {
+            if b.count != 0.0 {
+                bucket(&mut s, b);
+            }
+        }
+        s.push('}');
+        s
+    }
+
     /// The histogram in the notation of Prometheus' test files
     /// (`{{schema:0 count:3 sum:2 buckets:[1 2]}}`), buckets compacted.
     pub fn test_expression(&self) -> String {

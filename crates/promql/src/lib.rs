@@ -30,6 +30,7 @@ mod annotations;
 pub mod binary;
 pub mod engine;
 pub mod functions;
+mod histfn;
 mod lexical;
 pub mod nesting;
 pub mod parsed;
