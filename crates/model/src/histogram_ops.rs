@@ -189,6 +189,19 @@ pub fn from_indexed(items: &[(i32, f64)]) -> (Vec<Span>, Vec<f64>) {
     (spans, buckets)
 }
 
+/// Neumaier's compensated `sum += v`, the compensation in `c`.
+fn neumaier(sum: &mut f64, c: &mut f64, v: f64) {
+    let t = *sum + v;
+    if t.is_infinite() {
+        *c = 0.0;
+    } else if sum.abs() >= v.abs() {
+        *c += (*sum - t) + v;
+    } else {
+        *c += (v - t) + *sum;
+    }
+    *sum = t;
+}
+
 /// The index of bucket `idx` of schema `from` in the lower schema `to`.
 fn target_index(idx: i32, from: i32, to: i32) -> i32 {
     let shift = (from - to).clamp(0, 31);
@@ -606,6 +619,118 @@ impl FloatHistogram {
             }
         }
         self.schema = schema;
+        Ok(out)
+    }
+
+    /// [`Self::add`] with Neumaier-compensated summation: `c` holds the
+    /// compensation terms (start with an empty histogram); the sum is
+    /// `self` plus `c` in the end. `c` follows `self`'s layout.
+    pub fn kahan_add(
+        &mut self,
+        other: &FloatHistogram,
+        c: &mut FloatHistogram,
+    ) -> Result<Combined, HistogramOpError> {
+        if self.uses_custom_buckets() != other.uses_custom_buckets() {
+            return Err(HistogramOpError::IncompatibleSchema);
+        }
+        let custom_mismatch = self.uses_custom_buckets()
+            && !custom_bounds_match(&self.custom_values, &other.custom_values);
+        if custom_mismatch {
+            // Rare: fold the compensation in and add plainly.
+            let comp = std::mem::take(c);
+            if comp.count != 0.0 || comp.sum != 0.0 || !comp.positive_buckets.is_empty() {
+                let mut comp = comp;
+                comp.schema = self.schema;
+                comp.custom_values = self.custom_values.clone();
+                self.add(&comp)?;
+            }
+            return self.add(other);
+        }
+        let out = Combined {
+            counter_reset_collision: self.adjust_counter_reset(other),
+            ..Combined::default()
+        };
+        if !self.uses_custom_buckets() {
+            let oz = self.reconcile_zero_buckets(other);
+            if c.zero_threshold < self.zero_threshold {
+                let (cz, _) = c.zero_count_for_larger_threshold(self.zero_threshold);
+                c.zero_count = cz;
+                c.zero_threshold = self.zero_threshold;
+                c.trim_buckets_in_zero_bucket();
+            }
+            neumaier(&mut self.zero_count, &mut c.zero_count, oz);
+        }
+        neumaier(&mut self.count, &mut c.count, other.count);
+        neumaier(&mut self.sum, &mut c.sum, other.sum);
+        let schema = if self.uses_custom_buckets() {
+            self.schema
+        } else {
+            self.schema.min(other.schema)
+        };
+        let threshold = self.zero_threshold;
+        let custom = self.uses_custom_buckets();
+        let c_schema =
+            if c.schema == 0 && c.positive_buckets.is_empty() && c.negative_buckets.is_empty() {
+                self.schema
+            } else {
+                c.schema
+            };
+        for positive in [true, false] {
+            let (a, comp, b) = if positive {
+                (
+                    indexed(&self.positive_spans, &self.positive_buckets),
+                    indexed(&c.positive_spans, &c.positive_buckets),
+                    indexed(&other.positive_spans, &other.positive_buckets),
+                )
+            } else {
+                (
+                    indexed(&self.negative_spans, &self.negative_buckets),
+                    indexed(&c.negative_spans, &c.negative_buckets),
+                    indexed(&other.negative_spans, &other.negative_buckets),
+                )
+            };
+            let a = reduce(&a, self.schema, schema);
+            let comp = reduce(&comp, c_schema, schema);
+            let b: Vec<(i32, f64)> = reduce(&b, other.schema, schema)
+                .into_iter()
+                .skip_while(|&(i, _)| !custom && exponential_bound(i, schema) <= threshold)
+                .collect();
+            // Union of the layouts; per bucket (sum, compensation).
+            let mut idx: Vec<i32> = a.iter().chain(&comp).chain(&b).map(|p| p.0).collect();
+            idx.sort_unstable();
+            idx.dedup();
+            let get = |v: &[(i32, f64)], i: i32| {
+                v.binary_search_by_key(&i, |p| p.0)
+                    .map(|k| v[k].1)
+                    .unwrap_or(0.0)
+            };
+            let mut sums = Vec::with_capacity(idx.len());
+            let mut comps = Vec::with_capacity(idx.len());
+            for &i in &idx {
+                let (mut x, mut cx) = (get(&a, i), get(&comp, i));
+                if b.binary_search_by_key(&i, |p| p.0).is_ok() {
+                    neumaier(&mut x, &mut cx, get(&b, i));
+                }
+                sums.push((i, x));
+                comps.push((i, cx));
+            }
+            let (s1, b1) = from_indexed(&sums);
+            let (s2, b2) = from_indexed(&comps);
+            if positive {
+                self.positive_spans = s1;
+                self.positive_buckets = b1;
+                c.positive_spans = s2;
+                c.positive_buckets = b2;
+            } else {
+                self.negative_spans = s1;
+                self.negative_buckets = b1;
+                c.negative_spans = s2;
+                c.negative_buckets = b2;
+            }
+        }
+        self.schema = schema;
+        c.schema = schema;
+        c.custom_values = self.custom_values.clone();
         Ok(out)
     }
 

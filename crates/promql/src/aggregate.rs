@@ -417,28 +417,19 @@ fn sum_histograms(
         return None;
     }
     let mut hints = HintTracker::default();
-    let mut sum: Option<FloatHistogram> = None;
-    for s in members {
-        let Some(h) = &s.h else { continue };
-        hints.see(h);
-        match &mut sum {
-            None => sum = Some(FloatHistogram::clone(h)),
-            Some(acc) => match acc.add(h) {
-                Ok(c) => {
-                    if c.custom_bounds_reconciled {
-                        annos.note(Note::CustomBucketsReconciled(HistOp::Agg), "", pos);
-                    }
-                }
-                Err(_) => {
-                    annos.note(Note::MixedExponentialCustom, s.labels.metric_name(), pos);
-                    return None;
-                }
-            },
+    let list: Vec<&FloatHistogram> = members.iter().filter_map(|s| s.h.as_deref()).collect();
+    list.iter().for_each(|h| hints.see(h));
+    let mut reconciled = false;
+    let mut sum = match crate::histfn::sum_hists(&list, avg, &mut reconciled) {
+        Ok(s) => s,
+        Err(e) => {
+            let name = members.get(e.at).map_or("", |s| s.labels.metric_name());
+            annos.note(Note::MixedExponentialCustom, name, pos);
+            return None;
         }
-    }
-    let mut sum = sum?;
-    if avg {
-        sum.div(members.len() as f64);
+    };
+    if reconciled {
+        annos.note(Note::CustomBucketsReconciled(HistOp::Agg), "", pos);
     }
     sum.compact();
     if hints.collision() {

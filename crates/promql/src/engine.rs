@@ -1096,7 +1096,16 @@ impl<'q> Evaluator<'q> {
                 });
                 series[idx].drop_name |= s.drop_name;
                 match s.h {
-                    Some(h) => series[idx].hists.push((inner_ts[i], h)),
+                    // A subquery may skip samples or repeat them: the
+                    // hints about the sample before are void (as in
+                    // Prometheus, which makes them unknown).
+                    Some(mut h) => {
+                        use ferrite_model::CounterResetHint as C;
+                        if matches!(h.counter_reset_hint, C::NotCounterReset | C::CounterReset) {
+                            Arc::make_mut(&mut h).counter_reset_hint = C::Unknown;
+                        }
+                        series[idx].hists.push((inner_ts[i], h))
+                    }
                     None => series[idx].samples.push((inner_ts[i], s.f)),
                 }
             }
@@ -1396,6 +1405,59 @@ mod tests {
                 assert!(one.as_ref().is_ok_and(|v| v.len() > 1000), "{q}");
             }
         }
+    }
+
+    #[test]
+    fn histogram_samples_flow_through_selectors_functions_and_aggregations() {
+        use ferrite_model::Span;
+        let mut db = MemStorage::new();
+        let l = Labels::from_pairs(&[("__name__", "h"), ("i", "1")]);
+        for k in 0..5i64 {
+            let c = (k * 10) as f64;
+            db.add_histogram(
+                l.clone(),
+                k * 15_000,
+                FloatHistogram {
+                    count: c,
+                    sum: c,
+                    positive_spans: vec![Span {
+                        offset: 0,
+                        length: 1,
+                    }],
+                    positive_buckets: vec![c],
+                    ..FloatHistogram::default()
+                },
+            );
+        }
+        // A float series of the same name: sum() mixes them, with a warning.
+        db.add(
+            Labels::from_pairs(&[("__name__", "h"), ("i", "2")]),
+            60_000,
+            1.0,
+        );
+        let v = instant(&db, "h{i=\"1\"}", 60_000);
+        assert_eq!(v[0].h.as_ref().map(|h| h.count), Some(40.0));
+        let v = instant(&db, "histogram_count(rate(h[1m]))", 60_000);
+        assert!((v[0].f - 40.0 / 60.0).abs() < 1e-9, "{v:?}");
+        let r = Engine::default()
+            .instant_query(&db, "sum(h)", 60_000)
+            .unwrap();
+        assert_eq!(r.value, Value::Vector(vec![]));
+        assert_eq!(
+            r.warnings,
+            vec![
+                "PromQL warning: encountered a mix of histograms and floats for aggregation (1:5)"
+            ]
+        );
+        let v = instant(&db, "h{i=\"1\"} * 2 + h{i=\"1\"}", 60_000);
+        assert_eq!(v[0].h.as_ref().map(|h| h.sum), Some(120.0));
+        // Range results keep histograms apart from floats.
+        let r = Engine::default()
+            .range_query(&db, "h", 30_000, 60_000, 30_000)
+            .unwrap();
+        let Value::Matrix(m) = r.value else { panic!() };
+        assert_eq!(m[0].histograms.len(), 2);
+        assert_eq!(m[1].points, vec![(60_000, 1.0)]);
     }
 
     #[test]

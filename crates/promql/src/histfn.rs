@@ -68,28 +68,22 @@ pub(crate) fn apply(func: RangeFn, w: &Window<'_>, values: &mut StepValues) -> O
                 values.note(Note::MixedFloatsHistograms);
                 return None;
             }
-            let mut sum = FloatHistogram::clone(&w.hists[0].1);
             let mut hints = HintTracker::default();
-            hints.see(&sum);
-            for (_, h) in &w.hists[1..] {
-                hints.see(h);
-                match sum.add(h) {
-                    Ok(c) => {
-                        if c.custom_bounds_reconciled {
-                            values.note(Note::CustomBucketsReconciled(HistOp::Agg));
-                        }
-                    }
-                    Err(_) => {
-                        values.note(Note::MixedExponentialCustom);
-                        return None;
-                    }
+            let list: Vec<&FloatHistogram> = w.hists.iter().map(|(_, h)| &**h).collect();
+            list.iter().for_each(|h| hints.see(h));
+            let mut reconciled = false;
+            let sum = match sum_hists(&list, func == AvgOverTime, &mut reconciled) {
+                Ok(s) => s,
+                Err(_) => {
+                    values.note(Note::MixedExponentialCustom);
+                    return None;
                 }
+            };
+            if reconciled {
+                values.note(Note::CustomBucketsReconciled(HistOp::Agg));
             }
             if hints.collision() {
                 values.note(Note::CounterResetCollision(HistOp::Agg));
-            }
-            if func == AvgOverTime {
-                sum.div(w.hists.len() as f64);
             }
             Some(Out::H(sum))
         }
@@ -580,6 +574,84 @@ pub(crate) fn histogram_variance(h: &FloatHistogram) -> f64 {
         v.add(b.count * d * d);
     }
     v.value() / h.count
+}
+
+/// Why histograms could not be summed.
+pub(crate) struct Incompatible<'a> {
+    /// The histogram that did not fit.
+    pub at: usize,
+    _h: std::marker::PhantomData<&'a ()>,
+}
+
+/// The sum (or mean) of histograms with compensated summation, as
+/// Prometheus computes `sum`/`avg` and `sum_over_time`/`avg_over_time`:
+/// a mean switches to incremental averaging once the sum would overflow.
+/// `reconciled` is set if differing custom bounds were intersected.
+pub(crate) fn sum_hists<'a>(
+    hists: &[&'a FloatHistogram],
+    avg: bool,
+    reconciled: &mut bool,
+) -> Result<FloatHistogram, Incompatible<'a>> {
+    let fail = |at| Incompatible {
+        at,
+        _h: std::marker::PhantomData,
+    };
+    let Some(first) = hists.first() else {
+        return Ok(FloatHistogram::default());
+    };
+    let mut sum = FloatHistogram::clone(first);
+    let mut c = FloatHistogram::default();
+    let mut mean: Option<FloatHistogram> = None;
+    for (k, h) in hists.iter().enumerate().skip(1) {
+        let n = (k + 1) as f64;
+        if mean.is_none() {
+            let (mut s2, mut c2) = (sum.clone(), c.clone());
+            let r = s2.kahan_add(h, &mut c2).map_err(|_| fail(k))?;
+            *reconciled |= r.custom_bounds_reconciled;
+            if !avg || !s2.has_overflow() {
+                sum = s2;
+                c = c2;
+                continue;
+            }
+            let mut m = sum.clone();
+            m.div(n - 1.0);
+            c.div(n - 1.0);
+            mean = Some(m);
+        }
+        if let Some(m) = &mut mean {
+            let q = (n - 1.0) / n;
+            c.mul(q);
+            m.mul(q);
+            let mut part = FloatHistogram::clone(h);
+            part.div(n);
+            let r = m.kahan_add(&part, &mut c).map_err(|_| fail(k))?;
+            *reconciled |= r.custom_bounds_reconciled;
+        }
+    }
+    let n = hists.len() as f64;
+    let mut out = match mean {
+        Some(m) => m,
+        None => {
+            if avg {
+                sum.div(n);
+                c.div(n);
+            }
+            sum
+        }
+    };
+    if !c.positive_buckets.is_empty()
+        || !c.negative_buckets.is_empty()
+        || c.count != 0.0
+        || c.sum != 0.0
+        || c.zero_count != 0.0
+    {
+        c.counter_reset_hint = out.counter_reset_hint;
+        c.schema = out.schema;
+        c.zero_threshold = out.zero_threshold;
+        c.custom_values = out.custom_values.clone();
+        let _ = out.add(&c);
+    }
+    Ok(out)
 }
 
 /// A histogram result shared by the steps that hold it.

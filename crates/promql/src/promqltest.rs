@@ -9,8 +9,10 @@
 //! an instant query is also run as a range query around its time and the
 //! middle step compared.
 //!
-//! Cases that need what Ferrite does not support yet (native histograms) or
-//! what Prometheus gates behind experimental flags (which its test engine
+//! Native histograms are written `{{schema:0 count:3 buckets:[1 2]}}`;
+//! `load_with_nhcb` also stores classic histograms as NHCB, and loaded
+//! histograms get the counter-reset hints Prometheus' TSDB reads back.
+//! Cases that need what Prometheus gates behind experimental flags (which its test engine
 //! turns on) are reported as skipped with a reason, not as failures.
 //! Not done: the extra `@`-modifier re-runs Prometheus adds to each instant
 //! case.
