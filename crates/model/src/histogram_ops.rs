@@ -77,6 +77,9 @@ pub fn exponential_bound(idx: i32, schema: i32) -> f64 {
         let e = i64::from(idx) << (-schema).min(62);
         return pow2(e);
     }
+    // Schemas past 8 are reduced on ingestion; clamp so that a stray one
+    // cannot overflow the shift.
+    let schema = schema.min(52);
     let per = 1i64 << schema;
     let idx = i64::from(idx);
     let exp = idx.div_euclid(per);
