@@ -6,6 +6,8 @@
 //! - [`matcher`]: label matchers with Prometheus' semantics;
 //! - [`sample`]: sample values and the staleness marker;
 //! - [`histogram`]: native histograms, integer and float;
+//! - [`histogram_ops`]: arithmetic on float histograms (what PromQL computes
+//!   with): buckets with bounds, add/sub across schemas, counter resets;
 //! - [`gofloat`]: Go's float syntax and formatting, which Prometheus' text
 //!   formats, JSON and tools are written in;
 //! - [`units`]: Prometheus' durations and byte sizes;
@@ -18,6 +20,7 @@
 pub mod cache;
 pub mod gofloat;
 pub mod histogram;
+pub mod histogram_ops;
 pub mod labels;
 pub mod matcher;
 pub mod sample;

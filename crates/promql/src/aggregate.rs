@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use promql_parser::parser::{AggregateExpr, Call, Expr, LabelModifier, VectorSelector};
 
-use crate::engine::{Ev, Evaluator, Samp};
+use crate::annotations::{Annotations, HistOp, Note};
+use crate::engine::{Ev, Evaluator, Hist, Samp};
 use crate::functions::{quantile, KahanSum};
+use crate::histfn::HintTracker;
 use crate::storage::{Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::{format_f, format_g};
+use ferrite_model::FloatHistogram;
 
 /// The group labels of a sample's labels.
 fn group_labels(ls: &Labels, modifier: &Option<LabelModifier>) -> Labels {
@@ -72,7 +75,11 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             }
             Fusable::Selector(vs) => ev.vector_selector_into(vs, ts, false, &mut sink)?,
         }
-        return Ok(Ev::Vector(sink.finish()));
+        // Histograms take the general path (which evaluates the input
+        // again: its annotations are kept once).
+        if !sink.saw_hist {
+            return Ok(Ev::Vector(sink.finish()));
+        }
     }
     let input = ev.eval_vector(&a.expr, ts)?;
     match op.as_str() {
@@ -139,10 +146,22 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         _ => {}
     }
     let mut out = Vec::with_capacity(ts.len());
+    let pos = AggPos {
+        expr: ev.src.agg_expr(a),
+        agg: ev.src.agg(a),
+    };
     for (i, vec) in input.into_iter().enumerate() {
         ev.check_deadline()?;
         let p = fparam.as_ref().map(|v| v[i]).unwrap_or(0.0);
-        out.push(aggregate_step(&op, vec, &a.modifier, p, sparam.as_deref())?);
+        out.push(aggregate_step(
+            &op,
+            vec,
+            &a.modifier,
+            p,
+            sparam.as_deref(),
+            &mut ev.annos,
+            pos,
+        )?);
     }
     Ok(Ev::Vector(out))
 }
@@ -230,6 +249,8 @@ struct AggSink<'m> {
     cells: Vec<Cell>,
     /// Per step, the groups in order of their first member.
     order: Vec<Vec<u32>>,
+    /// A histogram came in: the aggregation takes the general path.
+    saw_hist: bool,
 }
 
 impl<'m> AggSink<'m> {
@@ -243,6 +264,7 @@ impl<'m> AggSink<'m> {
             groups: Vec::new(),
             cells: Vec::new(),
             order: vec![Vec::new(); steps],
+            saw_hist: false,
         }
     }
 
@@ -295,6 +317,7 @@ impl<'m> AggSink<'m> {
                 vec.push(Samp {
                     labels: self.groups[g as usize].clone(),
                     f,
+                    h: None,
                     drop_name: c.drop_name,
                 });
             }
@@ -308,6 +331,10 @@ impl crate::functions::RangeSink for AggSink<'_> {
     /// One cell per group and step, however many values went in.
     fn holds(&self, _pushed: usize) -> usize {
         self.cells.len()
+    }
+
+    fn push_hist(&mut self, _: usize, _: usize, _: &Arc<Labels>, _: Hist, _: bool) {
+        self.saw_hist = true;
     }
 
     fn push(&mut self, step: usize, series: usize, labels: &Arc<Labels>, v: f64, drop_name: bool) {
@@ -366,19 +393,70 @@ struct Group {
     members: Vec<Samp>,
 }
 
+/// Where an aggregation and its aggregated expression start, for
+/// annotations.
+#[derive(Clone, Copy)]
+struct AggPos {
+    expr: Option<usize>,
+    agg: Option<usize>,
+}
+
+/// `sum`/`avg` of a group holding histograms: None (with a warning) when it
+/// holds floats too, or histograms that cannot be added.
+fn sum_histograms(
+    members: &[Samp],
+    avg: bool,
+    annos: &mut Annotations,
+    pos: Option<usize>,
+) -> Option<FloatHistogram> {
+    if members.iter().any(|s| s.h.is_none()) {
+        annos.warn(
+            "PromQL warning: encountered a mix of histograms and floats for aggregation".into(),
+            pos,
+        );
+        return None;
+    }
+    let mut hints = HintTracker::default();
+    let list: Vec<&FloatHistogram> = members.iter().filter_map(|s| s.h.as_deref()).collect();
+    list.iter().for_each(|h| hints.see(h));
+    let mut reconciled = false;
+    let mut sum = match crate::histfn::sum_hists(&list, avg, &mut reconciled) {
+        Ok(s) => s,
+        Err(e) => {
+            let name = members.get(e.at).map_or("", |s| s.labels.metric_name());
+            annos.note(Note::MixedExponentialCustom, name, pos);
+            return None;
+        }
+    };
+    if reconciled {
+        annos.note(Note::CustomBucketsReconciled(HistOp::Agg), "", pos);
+    }
+    sum.compact();
+    if hints.collision() {
+        annos.note(Note::CounterResetCollision(HistOp::Agg), "", pos);
+    }
+    Some(sum)
+}
+
 fn aggregate_step(
     op: &str,
     vec: Vec<Samp>,
     modifier: &Option<LabelModifier>,
     param: f64,
     label: Option<&str>,
+    annos: &mut Annotations,
+    pos: AggPos,
 ) -> Result<Vec<Samp>> {
     let mut index: HashMap<Labels, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for s in vec {
         let mut gl = group_labels(&s.labels, modifier);
         if op == "count_values" {
-            gl.set(label.unwrap_or_default(), &format_f(s.f));
+            let v = match &s.h {
+                Some(h) => h.go_string(),
+                None => format_f(s.f),
+            };
+            gl.set(label.unwrap_or_default(), &v);
         }
         let gi = *index.entry(gl.clone()).or_insert_with(|| {
             groups.push(Group {
@@ -391,7 +469,39 @@ fn aggregate_step(
         groups[gi].members.push(s);
     }
     let mut out = Vec::with_capacity(groups.len());
-    for g in groups {
+    for mut g in groups {
+        let has_hist = g.members.iter().any(|s| s.h.is_some());
+        if has_hist {
+            match op {
+                "sum" | "avg" => {
+                    if let Some(h) = sum_histograms(&g.members, op == "avg", annos, pos.expr) {
+                        out.push(Samp {
+                            labels: Arc::new(g.labels),
+                            f: 0.0,
+                            h: Some(Arc::new(h)),
+                            drop_name: g.drop_name,
+                        });
+                    }
+                    continue;
+                }
+                "min" | "max" | "stddev" | "stdvar" | "quantile" | "topk" | "bottomk" => {
+                    let at = if matches!(op, "topk" | "bottomk") {
+                        pos.agg
+                    } else {
+                        pos.expr
+                    };
+                    annos.info(
+                        format!("PromQL info: ignored histogram in {op} aggregation"),
+                        at,
+                    );
+                    g.members.retain(|s| s.h.is_none());
+                    if g.members.is_empty() {
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+        }
         let vals: Vec<f64> = g.members.iter().map(|s| s.f).collect();
         let f = match op {
             "sum" => {
@@ -453,6 +563,7 @@ fn aggregate_step(
         out.push(Samp {
             labels: Arc::new(g.labels),
             f,
+            h: None,
             drop_name: g.drop_name,
         });
     }

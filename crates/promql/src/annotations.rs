@@ -61,7 +61,92 @@ pub(crate) const MONOTONICITY_INFO: &str = "PromQL info: input to histogram_quan
 pub(crate) const SORT_WARNING: &str =
     "PromQL warning: sort is ineffective for range queries since results are always ordered by labels";
 
+/// Which operation on histograms an annotation is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HistOp {
+    Add,
+    Sub,
+    Agg,
+}
+
+impl HistOp {
+    fn text(self) -> &'static str {
+        match self {
+            HistOp::Add => "addition",
+            HistOp::Sub => "subtraction",
+            HistOp::Agg => "aggregation",
+        }
+    }
+}
+
+/// Annotations about native histograms a series' evaluation ran into,
+/// collected per series (possibly on other threads) and added with the
+/// series' metric name and the expression's position afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// A range (or operation) holding both floats and histograms.
+    MixedFloatsHistograms,
+    /// Exponential and custom-bucket histograms together.
+    MixedExponentialCustom,
+    /// A counter function over a gauge histogram.
+    NotCounter,
+    /// A gauge function over a counter histogram.
+    NotGauge,
+    /// Histograms ignored in a range that also has floats.
+    IgnoredInMixedRange,
+    /// Counter reset hints "reset" and "not reset" met.
+    CounterResetCollision(HistOp),
+    /// Differing custom bounds reduced to their intersection.
+    CustomBucketsReconciled(HistOp),
+}
+
+impl Note {
+    /// The annotation's severity and text for a series named `name`.
+    pub fn render(self, name: &str) -> (Kind, String) {
+        match self {
+            Note::MixedFloatsHistograms => (
+                Kind::Warning,
+                format!("PromQL warning: encountered a mix of histograms and floats for metric name {name:?}"),
+            ),
+            Note::MixedExponentialCustom => (
+                Kind::Warning,
+                format!("PromQL warning: vector contains a mix of histograms with exponential and custom buckets schemas for metric name {name:?}"),
+            ),
+            Note::NotCounter => (
+                Kind::Warning,
+                format!("PromQL warning: this native histogram metric is not a counter: {name:?}"),
+            ),
+            Note::NotGauge => (
+                Kind::Warning,
+                format!("PromQL warning: this native histogram metric is not a gauge: {name:?}"),
+            ),
+            Note::IgnoredInMixedRange => (
+                Kind::Info,
+                format!("PromQL info: ignored histograms in a range containing both floats and histograms for metric name {name:?}"),
+            ),
+            Note::CounterResetCollision(op) => (
+                Kind::Warning,
+                format!("PromQL warning: conflicting counter resets during histogram {}", op.text()),
+            ),
+            Note::CustomBucketsReconciled(op) => (
+                Kind::Info,
+                format!("PromQL info: mismatched custom buckets were reconciled during {}", op.text()),
+            ),
+        }
+    }
+}
+
 impl Annotations {
+    /// Adds a [`Note`] about a series named `name`.
+    pub fn note(&mut self, n: Note, name: &str, pos: Option<usize>) {
+        let (kind, text) = n.render(name);
+        self.add(kind, text, pos);
+    }
+
+    pub fn info(&mut self, text: String, pos: Option<usize>) {
+        self.add(Kind::Info, text, pos);
+    }
+
     pub fn add(&mut self, kind: Kind, text: String, pos: Option<usize>) {
         match self.index.get(&text) {
             Some(&i) => self.list[i].pos = pos.or(self.list[i].pos),
@@ -242,6 +327,27 @@ impl<'q> SourceMap<'q> {
             }
         }
         arg_starts(b, p).first().copied()
+    }
+
+    /// Where the aggregation starts.
+    pub fn agg(&self, a: &AggregateExpr) -> Option<usize> {
+        self.starts().get(&agg_key(a)).copied()
+    }
+
+    /// Where the aggregation's aggregated expression starts.
+    pub fn agg_expr(&self, a: &AggregateExpr) -> Option<usize> {
+        let start = self.starts().get(&agg_key(a)).copied()?;
+        let b = self.query.as_bytes();
+        let mut p = skip_ws(b, skip_ident(b, start));
+        if b.get(p).is_some_and(|c| is_ident_start(*c)) {
+            p = skip_ws(b, skip_ident(b, p));
+            if b.get(p) == Some(&b'(') {
+                p = skip_ws(b, skip_group(b, p));
+            }
+        }
+        let args = arg_starts(b, p);
+        let i = usize::from(a.param.is_some());
+        args.get(i).copied()
     }
 
     /// The raw text of the string literal starting at `pos`, quotes included.

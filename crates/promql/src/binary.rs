@@ -11,9 +11,11 @@ use std::sync::Arc;
 
 use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 
-use crate::engine::{Ev, Evaluator, Samp};
+use crate::annotations::{Annotations, HistOp, Note};
+use crate::engine::{Ev, Evaluator, Hist, Samp};
 use crate::storage::{Labels, METRIC_NAME};
 use crate::{eval_err, Result};
+use ferrite_model::FloatHistogram;
 
 /// Binary operators, by their PromQL spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +39,28 @@ pub enum Op {
 }
 
 impl Op {
+    /// The operator as PromQL spells it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Op::Add => "+",
+            Op::Sub => "-",
+            Op::Mul => "*",
+            Op::Div => "/",
+            Op::Mod => "%",
+            Op::Pow => "^",
+            Op::Atan2 => "atan2",
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Gt => ">",
+            Op::Lt => "<",
+            Op::Ge => ">=",
+            Op::Le => "<=",
+            Op::And => "and",
+            Op::Or => "or",
+            Op::Unless => "unless",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Op> {
         Some(match s {
             "+" => Op::Add,
@@ -108,6 +132,104 @@ fn elem(op: Op, l: f64, r: f64) -> (f64, bool) {
         (l, arith(op, l, r) == 1.0)
     } else {
         (arith(op, l, r), true)
+    }
+}
+
+/// The outcome of an operation with a histogram operand.
+enum HistElem {
+    /// Keep the sample with this value (a comparison's `keep` says
+    /// whether it held).
+    Value(f64, Option<Hist>, bool),
+    /// No result.
+    Drop,
+}
+
+fn incompatible(op: Op, l: bool, r: bool, annos: &mut Annotations) -> HistElem {
+    let kind = |h: bool| if h { "histogram" } else { "float" };
+    annos.info(
+        format!(
+            "PromQL info: incompatible sample types encountered for binary operator {:?}: {} {} {}",
+            op.text(),
+            kind(l),
+            op.text(),
+            kind(r)
+        ),
+        None,
+    );
+    HistElem::Drop
+}
+
+/// An element operation where at least one side is a histogram.
+fn hist_elem(
+    op: Op,
+    (fl, hl): (f64, Option<&Hist>),
+    (fr, hr): (f64, Option<&Hist>),
+    annos: &mut Annotations,
+) -> HistElem {
+    let scaled = |h: &Hist, f: f64, div: bool| {
+        let mut h = FloatHistogram::clone(h);
+        if div {
+            h.div(f);
+        } else {
+            h.mul(f);
+        }
+        h.compact();
+        HistElem::Value(0.0, Some(Arc::new(h)), true)
+    };
+    match (hl, hr) {
+        (None, Some(h)) => match op {
+            Op::Mul => scaled(h, fl, false),
+            _ => incompatible(op, false, true, annos),
+        },
+        (Some(h), None) => match op {
+            Op::Mul => scaled(h, fr, false),
+            Op::Div => scaled(h, fr, true),
+            _ => incompatible(op, true, false, annos),
+        },
+        (Some(a), Some(b)) => match op {
+            Op::Add | Op::Sub => {
+                let mut r = FloatHistogram::clone(a);
+                let hop = if op == Op::Add {
+                    HistOp::Add
+                } else {
+                    HistOp::Sub
+                };
+                let res = if op == Op::Add { r.add(b) } else { r.sub(b) };
+                match res {
+                    Err(_) => {
+                        annos.warn(
+                            format!(
+                                "PromQL warning: incompatible bucket layout encountered for binary operator {}",
+                                op.text()
+                            ),
+                            None,
+                        );
+                        HistElem::Drop
+                    }
+                    Ok(c) => {
+                        if c.custom_bounds_reconciled {
+                            annos.note(Note::CustomBucketsReconciled(hop), "", None);
+                        }
+                        if c.counter_reset_collision {
+                            annos.note(Note::CounterResetCollision(hop), "", None);
+                            return HistElem::Drop;
+                        }
+                        if op == Op::Sub {
+                            r.counter_reset_hint = ferrite_model::CounterResetHint::Gauge;
+                        }
+                        r.compact();
+                        HistElem::Value(0.0, Some(Arc::new(r)), true)
+                    }
+                }
+            }
+            Op::Eq => HistElem::Value(0.0, Some(a.clone()), a.equals(b)),
+            Op::Ne => HistElem::Value(0.0, Some(a.clone()), !a.equals(b)),
+            _ => incompatible(op, true, true, annos),
+        },
+        (None, None) => {
+            let (v, keep) = elem(op, fl, fr);
+            HistElem::Value(v, None, keep)
+        }
     }
 }
 
@@ -210,13 +332,13 @@ pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Re
         (Ev::Vector(v), Ev::Scalar(s)) => Ok(Ev::Vector(
             v.into_iter()
                 .zip(s)
-                .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool))
+                .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool, &mut ev.annos))
                 .collect(),
         )),
         (Ev::Scalar(s), Ev::Vector(v)) => Ok(Ev::Vector(
             v.into_iter()
                 .zip(s)
-                .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool))
+                .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool, &mut ev.annos))
                 .collect(),
         )),
         (Ev::Vector(l), Ev::Vector(r)) => {
@@ -228,7 +350,7 @@ pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Re
                     Op::And => set_and(lv, &rv, &m, true),
                     Op::Unless => set_and(lv, &rv, &m, false),
                     Op::Or => set_or(lv, rv, &m),
-                    _ => vector_vector(op, lv, rv, &m, return_bool)?,
+                    _ => vector_vector(op, lv, rv, &m, return_bool, &mut ev.annos)?,
                 });
             }
             Ok(Ev::Vector(out))
@@ -248,9 +370,37 @@ pub(crate) fn vector_scalar(
     s: f64,
     swap: bool,
     return_bool: bool,
+    annos: &mut Annotations,
 ) -> Vec<Samp> {
     let mut out = Vec::with_capacity(vec.len());
     for mut smp in vec {
+        if let Some(h) = smp.h.take() {
+            let (l, r) = if swap {
+                ((s, None), (0.0, Some(&h)))
+            } else {
+                ((0.0, Some(&h)), (s, None))
+            };
+            let HistElem::Value(mut val, mut hv, mut keep) = hist_elem(op, l, r, annos) else {
+                continue;
+            };
+            if op.is_comparison() && swap {
+                hv = Some(h.clone());
+            }
+            if return_bool {
+                val = bool_f(keep);
+                hv = None;
+                keep = true;
+            }
+            if keep {
+                smp.f = val;
+                smp.h = hv;
+                if op.is_arithmetic() || return_bool {
+                    smp.drop_name = true;
+                }
+                out.push(smp);
+            }
+            continue;
+        }
         let (l, r) = if swap { (s, smp.f) } else { (smp.f, s) };
         let (mut val, mut keep) = elem(op, l, r);
         if op.is_comparison() && swap {
@@ -293,6 +443,7 @@ fn vector_vector(
     rhs: Vec<Samp>,
     m: &Matching,
     return_bool: bool,
+    annos: &mut Annotations,
 ) -> Result<Vec<Samp>> {
     if lhs.is_empty() || rhs.is_empty() {
         return Ok(Vec::new());
@@ -331,14 +482,23 @@ fn vector_vector(
         let sig = m.signature(&ls.labels);
         let Some(&ri) = right.get(&sig) else { continue };
         let rs = &rhs[ri];
-        let (fl, fr) = if m.card == Card::OneToMany {
-            (rs.f, ls.f)
+        let (l, r) = if m.card == Card::OneToMany {
+            ((rs.f, rs.h.as_ref()), (ls.f, ls.h.as_ref()))
         } else {
-            (ls.f, rs.f)
+            ((ls.f, ls.h.as_ref()), (rs.f, rs.h.as_ref()))
         };
-        let (mut val, keep) = elem(op, fl, fr);
+        let (mut val, mut hv, keep) = if l.1.is_none() && r.1.is_none() {
+            let (v, k) = elem(op, l.0, r.0);
+            (v, None, k)
+        } else {
+            match hist_elem(op, l, r, annos) {
+                HistElem::Value(v, h, k) => (v, h, k),
+                HistElem::Drop => continue,
+            }
+        };
         if return_bool {
             val = bool_f(keep);
+            hv = None;
         }
         let metric = cache
             .entry((li, ri))
@@ -363,6 +523,7 @@ fn vector_vector(
         out.push(Samp {
             labels: metric,
             f: val,
+            h: hv,
             drop_name: return_bool,
         });
     }
@@ -395,11 +556,7 @@ mod tests {
     use super::*;
 
     fn samp(pairs: &[(&str, &str)], f: f64) -> Samp {
-        Samp {
-            labels: Arc::new(Labels::from_pairs(pairs)),
-            f,
-            drop_name: false,
-        }
+        Samp::float(Arc::new(Labels::from_pairs(pairs)), f, false)
     }
 
     fn one_to_one(on: bool, labels: &[&str]) -> Matching {
@@ -415,7 +572,15 @@ mod tests {
     fn one_to_one_ignores_name() {
         let l = vec![samp(&[("__name__", "a"), ("i", "1")], 10.0)];
         let r = vec![samp(&[("__name__", "b"), ("i", "1")], 3.0)];
-        let out = vector_vector(Op::Sub, l, r, &one_to_one(false, &[]), false).unwrap();
+        let out = vector_vector(
+            Op::Sub,
+            l,
+            r,
+            &one_to_one(false, &[]),
+            false,
+            &mut Annotations::default(),
+        )
+        .unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].f, 7.0);
         assert_eq!(*out[0].labels, Labels::from_pairs(&[("i", "1")]));
@@ -428,7 +593,15 @@ mod tests {
             samp(&[("__name__", "b"), ("i", "1"), ("j", "x")], 1.0),
             samp(&[("__name__", "b"), ("i", "1"), ("j", "y")], 1.0),
         ];
-        let err = vector_vector(Op::Add, l, r, &one_to_one(true, &["i"]), false).unwrap_err();
+        let err = vector_vector(
+            Op::Add,
+            l,
+            r,
+            &one_to_one(true, &["i"]),
+            false,
+            &mut Annotations::default(),
+        )
+        .unwrap_err();
         assert!(
             err.to_string().starts_with(
                 "found duplicate series for the match group {i=\"1\"} on the right hand-side"
@@ -450,7 +623,7 @@ mod tests {
             labels: vec!["i".into()],
             include: vec!["v".into()],
         };
-        let out = vector_vector(Op::Mul, l, r, &m, false).unwrap();
+        let out = vector_vector(Op::Mul, l, r, &m, false, &mut Annotations::default()).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(
             *out[0].labels,
@@ -462,7 +635,15 @@ mod tests {
             samp(&[("i", "1"), ("k", "q")], 4.0),
         ];
         let r = vec![samp(&[("i", "1")], 1.0)];
-        let err = vector_vector(Op::Mul, l, r, &one_to_one(true, &["i"]), false).unwrap_err();
+        let err = vector_vector(
+            Op::Mul,
+            l,
+            r,
+            &one_to_one(true, &["i"]),
+            false,
+            &mut Annotations::default(),
+        )
+        .unwrap_err();
         assert!(err
             .to_string()
             .contains("many-to-one matching must be explicit"));
@@ -474,10 +655,17 @@ mod tests {
             samp(&[("__name__", "a")], 1.0),
             samp(&[("__name__", "b")], 5.0),
         ];
-        let out = vector_scalar(Op::Gt, v.clone(), 2.0, false, false);
+        let out = vector_scalar(
+            Op::Gt,
+            v.clone(),
+            2.0,
+            false,
+            false,
+            &mut Annotations::default(),
+        );
         assert_eq!(out.len(), 1);
         assert!(!out[0].drop_name);
-        let out = vector_scalar(Op::Gt, v, 2.0, false, true);
+        let out = vector_scalar(Op::Gt, v, 2.0, false, true, &mut Annotations::default());
         assert_eq!(out.iter().map(|s| s.f).collect::<Vec<_>>(), vec![0.0, 1.0]);
         assert!(out[0].drop_name);
     }

@@ -30,7 +30,12 @@ use crate::storage::{
 };
 use crate::value::{Sample, SeriesResult, Value};
 use crate::{eval_err, Error, Result};
+use ferrite_model::FloatHistogram;
 use rayon::prelude::*;
+
+/// A histogram sample's value, shared between the steps and series that
+/// hold it.
+pub(crate) type Hist = Arc<FloatHistogram>;
 
 /// Engine limits and defaults.
 #[derive(Clone, Debug)]
@@ -90,18 +95,89 @@ pub(crate) const DUPLICATE_LABELSET: &str = "vector cannot contain metrics with 
 #[derive(Clone, Debug)]
 pub(crate) struct Samp {
     pub labels: Lbl,
+    /// The value of a float sample (0 for a histogram).
     pub f: f64,
+    /// The value of a native histogram sample.
+    pub h: Option<Hist>,
     /// The metric name is to be removed from the result.
     pub drop_name: bool,
+}
+
+impl Samp {
+    /// A float sample.
+    pub fn float(labels: Lbl, f: f64, drop_name: bool) -> Samp {
+        Samp {
+            labels,
+            f,
+            h: None,
+            drop_name,
+        }
+    }
 }
 
 /// One series of a range vector.
 #[derive(Clone, Debug)]
 pub(crate) struct RangeSeries {
     pub labels: Lbl,
-    /// Time-ordered, without staleness markers.
+    /// Float samples, time-ordered, without staleness markers.
     pub samples: Vec<(i64, f64)>,
+    /// Histogram samples, time-ordered, without staleness markers.
+    pub hists: Vec<(i64, Hist)>,
     pub drop_name: bool,
+}
+
+/// A series' samples as read from storage, in buffers reused from series
+/// to series.
+#[derive(Default)]
+pub(crate) struct ReadBuf {
+    pub floats: Vec<(i64, f64)>,
+    pub hists: Vec<(i64, Hist)>,
+    raw: Vec<(i64, FloatHistogram)>,
+}
+
+impl ReadBuf {
+    /// Reads a series' floats and histograms (staleness markers included).
+    pub fn read(&mut self, s: &LazySeries<'_>) -> Result<()> {
+        s.source.read_into(&mut self.floats)?;
+        s.source.read_histograms_into(&mut self.raw)?;
+        self.hists.clear();
+        self.hists
+            .extend(self.raw.drain(..).map(|(t, h)| (t, Arc::new(h))));
+        Ok(())
+    }
+
+    /// How many samples were read.
+    pub fn len(&self) -> usize {
+        self.floats.len() + self.hists.len()
+    }
+}
+
+/// One series' results at the steps that have one: floats and histograms
+/// (a step has at most one of them), and annotations about the series.
+#[derive(Default)]
+pub(crate) struct StepValues {
+    pub floats: Vec<(usize, f64)>,
+    pub hists: Vec<(usize, Hist)>,
+    pub notes: Vec<crate::annotations::Note>,
+}
+
+impl StepValues {
+    pub fn clear(&mut self) {
+        self.floats.clear();
+        self.hists.clear();
+        self.notes.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.floats.len() + self.hists.len()
+    }
+
+    /// Adds a note once.
+    pub fn note(&mut self, n: crate::annotations::Note) {
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+    }
 }
 
 /// A range vector for all steps: series plus how a step finds its window.
@@ -119,24 +195,44 @@ struct StepPicker<'a> {
 
 impl StepPicker<'_> {
     /// (step, value) of the steps that have a sample, in step order.
-    fn pick(&self, samples: &[(i64, f64)], out: &mut Vec<(usize, f64)>) {
+    fn pick(&self, buf: &ReadBuf, out: &mut StepValues) {
         out.clear();
+        let (samples, hists) = (&buf.floats, &buf.hists);
         // While evaluation times do not decrease, one cursor walks the samples.
-        let mut idx = 0;
+        let (mut idx, mut hidx) = (0, 0);
         for (step, &e) in self.etimes.iter().enumerate() {
             if self.ascending {
                 while idx < samples.len() && samples[idx].0 <= e {
                     idx += 1;
                 }
+                while hidx < hists.len() && hists[hidx].0 <= e {
+                    hidx += 1;
+                }
             } else {
                 idx = samples.partition_point(|&(t, _)| t <= e);
+                hidx = hists.partition_point(|(t, _)| *t <= e);
+            }
+            let ft = idx.checked_sub(1).map(|i| samples[i].0);
+            let ht = hidx.checked_sub(1).map(|i| hists[i].0);
+            // The newer of the two kinds is the series' sample.
+            if ht.is_some_and(|ht| ft.is_none_or(|ft| ht > ft)) {
+                let (st, h) = &hists[hidx - 1];
+                if *st > e - self.lookback && !h.is_stale() {
+                    if self.want_ts {
+                        out.floats.push((step, *st as f64 / 1000.0));
+                    } else {
+                        out.hists.push((step, h.clone()));
+                    }
+                }
+                continue;
             }
             if idx == 0 {
                 continue;
             }
             let (st, v) = samples[idx - 1];
             if st > e - self.lookback && !is_stale_nan(v) {
-                out.push((step, if self.want_ts { st as f64 / 1000.0 } else { v }));
+                out.floats
+                    .push((step, if self.want_ts { st as f64 / 1000.0 } else { v }));
             }
         }
     }
@@ -159,7 +255,7 @@ fn worth_parallel(series: &[LazySeries<'_>]) -> bool {
 }
 
 /// A series' sample count and its (step, value) results.
-type SeriesValues = (usize, Vec<(usize, f64)>);
+type SeriesValues = (usize, StepValues);
 
 /// Evaluates selected series one by one: `eval` reads a series (into a
 /// reused sample buffer), writes its (step, value) results and returns its
@@ -174,19 +270,18 @@ pub(crate) fn eval_series<'q, S: Sync>(
     steps: usize,
     series: Vec<LazySeries<'q>>,
     state: &mut S,
-    eval: impl Fn(&S, &LazySeries<'q>, &mut Vec<(i64, f64)>, &mut Vec<(usize, f64)>) -> Result<usize>
-        + Sync,
+    eval: impl Fn(&S, &LazySeries<'q>, &mut ReadBuf, &mut StepValues) -> Result<usize> + Sync,
     mut emit: impl FnMut(
         &mut Evaluator,
         &mut S,
         usize,
         LazySeries<'q>,
         usize,
-        &[(usize, f64)],
+        &StepValues,
     ) -> Result<()>,
 ) -> Result<()> {
     if !worth_parallel(&series) {
-        let (mut buf, mut values) = (Vec::new(), Vec::new());
+        let (mut buf, mut values) = (ReadBuf::default(), StepValues::default());
         for (i, s) in series.into_iter().enumerate() {
             ev.check_deadline()?;
             let n = eval(state, &s, &mut buf, &mut values)?;
@@ -205,8 +300,8 @@ pub(crate) fn eval_series<'q, S: Sync>(
         let shared = &*state;
         let results: Vec<Result<SeriesValues>> = batch
             .par_iter()
-            .map_init(Vec::new, |buf, (_, s)| {
-                let mut values = Vec::new();
+            .map_init(ReadBuf::default, |buf, (_, s)| {
+                let mut values = StepValues::default();
                 let n = eval(shared, s, buf, &mut values)?;
                 Ok((n, values))
             })
@@ -220,9 +315,10 @@ pub(crate) fn eval_series<'q, S: Sync>(
 
 /// Reads a selected series' samples into `buf` without staleness markers
 /// (range vectors never hold them).
-pub(crate) fn read_series_samples(s: &LazySeries<'_>, buf: &mut Vec<(i64, f64)>) -> Result<()> {
-    s.source.read_into(buf)?;
-    buf.retain(|&(_, v)| !is_stale_nan(v));
+pub(crate) fn read_series_samples(s: &LazySeries<'_>, buf: &mut ReadBuf) -> Result<()> {
+    buf.read(s)?;
+    buf.floats.retain(|&(_, v)| !is_stale_nan(v));
+    buf.hists.retain(|(_, h)| !h.is_stale());
     Ok(())
 }
 
@@ -240,12 +336,21 @@ impl RangeData {
         self.at.unwrap_or(step_t) - self.offset
     }
 
-    /// The samples of series `i` in the window (t - range, t] of a step.
+    /// The float samples of series `i` in the window (t - range, t] of a step.
     pub fn window(&self, i: usize, step_t: i64) -> &[(i64, f64)] {
         let t = self.eval_time(step_t);
         let s = &self.series[i].samples;
         let a = s.partition_point(|&(st, _)| st <= t - self.range);
         let b = s.partition_point(|&(st, _)| st <= t);
+        &s[a..b.max(a)]
+    }
+
+    /// The histogram samples of series `i` in the window of a step.
+    pub fn hist_window(&self, i: usize, step_t: i64) -> &[(i64, Hist)] {
+        let t = self.eval_time(step_t);
+        let s = &self.series[i].hists;
+        let a = s.partition_point(|(st, _)| *st <= t - self.range);
+        let b = s.partition_point(|(st, _)| *st <= t);
         &s[a..b.max(a)]
     }
 
@@ -268,23 +373,23 @@ impl RangeData {
 /// The samples of `s` in the window (t - range, t], found from `cursor` (the
 /// previous window's bounds, moved forward) when time goes forward, by
 /// binary search when it goes backwards. See [`RangeData::window_at`].
-pub(crate) fn window_in<'s>(
-    s: &'s [(i64, f64)],
+pub(crate) fn window_in<'s, T>(
+    s: &'s [(i64, T)],
     t: i64,
     range: i64,
     cursor: &mut (usize, usize),
-) -> &'s [(i64, f64)] {
+) -> &'s [(i64, T)] {
     let (mut a, mut b) = *cursor;
-    let behind = |k: usize, limit: i64| k > 0 && s.get(k - 1).is_some_and(|&(st, _)| st > limit);
+    let behind = |k: usize, limit: i64| k > 0 && s.get(k - 1).is_some_and(|(st, _)| *st > limit);
     if a > s.len() || b > s.len() || behind(a, t - range) || behind(b, t) {
-        a = s.partition_point(|&(st, _)| st <= t - range);
-        b = s.partition_point(|&(st, _)| st <= t);
+        a = s.partition_point(|(st, _)| *st <= t - range);
+        b = s.partition_point(|(st, _)| *st <= t);
     } else {
-        while s.get(a).is_some_and(|&(st, _)| st <= t - range) {
+        while s.get(a).is_some_and(|(st, _)| *st <= t - range) {
             a += 1;
         }
         b = b.max(a);
-        while s.get(b).is_some_and(|&(st, _)| st <= t) {
+        while s.get(b).is_some_and(|(st, _)| *st <= t) {
             b += 1;
         }
     }
@@ -526,8 +631,9 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
             let renamed = vec.iter().any(|s| s.drop_name);
             let out: Vec<Sample> = vec
                 .into_iter()
-                .map(|s| Sample {
+                .map(|mut s| Sample {
                     f: s.f,
+                    h: s.h.take().map(Arc::unwrap_or_clone),
                     labels: into_final_labels(s),
                     t,
                 })
@@ -546,7 +652,12 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
             let mut out = Vec::new();
             for i in 0..rd.series.len() {
                 let w = rd.window(i, t);
-                if w.is_empty() {
+                let histograms: Vec<(i64, FloatHistogram)> = rd
+                    .hist_window(i, t)
+                    .iter()
+                    .map(|(t, h)| (*t, (**h).clone()))
+                    .collect();
+                if w.is_empty() && histograms.is_empty() {
                     continue;
                 }
                 // The window's bounds in the series, to move its samples
@@ -561,7 +672,11 @@ fn instant_value(res: Ev, t: i64) -> Result<Value> {
                 let mut points = std::mem::take(&mut rd.series[i].samples);
                 points.truncate(b);
                 points.drain(..a);
-                out.push(SeriesResult { labels, points });
+                out.push(SeriesResult {
+                    labels,
+                    points,
+                    histograms,
+                });
             }
             out.sort_by(|a, b| a.labels.cmp(&b.labels));
             for w in out.windows(2) {
@@ -579,6 +694,7 @@ fn range_value(res: Ev, ts: &[i64]) -> Result<Value> {
         Ev::Scalar(v) => Ok(Value::Matrix(vec![SeriesResult {
             labels: Labels::empty(),
             points: ts.iter().copied().zip(v).collect(),
+            histograms: Vec::new(),
         }])),
         Ev::Vector(steps) => {
             let mut index: HashMap<Labels, usize> = HashMap::new();
@@ -593,15 +709,21 @@ fn range_value(res: Ev, ts: &[i64]) -> Result<Value> {
                             out.push(SeriesResult {
                                 labels,
                                 points: Vec::new(),
+                                histograms: Vec::new(),
                             });
                             out.len() - 1
                         }
                     };
-                    let pts = &mut out[idx].points;
-                    if pts.last().is_some_and(|&(t, _)| t == ts[i]) {
+                    let r = &mut out[idx];
+                    if r.points.last().is_some_and(|&(t, _)| t == ts[i])
+                        || r.histograms.last().is_some_and(|(t, _)| *t == ts[i])
+                    {
                         return eval_err(DUPLICATE_LABELSET);
                     }
-                    pts.push((ts[i], s.f));
+                    match &s.h {
+                        Some(h) => r.histograms.push((ts[i], (**h).clone())),
+                        None => r.points.push((ts[i], s.f)),
+                    }
                 }
             }
             out.sort_by(|a, b| a.labels.cmp(&b.labels));
@@ -845,14 +967,17 @@ impl<'q> Evaluator<'q> {
             series,
             &mut picker,
             |picker, s, buf, values| {
-                s.source.read_into(buf)?;
+                buf.read(s)?;
                 picker.pick(buf, values);
                 Ok(buf.len())
             },
             |ev, _, i, s, _, values| {
                 let labels = Arc::new(s.labels);
-                for &(step, f) in values {
+                for &(step, f) in &values.floats {
                     sink.push(step, i, &labels, f, false);
+                }
+                for (step, h) in &values.hists {
+                    sink.push_hist(*step, i, &labels, h.clone(), false);
                 }
                 pushed += values.len();
                 ev.count_samples(sink.holds(pushed))
@@ -893,19 +1018,20 @@ impl<'q> Evaluator<'q> {
     ) -> Result<RangeData> {
         let (selected, mut rd) = self.matrix_selection(vs, range, ts)?;
         let mut total = 0;
-        let mut buf = Vec::new();
+        let mut buf = ReadBuf::default();
         let mut series = Vec::with_capacity(selected.len());
         for s in selected {
             read_series_samples(&s, &mut buf)?;
-            if buf.is_empty() {
+            if buf.len() == 0 {
                 continue;
             }
             total += buf.len();
             self.count_samples(total)?;
-            let cap = buf.len();
+            let cap = buf.floats.len();
             series.push(RangeSeries {
                 labels: Arc::new(s.labels),
-                samples: std::mem::replace(&mut buf, Vec::with_capacity(cap)),
+                samples: std::mem::replace(&mut buf.floats, Vec::with_capacity(cap)),
+                hists: std::mem::take(&mut buf.hists),
                 drop_name: false,
             });
         }
@@ -963,12 +1089,25 @@ impl<'q> Evaluator<'q> {
                     series.push(RangeSeries {
                         labels: s.labels.clone(),
                         samples: Vec::new(),
+                        hists: Vec::new(),
                         drop_name: false,
                     });
                     series.len() - 1
                 });
                 series[idx].drop_name |= s.drop_name;
-                series[idx].samples.push((inner_ts[i], s.f));
+                match s.h {
+                    // A subquery may skip samples or repeat them: the
+                    // hints about the sample before are void (as in
+                    // Prometheus, which makes them unknown).
+                    Some(mut h) => {
+                        use ferrite_model::CounterResetHint as C;
+                        if matches!(h.counter_reset_hint, C::NotCounterReset | C::CounterReset) {
+                            Arc::make_mut(&mut h).counter_reset_hint = C::Unknown;
+                        }
+                        series[idx].hists.push((inner_ts[i], h))
+                    }
+                    None => series[idx].samples.push((inner_ts[i], s.f)),
+                }
             }
         }
         self.count_samples(total)?;
@@ -989,6 +1128,9 @@ impl<'q> Evaluator<'q> {
                     for vec in &mut steps {
                         for s in vec {
                             s.f = -s.f;
+                            if let Some(h) = &mut s.h {
+                                Arc::make_mut(h).mul(-1.0);
+                            }
                             s.drop_name = true;
                         }
                     }
@@ -1263,6 +1405,59 @@ mod tests {
                 assert!(one.as_ref().is_ok_and(|v| v.len() > 1000), "{q}");
             }
         }
+    }
+
+    #[test]
+    fn histogram_samples_flow_through_selectors_functions_and_aggregations() {
+        use ferrite_model::Span;
+        let mut db = MemStorage::new();
+        let l = Labels::from_pairs(&[("__name__", "h"), ("i", "1")]);
+        for k in 0..5i64 {
+            let c = (k * 10) as f64;
+            db.add_histogram(
+                l.clone(),
+                k * 15_000,
+                FloatHistogram {
+                    count: c,
+                    sum: c,
+                    positive_spans: vec![Span {
+                        offset: 0,
+                        length: 1,
+                    }],
+                    positive_buckets: vec![c],
+                    ..FloatHistogram::default()
+                },
+            );
+        }
+        // A float series of the same name: sum() mixes them, with a warning.
+        db.add(
+            Labels::from_pairs(&[("__name__", "h"), ("i", "2")]),
+            60_000,
+            1.0,
+        );
+        let v = instant(&db, "h{i=\"1\"}", 60_000);
+        assert_eq!(v[0].h.as_ref().map(|h| h.count), Some(40.0));
+        let v = instant(&db, "histogram_count(rate(h[1m]))", 60_000);
+        assert!((v[0].f - 40.0 / 60.0).abs() < 1e-9, "{v:?}");
+        let r = Engine::default()
+            .instant_query(&db, "sum(h)", 60_000)
+            .unwrap();
+        assert_eq!(r.value, Value::Vector(vec![]));
+        assert_eq!(
+            r.warnings,
+            vec![
+                "PromQL warning: encountered a mix of histograms and floats for aggregation (1:5)"
+            ]
+        );
+        let v = instant(&db, "h{i=\"1\"} * 2 + h{i=\"1\"}", 60_000);
+        assert_eq!(v[0].h.as_ref().map(|h| h.sum), Some(120.0));
+        // Range results keep histograms apart from floats.
+        let r = Engine::default()
+            .range_query(&db, "h", 30_000, 60_000, 30_000)
+            .unwrap();
+        let Value::Matrix(m) = r.value else { panic!() };
+        assert_eq!(m[0].histograms.len(), 2);
+        assert_eq!(m[1].points, vec![(60_000, 1.0)]);
     }
 
     #[test]
@@ -1593,7 +1788,7 @@ mod window_tests {
             let mut t = 0;
             let samples: Vec<(i64, f64)> = gaps.iter().map(|g| { t += g; (t, t as f64) }).collect();
             let rd = RangeData {
-                series: vec![RangeSeries { labels: Arc::new(Labels::empty()), samples, drop_name: false }],
+                series: vec![RangeSeries { labels: Arc::new(Labels::empty()), samples, hists: Vec::new(), drop_name: false }],
                 range,
                 offset,
                 at: None,

@@ -14,11 +14,13 @@ use crate::aggregate::{avg, variance};
 use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
 use crate::engine::{
-    eval_series, read_series_samples, window_in, Ev, Evaluator, Lbl, RangeData, Samp,
+    eval_series, read_series_samples, window_in, Ev, Evaluator, Hist, Lbl, RangeData, Samp,
+    StepValues,
 };
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::parse_go_float;
+use ferrite_model::FloatHistogram;
 
 /// Neumaier-compensated summation, as Prometheus sums floats.
 #[derive(Default, Clone, Copy, Debug)]
@@ -194,16 +196,44 @@ pub fn extrapolated_rate(
             }
         }
     }
+    let to_zero = (is_counter && result > 0.0 && first_v >= 0.0).then(|| first_v / result);
+    let factor = extrapolation_factor(
+        first_t,
+        last_t,
+        w.len(),
+        range_start,
+        range_end,
+        to_zero,
+        is_rate,
+    );
+    Some(result * factor)
+}
+
+/// The factor a change over `n` samples from `first_t` to `last_t` is
+/// extrapolated by to the window (range_start, range_end]: fully to an
+/// edge within 1.1 average sample intervals, else by half an interval; a
+/// counter not beyond where it would be zero (`to_zero`: the first value
+/// as a fraction of the change); divided by the window's seconds for a
+/// rate.
+pub(crate) fn extrapolation_factor(
+    first_t: i64,
+    last_t: i64,
+    n: usize,
+    range_start: i64,
+    range_end: i64,
+    to_zero: Option<f64>,
+    is_rate: bool,
+) -> f64 {
     let sampled = (last_t - first_t) as f64 / 1000.0;
-    let avg_step = sampled / (w.len() - 1) as f64;
+    let avg_step = sampled / n.saturating_sub(1).max(1) as f64;
     let threshold = avg_step * 1.1;
     let mut to_start = (first_t - range_start) as f64 / 1000.0;
     let mut to_end = (range_end - last_t) as f64 / 1000.0;
     if to_start >= threshold {
         to_start = avg_step / 2.0;
     }
-    if is_counter && result > 0.0 && first_v >= 0.0 {
-        let to_zero = sampled * (first_v / result);
+    if let Some(ratio) = to_zero {
+        let to_zero = sampled * ratio;
         if to_zero < to_start {
             to_start = to_zero;
         }
@@ -211,11 +241,15 @@ pub fn extrapolated_rate(
     if to_end >= threshold {
         to_end = avg_step / 2.0;
     }
-    let mut factor = (sampled + to_start + to_end) / sampled;
+    let mut factor = if sampled != 0.0 {
+        (sampled + to_start + to_end) / sampled
+    } else {
+        1.0
+    };
     if is_rate {
         factor /= (range_end - range_start) as f64 / 1000.0;
     }
-    Some(result * factor)
+    factor
 }
 
 /// irate / idelta: from the last two samples.
@@ -329,6 +363,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                         vec![Samp {
                             labels: empty.clone(),
                             f,
+                            h: None,
                             drop_name: false,
                         }]
                     })
@@ -339,7 +374,13 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let v = ev.eval_vector(args[0], ts)?;
             Ok(Ev::Scalar(
                 v.into_iter()
-                    .map(|vec| if vec.len() == 1 { vec[0].f } else { f64::NAN })
+                    .map(|vec| {
+                        let mut floats = vec.iter().filter(|s| s.h.is_none());
+                        match (floats.next(), floats.next()) {
+                            (Some(s), None) => s.f,
+                            _ => f64::NAN,
+                        }
+                    })
                     .collect(),
             ))
         }
@@ -351,6 +392,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                     for (i, vec) in v.iter_mut().enumerate() {
                         for s in vec {
                             s.f = ts[i] as f64 / 1000.0;
+                            s.h = None;
                         }
                     }
                     v
@@ -433,6 +475,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                             vec![Samp {
                                 labels: empty.clone(),
                                 f: t as f64 / 1000.0,
+                                h: None,
                                 drop_name: false,
                             }]
                         })
@@ -449,6 +492,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let mut v = ev.eval_vector(args[0], ts)?;
             let desc = name == "sort_desc";
             for vec in &mut v {
+                vec.retain(|s| s.h.is_none());
                 vec.sort_by(|a, b| match (a.f.is_nan(), b.f.is_nan()) {
                     (true, true) => std::cmp::Ordering::Equal,
                     (true, false) => std::cmp::Ordering::Greater,
@@ -524,6 +568,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                             vec![Samp {
                                 labels: labels.clone(),
                                 f: 1.0,
+                                h: None,
                                 drop_name: false,
                             }]
                         } else {
@@ -548,6 +593,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                             vec![Samp {
                                 labels: labels.clone(),
                                 f: 1.0,
+                                h: None,
                                 drop_name: false,
                             }]
                         }
@@ -569,9 +615,25 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                 if !(0.0..=1.0).contains(&qi) {
                     ev.annos.invalid_quantile(qi, q_pos);
                 }
-                out.push(classic_histogram_step(ev, &hist, ts[i], vec, |b| {
+                let (natives, classic) = split_histograms(ev, &hist, vec);
+                let mut step = Vec::new();
+                for s in natives {
+                    let Some(h) = &s.h else { continue };
+                    let (f, note) = crate::histfn::histogram_quantile(qi, h);
+                    if let Some(n) = note {
+                        let text = match n {
+                            crate::histfn::QuantileNote::NaNResult => "PromQL info: input to histogram_quantile has NaN observations, result is NaN",
+                            crate::histfn::QuantileNote::NaNSkew => "PromQL info: input to histogram_quantile has NaN observations, result is skewed higher",
+                        };
+                        let name = native_name(ev, &s);
+                        ev.annos.info(with_metric_name(text, &name), hist.pos);
+                    }
+                    step.push(native_result(s, f));
+                }
+                step.extend(classic_histogram_step(ev, &hist, ts[i], classic, |b| {
                     bucket_quantile_checked(qi, b)
                 }));
+                out.push(step);
             }
             Ok(Ev::Vector(out))
         }
@@ -586,9 +648,21 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             };
             for (i, vec) in v.into_iter().enumerate() {
                 let (l, u) = (lo[i], hi[i]);
-                out.push(classic_histogram_step(ev, &hist, ts[i], vec, |b| {
+                let (natives, classic) = split_histograms(ev, &hist, vec);
+                let mut step = Vec::new();
+                for s in natives {
+                    let Some(h) = &s.h else { continue };
+                    let (f, nan) = crate::histfn::histogram_fraction(l, u, h);
+                    if nan {
+                        let name = native_name(ev, &s);
+                        ev.annos.info(with_metric_name("PromQL info: input to histogram_fraction has NaN observations, which are excluded from all fractions", &name), hist.pos);
+                    }
+                    step.push(native_result(s, f));
+                }
+                step.extend(classic_histogram_step(ev, &hist, ts[i], classic, |b| {
                     (bucket_fraction(l, u, b), None)
                 }));
+                out.push(step);
             }
             Ok(Ev::Vector(out))
         }
@@ -596,7 +670,25 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
         | "histogram_stdvar" => {
             // Native-histogram functions ignore float samples.
             let v = ev.eval_vector(args[0], ts)?;
-            Ok(Ev::Vector(v.into_iter().map(|_| Vec::new()).collect()))
+            let f: fn(&FloatHistogram) -> f64 = match name {
+                "histogram_count" => |h| h.count,
+                "histogram_sum" => |h| h.sum,
+                "histogram_avg" => |h| h.sum / h.count,
+                "histogram_stddev" => |h| crate::histfn::histogram_variance(h).sqrt(),
+                _ => crate::histfn::histogram_variance,
+            };
+            Ok(Ev::Vector(
+                v.into_iter()
+                    .map(|vec| {
+                        vec.into_iter()
+                            .filter_map(|s| {
+                                let x = f(s.h.as_deref()?);
+                                Some(Samp::float(s.labels, x, true))
+                            })
+                            .collect()
+                    })
+                    .collect(),
+            ))
         }
         other => eval_err(format!("function {other:?} is not supported")),
     }
@@ -670,13 +762,17 @@ fn mark_drop(mut v: Vec<Vec<Samp>>) -> Vec<Vec<Samp>> {
     v
 }
 
-/// Maps sample values (None drops the sample) and marks the name dropped.
+/// Maps float sample values (None drops the sample; histogram samples are
+/// dropped) and marks the name dropped.
 fn map_values(v: Vec<Vec<Samp>>, f: impl Fn(usize, f64) -> Option<f64>) -> Vec<Vec<Samp>> {
     v.into_iter()
         .enumerate()
         .map(|(i, vec)| {
             vec.into_iter()
                 .filter_map(|mut s| {
+                    if s.h.is_some() {
+                        return None;
+                    }
                     s.f = f(i, s.f)?;
                     s.drop_name = true;
                     Some(s)
@@ -758,6 +854,9 @@ fn eval_range_function(ev: &mut Evaluator, call: &Call, args: &[&Expr], ts: &[i6
 pub(crate) trait RangeSink {
     fn push(&mut self, step: usize, series: usize, labels: &Lbl, f: f64, drop_name: bool);
 
+    /// A histogram result.
+    fn push_hist(&mut self, step: usize, series: usize, labels: &Lbl, h: Hist, drop_name: bool);
+
     /// How many values the sink holds after `pushed` were pushed into it,
     /// for the max-samples limit: all of them, unless it folds them.
     fn holds(&self, pushed: usize) -> usize {
@@ -771,6 +870,16 @@ impl RangeSink for Vec<Vec<Samp>> {
         self[step].push(Samp {
             labels: labels.clone(),
             f,
+            h: None,
+            drop_name,
+        });
+    }
+
+    fn push_hist(&mut self, step: usize, _series: usize, labels: &Lbl, h: Hist, drop_name: bool) {
+        self[step].push(Samp {
+            labels: labels.clone(),
+            f: 0.0,
+            h: Some(h),
             drop_name,
         });
     }
@@ -789,23 +898,55 @@ struct RangeJob<'a> {
     any_window: Vec<bool>,
     /// The stripped labels of the series that had output.
     stripped: Vec<Lbl>,
+    /// Annotations, with the metric name of the series they are about.
+    notes: Vec<(crate::annotations::Note, String)>,
 }
 
 impl RangeJob<'_> {
     /// The function's value at every step whose window holds samples, as
     /// (step, value) in step order.
-    fn values(&self, spec: &RangeData, samples: &[(i64, f64)], out: &mut Vec<(usize, f64)>) {
+    fn values(
+        &self,
+        spec: &RangeData,
+        samples: &[(i64, f64)],
+        hists: &[(i64, Hist)],
+        out: &mut StepValues,
+    ) {
         out.clear();
         let mut cursor = (0usize, 0usize);
+        let mut hcursor = (0usize, 0usize);
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
             let w = window_in(samples, end, spec.range, &mut cursor);
+            let wh = if hists.is_empty() {
+                &[]
+            } else {
+                window_in(hists, end, spec.range, &mut hcursor)
+            };
+            let p = self.scalar_arg.map_or(0.0, |v| v[step]);
+            if !wh.is_empty() {
+                let win = crate::histfn::Window {
+                    floats: w,
+                    hists: wh,
+                    start: end - spec.range,
+                    end,
+                    step_t: t,
+                    param: p,
+                };
+                match crate::histfn::apply(self.func, &win, out) {
+                    Some(crate::histfn::Out::F(f)) => out.floats.push((step, f)),
+                    Some(crate::histfn::Out::H(h)) => {
+                        out.hists.push((step, crate::histfn::shared(h)))
+                    }
+                    None => {}
+                }
+                continue;
+            }
             if w.is_empty() {
                 continue;
             }
-            let p = self.scalar_arg.map_or(0.0, |v| v[step]);
             if let Some(f) = self.func.apply(w, end - spec.range, end, t, p) {
-                out.push((step, f));
+                out.floats.push((step, f));
             }
         }
     }
@@ -818,31 +959,34 @@ impl RangeJob<'_> {
         i: usize,
         labels: &Lbl,
         drop_name: bool,
-        values: &[(usize, f64)],
+        values: &StepValues,
         sink: &mut dyn RangeSink,
     ) {
-        let mut out_labels: Option<Lbl> = None;
+        for n in &values.notes {
+            self.notes.push((*n, labels.metric_name().to_string()));
+        }
+        if values.len() == 0 {
+            return;
+        }
         let track = !self.any_window.is_empty();
-        for &(step, f) in values {
+        let l = if self.strip {
+            let mut l = (**labels).clone();
+            l.drop_metric_name();
+            let l = Arc::new(l);
+            self.stripped.push(l.clone());
+            l
+        } else {
+            labels.clone()
+        };
+        let dn = !self.strip && (self.drop || drop_name);
+        for &(step, f) in &values.floats {
             if track {
                 self.any_window[step] = true;
             }
-            let l = match &out_labels {
-                Some(l) => l,
-                None => {
-                    let l = if self.strip {
-                        let mut l = (**labels).clone();
-                        l.drop_metric_name();
-                        let l = Arc::new(l);
-                        self.stripped.push(l.clone());
-                        l
-                    } else {
-                        labels.clone()
-                    };
-                    out_labels.insert(l)
-                }
-            };
-            sink.push(step, i, l, f, !self.strip && (self.drop || drop_name));
+            sink.push(step, i, &l, f, dn);
+        }
+        for (step, h) in &values.hists {
+            sink.push_hist(*step, i, &l, h.clone(), dn);
         }
     }
 }
@@ -885,7 +1029,9 @@ pub(crate) fn range_function_into(
         strip,
         any_window: vec![false; if check_quantile { ts.len() } else { 0 }],
         stripped: Vec::new(),
+        notes: Vec::new(),
     };
+    let arg_pos = ev.src.call_arg(call, mi);
     match unwrap_parens(args[mi]) {
         Expr::MatrixSelector(ms) => {
             let range = crate::engine::duration_ms(&ms.range);
@@ -898,7 +1044,7 @@ pub(crate) fn range_function_into(
                 &mut job,
                 |job, s, buf, values| {
                     read_series_samples(s, buf)?;
-                    job.values(&spec, buf, values);
+                    job.values(&spec, &buf.floats, &buf.hists, values);
                     Ok(buf.len())
                 },
                 |ev, job, i, s, n, values| {
@@ -915,13 +1061,16 @@ pub(crate) fn range_function_into(
         }
         _ => {
             let rd: RangeData = ev.eval_matrix(args[mi], ts)?;
-            let mut values = Vec::new();
+            let mut values = StepValues::default();
             for (i, s) in rd.series.iter().enumerate() {
                 ev.check_deadline()?;
-                job.values(&rd, &s.samples, &mut values);
+                job.values(&rd, &s.samples, &s.hists, &mut values);
                 job.emit(i, &s.labels, s.drop_name, &values, sink);
             }
         }
+    }
+    for (n, name) in std::mem::take(&mut job.notes) {
+        ev.annos.note(n, &name, arg_pos);
     }
     if check_quantile {
         for (step, &any) in job.any_window.iter().enumerate() {
@@ -943,7 +1092,7 @@ pub(crate) fn range_function_into(
 
 /// A range-vector function, resolved from its name once per call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RangeFn {
+pub(crate) enum RangeFn {
     Rate,
     Increase,
     Delta,
@@ -1179,10 +1328,73 @@ fn classic_histogram_step(
         out.push(Samp {
             labels: Arc::new(h.labels),
             f: v,
+            h: None,
             drop_name: true,
         });
     }
     out
+}
+
+/// Splits one step's input of `histogram_quantile`/`histogram_fraction`
+/// into native histogram samples and classic bucket samples. A native
+/// histogram with the labels of a classic histogram's buckets (less `le`)
+/// is a conflict: both are left out, with a warning.
+fn split_histograms(ev: &mut Evaluator, arg: &HistArg, vec: Vec<Samp>) -> (Vec<Samp>, Vec<Samp>) {
+    let (natives, classic): (Vec<Samp>, Vec<Samp>) = vec.into_iter().partition(|s| s.h.is_some());
+    if natives.is_empty() || classic.is_empty() {
+        return (natives, classic);
+    }
+    let key = |l: &Labels| {
+        let mut l = l.clone();
+        l.remove("le");
+        l
+    };
+    let classic_keys: std::collections::HashSet<Labels> = classic
+        .iter()
+        .filter(|s| {
+            let le = s.labels.get("le");
+            parse_go_float(le.as_bytes()).is_ok_and(|v| !v.is_nan())
+        })
+        .map(|s| key(&s.labels))
+        .collect();
+    let mut conflicts: std::collections::HashSet<Labels> = std::collections::HashSet::new();
+    let mut kept = Vec::with_capacity(natives.len());
+    for s in natives {
+        if classic_keys.contains(&*s.labels) {
+            let name = native_name(ev, &s);
+            ev.annos.warn(
+                with_metric_name(
+                    "PromQL warning: vector contains a mix of classic and native histograms",
+                    &name,
+                ),
+                arg.pos,
+            );
+            conflicts.insert((*s.labels).clone());
+            continue;
+        }
+        kept.push(s);
+    }
+    let classic = classic
+        .into_iter()
+        .filter(|s| !conflicts.contains(&key(&s.labels)))
+        .collect();
+    (kept, classic)
+}
+
+/// The metric name annotations about a native histogram sample name (none
+/// once the name is gone, without delayed name removal).
+fn native_name(ev: &Evaluator, s: &Samp) -> String {
+    if ev.delayed_name_removal {
+        s.labels.metric_name().to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// A float computed from a native histogram sample: its labels, the name
+/// to be dropped.
+fn native_result(s: Samp, f: f64) -> Samp {
+    Samp::float(s.labels, f, true)
 }
 
 /// The φ-quantile from cumulative (upper bound, count) buckets, linearly

@@ -1,4 +1,5 @@
-//! PromQL evaluation with Prometheus v3.9 semantics, over float samples.
+//! PromQL evaluation with Prometheus v3.16 semantics, over float and native
+//! histogram samples.
 //!
 //! Where things are:
 //! - [`storage`]: the [`Queryable`]/[`Querier`] traits the engine reads
@@ -23,13 +24,16 @@
 //!
 //! Evaluation is step-vectorised: every expression is evaluated once for all
 //! steps of a query, each selector selecting its series once over the span
-//! its steps need. Native histograms are not supported.
+//! its steps need. Samples are floats or native histograms
+//! (`ferrite_model::FloatHistogram`; PromQL's histogram semantics in
+//! `histfn`, the arithmetic in `ferrite_model::histogram_ops`).
 
 pub mod aggregate;
 mod annotations;
 pub mod binary;
 pub mod engine;
 pub mod functions;
+mod histfn;
 mod lexical;
 pub mod nesting;
 pub mod parsed;

@@ -9,8 +9,10 @@
 //! an instant query is also run as a range query around its time and the
 //! middle step compared.
 //!
-//! Cases that need what Ferrite does not support yet (native histograms) or
-//! what Prometheus gates behind experimental flags (which its test engine
+//! Native histograms are written `{{schema:0 count:3 buckets:[1 2]}}`;
+//! `load_with_nhcb` also stores classic histograms as NHCB, and loaded
+//! histograms get the counter-reset hints Prometheus' TSDB reads back.
+//! Cases that need what Prometheus gates behind experimental flags (which its test engine
 //! turns on) are reported as skipped with a reason, not as failures.
 //! Not done: the extra `@`-modifier re-runs Prometheus adds to each instant
 //! case.
@@ -24,6 +26,8 @@ use regex::Regex;
 use crate::engine::{Engine, EngineOptions};
 use crate::storage::{Labels, MemStorage, STALE_NAN};
 use crate::value::Value;
+use ferrite_model::histogram_ops::custom_bounds_match;
+use ferrite_model::{CounterResetHint, FloatHistogram, Span};
 
 /// The outcome of one file.
 #[derive(Clone, Debug, Default)]
@@ -145,12 +149,87 @@ pub fn test_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// One value of a series description.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum SeqValue {
     Omitted,
     Float(f64),
-    /// A native histogram (`{{...}}`), not supported: only marked.
-    Histogram,
+    /// A native histogram (`{{...}}`), and whether its counter reset hint
+    /// was given (results are compared on it only then).
+    Histogram(Box<FloatHistogram>, bool),
+}
+
+/// Parses a histogram description (`{{schema:0 count:3 buckets:[1 2]}}`)
+/// at the start of `s`: the histogram, whether it gave its counter reset
+/// hint, and the rest of `s`.
+pub fn parse_histogram(s: &str) -> Result<(FloatHistogram, bool, &str), String> {
+    let body = s.strip_prefix("{{").ok_or("histogram must start with {{")?;
+    let end = body.find("}}").ok_or("unterminated histogram")?;
+    let (inner, rest) = (&body[..end], &body[end + 2..]);
+    let mut h = FloatHistogram::default();
+    let mut hint_set = false;
+    let (mut pos, mut neg) = (None::<Vec<f64>>, None::<Vec<f64>>);
+    let (mut pos_off, mut neg_off) = (0i32, 0i32);
+    let mut it = inner.trim();
+    let num = |v: &str| parse_num(v).ok_or_else(|| format!("invalid number {v:?} in histogram"));
+    let list = |v: &str| -> Result<Vec<f64>, String> { v.split_whitespace().map(num).collect() };
+    while !it.is_empty() {
+        let (key, after) = it
+            .split_once(':')
+            .ok_or_else(|| format!("invalid histogram description {inner:?}"))?;
+        let key = key.trim();
+        let after = after.trim_start();
+        let (val, next) = if let Some(a) = after.strip_prefix('[') {
+            let e = a.find(']').ok_or("unterminated bucket list")?;
+            (&a[..e], &a[e + 1..])
+        } else {
+            let e = after.find(char::is_whitespace).unwrap_or(after.len());
+            (&after[..e], &after[e..])
+        };
+        it = next.trim_start();
+        let int = |v: &str| v.parse::<i32>().map_err(|_| format!("invalid {key} {v:?}"));
+        match key {
+            "schema" => h.schema = int(val)?,
+            "sum" => h.sum = num(val)?,
+            "count" => h.count = num(val)?,
+            "z_bucket" => h.zero_count = num(val)?,
+            "z_bucket_w" => h.zero_threshold = num(val)?,
+            "custom_values" => h.custom_values = list(val)?,
+            "buckets" => pos = Some(list(val)?),
+            "n_buckets" => neg = Some(list(val)?),
+            "offset" => pos_off = int(val)?,
+            "n_offset" => neg_off = int(val)?,
+            "counter_reset_hint" => {
+                hint_set = true;
+                h.counter_reset_hint = match val {
+                    "unknown" => CounterResetHint::Unknown,
+                    "reset" => CounterResetHint::CounterReset,
+                    "not_reset" => CounterResetHint::NotCounterReset,
+                    "gauge" => CounterResetHint::Gauge,
+                    other => return Err(format!("invalid counter_reset_hint {other:?}")),
+                };
+            }
+            other => return Err(format!("unknown histogram key {other:?}")),
+        }
+    }
+    for (b, off, positive) in [(pos, pos_off, true), (neg, neg_off, false)] {
+        let Some(b) = b else { continue };
+        let spans = if b.is_empty() {
+            Vec::new()
+        } else {
+            vec![Span {
+                offset: off,
+                length: b.len() as u32,
+            }]
+        };
+        if positive {
+            h.positive_spans = spans;
+            h.positive_buckets = b;
+        } else {
+            h.negative_spans = spans;
+            h.negative_buckets = b;
+        }
+    }
+    Ok((h, hint_set, rest))
 }
 
 /// Parses a PromQL duration (`1h30m`, `5m`, `100ms`, `0`) into ms.
@@ -301,29 +380,43 @@ pub fn parse_values(s: &str) -> Result<Vec<SeqValue>, String> {
         .map_err(|e| e.to_string())?;
     while !rest.is_empty() {
         if rest.starts_with("{{") {
-            let end = rest.find("}}").ok_or("unterminated histogram")? + 2;
-            let after = &rest[end..];
-            let (count, after) = match after.strip_prefix('x') {
-                Some(a) => {
-                    let e = a.find(char::is_whitespace).unwrap_or(a.len());
-                    (
-                        a[..e].parse::<usize>().map_err(|e| e.to_string())? + 1,
-                        &a[e..],
-                    )
-                }
-                None => {
-                    // `{{...}}+{{...}}xN`
-                    let e = after.find(char::is_whitespace).unwrap_or(after.len());
-                    let tail = &after[..e];
-                    let n = tail
-                        .rsplit_once('x')
-                        .and_then(|(_, n)| n.parse::<usize>().ok())
-                        .map(|n| n + 1)
-                        .unwrap_or(1);
-                    (n, &after[e..])
-                }
+            let (base, set, after) = parse_histogram(rest)?;
+            let times = |a: &str| -> Result<(usize, usize), String> {
+                let e = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
+                let n = a[..e]
+                    .parse::<usize>()
+                    .map_err(|_| format!("invalid repetition in {a:?}"))?;
+                Ok((n, e))
             };
-            out.extend(std::iter::repeat_n(SeqValue::Histogram, count));
+            let after = if let Some(a) = after.strip_prefix('x') {
+                let (n, e) = times(a)?;
+                for _ in 0..=n {
+                    out.push(SeqValue::Histogram(Box::new(base.clone()), set));
+                }
+                &a[e..]
+            } else if after.starts_with("+{{") || after.starts_with("-{{") {
+                let sub = after.starts_with('-');
+                let (inc, inc_set, a) = parse_histogram(&after[1..])?;
+                let a = a.strip_prefix('x').ok_or("histogram expansion needs xN")?;
+                let (n, e) = times(a)?;
+                if inc.schema < base.schema && !base.uses_custom_buckets() {
+                    return Err(format!(
+                        "error combining histograms: cannot merge from schema {} to {}",
+                        inc.schema, base.schema
+                    ));
+                }
+                let mut cur = base;
+                out.push(SeqValue::Histogram(Box::new(cur.clone()), inc_set));
+                for _ in 0..n {
+                    let r = if sub { cur.sub(&inc) } else { cur.add(&inc) };
+                    r.map_err(|e| e.to_string())?;
+                    out.push(SeqValue::Histogram(Box::new(cur.clone()), inc_set));
+                }
+                &a[e..]
+            } else {
+                out.push(SeqValue::Histogram(Box::new(base), set));
+                after
+            };
             rest = after.trim_start();
             continue;
         }
@@ -507,6 +600,8 @@ pub fn run_file(file: &str, content: &str, engine: &Engine) -> FileReport {
                 .unwrap_or(0);
             let mut st_default = false;
             let mut names = Vec::new();
+            let mut nhcb_defs: Vec<Labels> = Vec::new();
+            let mut loaded_hist: Vec<Labels> = Vec::new();
             i += 1;
             while i < lines.len() && !lines[i].is_empty() {
                 let def = &lines[i];
@@ -528,31 +623,41 @@ pub fn run_file(file: &str, content: &str, engine: &Engine) -> FileReport {
                 };
                 let name = ls.metric_name().to_string();
                 names.push(name.clone());
-                if rest.contains("{{") {
-                    unsupported.insert(name.clone(), "native histograms");
-                    hist_series.push(ls.clone());
-                }
                 let Ok(vals) = parse_values(rest) else {
                     continue;
                 };
-                for (k, v) in vals.iter().enumerate() {
+                let has_hist = vals.iter().any(|v| matches!(v, SeqValue::Histogram(..)));
+                for (k, v) in vals.into_iter().enumerate() {
+                    let t = k as i64 * step;
                     match v {
-                        SeqValue::Float(f) => db.add(ls.clone(), k as i64 * step, *f),
-                        SeqValue::Histogram => {}
+                        // A staleness marker in a histogram series is a
+                        // histogram (as the TSDB stores it).
+                        SeqValue::Float(f) if has_hist && crate::is_stale_nan(f) => db
+                            .add_histogram(
+                                ls.clone(),
+                                t,
+                                FloatHistogram {
+                                    sum: f,
+                                    ..FloatHistogram::default()
+                                },
+                            ),
+                        SeqValue::Float(f) => db.add(ls.clone(), t, f),
+                        SeqValue::Histogram(h, _) => db.add_histogram(ls.clone(), t, *h),
                         SeqValue::Omitted => {}
                     }
                 }
-                if nhcb {
-                    for suffix in ["_bucket", "_count", "_sum"] {
-                        if let Some(base) = name.strip_suffix(suffix) {
-                            unsupported.insert(base.to_string(), "native histograms");
-                            let mut l = ls.clone();
-                            l.set("__name__", base);
-                            l.remove("le");
-                            hist_series.push(l);
-                        }
-                    }
+                if has_hist {
+                    loaded_hist.push(ls.clone());
                 }
+                if nhcb {
+                    nhcb_defs.push(ls.clone());
+                }
+            }
+            if nhcb {
+                loaded_hist.extend(add_nhcb(&mut db, &nhcb_defs));
+            }
+            for ls in loaded_hist.drain(..) {
+                stored_hints(&mut db, &ls);
             }
             if st_default {
                 for n in names {
@@ -653,9 +758,6 @@ pub fn run_file(file: &str, content: &str, engine: &Engine) -> FileReport {
                     }
                     continue;
                 }
-                if def.contains("{{") {
-                    case.histograms = true;
-                }
                 if let Some(f) = parse_expected_number(&def) {
                     case.scalar = Some(f);
                     break;
@@ -663,9 +765,6 @@ pub fn run_file(file: &str, content: &str, engine: &Engine) -> FileReport {
                 pos += 1;
                 match parse_series_desc(&def).and_then(|(ls, rest)| Ok((ls, parse_values(rest)?))) {
                     Ok((ls, vals)) => {
-                        if vals.contains(&SeqValue::Histogram) {
-                            case.histograms = true;
-                        }
                         case.series.push((ls, vals, pos));
                     }
                     Err(e) => case.bad = Some(e),
@@ -726,6 +825,185 @@ fn parse_expected_number(s: &str) -> Option<f64> {
         "NaN" => Some(f64::NAN),
         _ => s.parse::<f64>().ok(),
     }
+}
+
+/// Prometheus' test comparison of histograms: both compacted; schema,
+/// zero threshold, spans and custom bounds exact, counts within the
+/// tolerance, the counter reset hint only when the expectation gave one.
+fn histograms_match(exp: &FloatHistogram, got: &FloatHistogram, hint_set: bool) -> bool {
+    let (mut e, mut g) = (exp.clone(), got.clone());
+    e.compact();
+    g.compact();
+    let close = |a: f64, b: f64| almost_equal(a, b, EPSILON);
+    let buckets =
+        |a: &[f64], b: &[f64]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y));
+    e.schema == g.schema
+        && close(e.count, g.count)
+        && close(e.sum, g.sum)
+        && (!e.uses_custom_buckets() || custom_bounds_match(&e.custom_values, &g.custom_values))
+        && e.zero_threshold == g.zero_threshold
+        && close(e.zero_count, g.zero_count)
+        && e.positive_spans == g.positive_spans
+        && e.negative_spans == g.negative_spans
+        && buckets(&e.positive_buckets, &g.positive_buckets)
+        && buckets(&e.negative_buckets, &g.negative_buckets)
+        && (!hint_set || e.counter_reset_hint == g.counter_reset_hint)
+}
+
+/// Sets the counter reset hints of a series' histograms to what
+/// Prometheus' TSDB hands out when reading them: a histogram starting a
+/// chunk (the first, one after a float, a counter reset, a layout the
+/// chunk cannot take, a gauge/counter switch) has "unknown", the others
+/// "not a reset"; gauge histograms stay gauges.
+fn stored_hints(db: &mut MemStorage, ls: &Labels) {
+    let floats: Vec<i64> = db
+        .iter()
+        .find(|(l, _, _)| *l == ls)
+        .map(|(_, f, _)| f.iter().map(|p| p.0).collect())
+        .unwrap_or_default();
+    let Some(hists) = db.histograms_mut(ls) else {
+        return;
+    };
+    let mut prev: Option<(i64, FloatHistogram)> = None;
+    let mut fi = 0;
+    for (t, h) in hists.iter_mut() {
+        if h.is_stale() {
+            continue;
+        }
+        // A float sample since the previous histogram starts a new chunk.
+        let mut float_between = false;
+        while fi < floats.len() && floats[fi] < *t {
+            if prev.as_ref().is_some_and(|(pt, _)| floats[fi] > *pt) {
+                float_between = true;
+            }
+            fi += 1;
+        }
+        let gauge = h.counter_reset_hint == CounterResetHint::Gauge;
+        let new_chunk = match &prev {
+            None => true,
+            Some(_) if float_between => true,
+            Some((_, p)) => {
+                let p_gauge = p.counter_reset_hint == CounterResetHint::Gauge;
+                if gauge != p_gauge {
+                    true
+                } else if gauge {
+                    false
+                } else {
+                    let mut probe = h.clone();
+                    probe.counter_reset_hint = CounterResetHint::Unknown;
+                    h.counter_reset_hint == CounterResetHint::CounterReset
+                        || p.schema != h.schema
+                        || p.zero_threshold != h.zero_threshold
+                        || !custom_bounds_match(&p.custom_values, &h.custom_values)
+                        || probe.detect_reset(p)
+                }
+            }
+        };
+        let original = h.clone();
+        h.counter_reset_hint = if gauge {
+            CounterResetHint::Gauge
+        } else if new_chunk {
+            CounterResetHint::Unknown
+        } else {
+            CounterResetHint::NotCounterReset
+        };
+        prev = Some((*t, original));
+    }
+}
+
+/// `load_with_nhcb`: the classic histograms among `defs` (series named
+/// `*_bucket` with `le`, `*_count`, `*_sum`) also stored as native
+/// histograms with custom buckets, named without the suffix. Returns the
+/// new series.
+fn add_nhcb(db: &mut MemStorage, defs: &[Labels]) -> Vec<Labels> {
+    #[derive(Default)]
+    struct Temp {
+        buckets: Vec<(f64, f64)>,
+        count: Option<f64>,
+        sum: f64,
+    }
+    let mut by_series: std::collections::BTreeMap<Labels, std::collections::BTreeMap<i64, Temp>> =
+        std::collections::BTreeMap::new();
+    let defs: HashSet<&Labels> = defs.iter().collect();
+    let series: Vec<(Labels, Vec<(i64, f64)>)> = db
+        .iter()
+        .filter(|(l, _, _)| defs.contains(l))
+        .map(|(l, f, _)| (l.clone(), f.to_vec()))
+        .collect();
+    for (ls, samples) in series {
+        let name = ls.metric_name().to_string();
+        let (kind, base) = if let Some(b) = name.strip_suffix("_bucket") {
+            (0, b)
+        } else if let Some(b) = name.strip_suffix("_sum") {
+            (2, b)
+        } else if let Some(b) = name.strip_suffix("_count") {
+            (1, b)
+        } else {
+            continue;
+        };
+        let le = if kind == 0 {
+            match parse_num(ls.get("le")) {
+                Some(v) if !v.is_nan() => Some(v),
+                _ => continue,
+            }
+        } else {
+            None
+        };
+        let mut key = ls.clone();
+        key.set("__name__", base);
+        key.remove("le");
+        let per_t = by_series.entry(key).or_default();
+        for (t, v) in samples {
+            let temp = per_t.entry(t).or_default();
+            match (kind, le) {
+                (0, Some(le)) => {
+                    if !temp.buckets.iter().any(|b| b.0 == le) {
+                        temp.buckets.push((le, v));
+                    }
+                }
+                (1, _) => temp.count = Some(v),
+                _ => temp.sum = v,
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (key, per_t) in by_series {
+        for (t, mut temp) in per_t {
+            temp.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let Some(count) = temp.count.or_else(|| temp.buckets.last().map(|b| b.1)) else {
+                continue;
+            };
+            if temp.buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
+                temp.buckets.push((f64::INFINITY, count));
+            }
+            let mut prev = 0.0;
+            let mut counts = Vec::with_capacity(temp.buckets.len());
+            let mut bounds = Vec::new();
+            for &(le, c) in &temp.buckets {
+                counts.push(c - prev);
+                prev = c;
+                if le != f64::INFINITY {
+                    bounds.push(le);
+                }
+            }
+            let mut h = FloatHistogram {
+                schema: ferrite_model::histogram::CUSTOM_BUCKETS_SCHEMA,
+                count,
+                sum: temp.sum,
+                positive_spans: vec![Span {
+                    offset: 0,
+                    length: counts.len() as u32,
+                }],
+                positive_buckets: counts,
+                custom_values: bounds,
+                ..FloatHistogram::default()
+            };
+            h.compact();
+            db.add_histogram(key.clone(), t, h);
+        }
+        out.push(key);
+    }
+    out
 }
 
 /// Functions Prometheus parses only with `EnableExperimentalFunctions`.
@@ -883,14 +1161,18 @@ fn run_case(case: &EvalCase, db: &MemStorage, engine: &Engine) -> Result<(), Str
         let vec: Vec<crate::value::Sample> = m
             .into_iter()
             .filter_map(|s| {
-                s.points
+                let f = s.points.iter().find(|p| p.0 == t).map(|&(_, f)| (f, None));
+                let h = s
+                    .histograms
                     .iter()
                     .find(|p| p.0 == t)
-                    .map(|&(_, f)| crate::value::Sample {
-                        labels: s.labels.clone(),
-                        t,
-                        f,
-                    })
+                    .map(|(_, h)| (0.0, Some(h.clone())));
+                f.or(h).map(|(f, h)| crate::value::Sample {
+                    labels: s.labels.clone(),
+                    t,
+                    f,
+                    h,
+                })
             })
             .collect();
         let v = if matches!(res.value, Value::Scalar { .. }) {
@@ -987,26 +1269,47 @@ fn compare(case: &EvalCase, v: &Value, start: i64, step: i64) -> Result<(), Stri
                     ));
                 };
                 let mut exp = Vec::new();
+                let mut exp_h = Vec::new();
                 for (k, e) in vals.iter().enumerate() {
                     let t = start + k as i64 * step;
                     if t > end {
                         return Err(format!("expected {} points for {}, but query time range cannot return this many points", vals.len(), s.labels));
                     }
-                    if let SeqValue::Float(f) = e {
-                        exp.push((t, *f));
+                    match e {
+                        SeqValue::Float(f) => exp.push((t, *f)),
+                        SeqValue::Histogram(h, set) => exp_h.push((t, h, *set)),
+                        SeqValue::Omitted => {}
                     }
                 }
-                if exp.len() != s.points.len() {
+                if exp.len() != s.points.len() || exp_h.len() != s.histograms.len() {
                     return Err(format!(
-                        "expected {} points for {}, got {:?}",
+                        "expected {} float points and {} histogram points for {}, got {:?} and {}",
                         exp.len(),
+                        exp_h.len(),
                         s.labels,
-                        s.points
+                        s.points,
+                        s.histograms
+                            .iter()
+                            .map(|(t, h)| format!("{} @[{t}]", h.test_expression()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
                 for (e, a) in exp.iter().zip(&s.points) {
                     if e.0 != a.0 || !almost_equal(e.1, a.1, EPSILON) {
                         return Err(format!("expected {:?} for {}, got {:?}", e, s.labels, a));
+                    }
+                }
+                for (e, a) in exp_h.iter().zip(&s.histograms) {
+                    if e.0 != a.0 || !histograms_match(e.1, &a.1, e.2) {
+                        return Err(format!(
+                            "expected {} @[{}] for {}, got {} @[{}]",
+                            e.1.test_expression(),
+                            e.0,
+                            s.labels,
+                            a.1.test_expression(),
+                            a.0
+                        ));
                     }
                 }
             }
@@ -1039,12 +1342,38 @@ fn compare(case: &EvalCase, v: &Value, start: i64, step: i64) -> Result<(), Stri
                         pos + 1
                     ));
                 }
-                let e = match vals.first() {
-                    Some(SeqValue::Float(f)) => *f,
+                match (vals.first(), &s.h) {
+                    (Some(SeqValue::Float(e)), None) => {
+                        if !almost_equal(*e, s.f, EPSILON) {
+                            return Err(format!("expected {e} for {} but got {}", s.labels, s.f));
+                        }
+                    }
+                    (Some(SeqValue::Histogram(e, set)), Some(h)) => {
+                        if !histograms_match(e, h, *set) {
+                            return Err(format!(
+                                "expected {} for {} but got {}",
+                                e.test_expression(),
+                                s.labels,
+                                h.test_expression()
+                            ));
+                        }
+                    }
+                    (Some(SeqValue::Float(e)), Some(h)) => {
+                        return Err(format!(
+                            "expected float value {e} for {} but got histogram {}",
+                            s.labels,
+                            h.test_expression()
+                        ))
+                    }
+                    (Some(SeqValue::Histogram(e, _)), None) => {
+                        return Err(format!(
+                            "expected histogram {} for {} but got float value {}",
+                            e.test_expression(),
+                            s.labels,
+                            s.f
+                        ))
+                    }
                     _ => return Err(format!("bad expectation for {}", s.labels)),
-                };
-                if !almost_equal(e, s.f, EPSILON) {
-                    return Err(format!("expected {e} for {} but got {}", s.labels, s.f));
                 }
                 seen.insert(&s.labels);
             }
@@ -1053,6 +1382,14 @@ fn compare(case: &EvalCase, v: &Value, start: i64, step: i64) -> Result<(), Stri
             }
         }
         Value::Scalar { v, .. } => {
+            if let Some((_, vals, _)) = case.series.first() {
+                if let Some(SeqValue::Histogram(h, _)) = vals.first() {
+                    return Err(format!(
+                        "expected histogram {} but got scalar {v}",
+                        h.test_expression()
+                    ));
+                }
+            }
             let Some(e) = case.scalar else {
                 return Err(format!(
                     "expected vector or matrix result, but got scalar {v}"
@@ -1105,11 +1442,28 @@ mod tests {
         let v = parse_values("stale NaN").unwrap();
         assert!(matches!(v[0], Float(f) if crate::is_stale_nan(f)));
         assert!(matches!(v[1], Float(f) if f.is_nan() && !crate::is_stale_nan(f)));
+        let v = parse_values("{{schema:1 sum:3 count:22 buckets:[5 10 7] offset:-1}} 1").unwrap();
+        let Histogram(h, false) = &v[0] else {
+            panic!("{v:?}")
+        };
+        assert_eq!((h.schema, h.sum, h.count), (1, 3.0, 22.0));
         assert_eq!(
-            parse_values("{{schema:1 sum:3 count:22 buckets:[5 10 7]}} 1").unwrap(),
-            vec![Histogram, Float(1.0)]
+            h.positive_spans,
+            vec![Span {
+                offset: -1,
+                length: 3
+            }]
         );
-        assert_eq!(parse_values("{{count:1}}x2").unwrap(), vec![Histogram; 3]);
+        assert_eq!(v[1], Float(1.0));
+        assert_eq!(parse_values("{{count:1}}x2").unwrap().len(), 3);
+        let v = parse_values(
+            "{{count:1 buckets:[1]}}+{{count:2 buckets:[2] counter_reset_hint:gauge}}x2",
+        )
+        .unwrap();
+        let Histogram(h, true) = &v[2] else {
+            panic!("{v:?}")
+        };
+        assert_eq!((h.count, h.positive_buckets.clone()), (5.0, vec![5.0]));
         assert!(parse_values("abc").is_err());
     }
 
@@ -1164,7 +1518,7 @@ mod proptests {
             let vals = parse_values(&format!("{start}{sign}{}x{n}", inc.abs())).unwrap();
             prop_assert_eq!(vals.len(), n + 1);
             for (i, v) in vals.iter().enumerate() {
-                prop_assert_eq!(*v, SeqValue::Float((start + inc * i as i64) as f64));
+                prop_assert_eq!(v, &SeqValue::Float((start + inc * i as i64) as f64));
             }
         }
     }

@@ -8,16 +8,24 @@
 //! then slides its windows over those samples. So a range query of N steps
 //! costs one selection per selector, not N.
 //!
-//! Samples include staleness markers ([`STALE_NAN`]); the engine interprets
-//! them, the storage only keeps them.
+//! Samples include staleness markers ([`STALE_NAN`], or a histogram whose
+//! sum is that NaN); the engine interprets them, the storage only keeps them.
+//!
+//! A series holds float samples, native histogram samples, or both (at
+//! different times): [`SampleSource::read_into`] hands out the floats,
+//! [`SampleSource::read_histograms_into`] the histograms (as
+//! [`FloatHistogram`]s; integer histograms converted with
+//! `Histogram::to_float`). A storage without histograms implements only the
+//! first. [`Querier::select`] (the eager variant) carries floats only; the
+//! engine selects through [`Querier::select_lazy`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 pub use ferrite_model::matcher::compile_anchored;
 pub use ferrite_model::{
-    is_stale_nan, Label, Labels, MatchType, Matcher, MatcherError, Str, METRIC_NAME, STALE_NAN,
-    STALE_NAN_BITS,
+    is_stale_nan, FloatHistogram, Label, Labels, MatchType, Matcher, MatcherError, Str,
+    METRIC_NAME, STALE_NAN, STALE_NAN_BITS,
 };
 
 /// Errors of a storage implementation.
@@ -36,7 +44,8 @@ pub struct SelectHints {
     pub end: i64,
 }
 
-/// A selected series: labels and its float samples in time order.
+/// A selected series: labels and its float samples in time order (see
+/// the module's notes: histograms come through [`Querier::select_lazy`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     pub labels: Labels,
@@ -50,6 +59,18 @@ pub trait SampleSource: Send + Sync {
     /// Replaces `out`'s contents with the series' samples in the selection's
     /// range, in time order (staleness markers included).
     fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError>;
+
+    /// Replaces `out`'s contents with the series' native histogram samples
+    /// in the selection's range, in time order (staleness markers, whose sum
+    /// is [`STALE_NAN`], included). At one timestamp a series has either a
+    /// float or a histogram. The default: no histograms.
+    fn read_histograms_into(
+        &self,
+        out: &mut Vec<(i64, FloatHistogram)>,
+    ) -> Result<(), StorageError> {
+        out.clear();
+        Ok(())
+    }
 
     /// Whether the samples are in memory already, so that reading them is a
     /// copy (the engine then does not spread the reading over threads).
@@ -134,10 +155,60 @@ pub trait Querier {
     fn label_values(&self, name: &str, matchers: &[Matcher]) -> Result<Vec<String>, StorageError>;
 }
 
+/// The samples of one in-memory series.
+#[derive(Default, Debug, Clone)]
+struct MemSeries {
+    floats: Vec<(i64, f64)>,
+    hists: Vec<(i64, FloatHistogram)>,
+}
+
+/// Puts `(t, v)` into time-ordered `s`, replacing a sample at `t`.
+fn insert_sorted<T>(s: &mut Vec<(i64, T)>, t: i64, v: T) {
+    match s.last() {
+        Some((lt, _)) if *lt < t => s.push((t, v)),
+        None => s.push((t, v)),
+        _ => match s.binary_search_by_key(&t, |(st, _)| *st) {
+            Ok(i) => s[i].1 = v,
+            Err(i) => s.insert(i, (t, v)),
+        },
+    }
+}
+
+fn remove_at<T>(s: &mut Vec<(i64, T)>, t: i64) {
+    if let Ok(i) = s.binary_search_by_key(&t, |(st, _)| *st) {
+        s.remove(i);
+    }
+}
+
 /// An in-memory storage: a sorted map from label set to samples.
 #[derive(Default, Debug, Clone)]
 pub struct MemStorage {
-    series: BTreeMap<Labels, Vec<(i64, f64)>>,
+    series: BTreeMap<Labels, MemSeries>,
+}
+
+/// An in-memory series' samples in a range.
+struct MemSource<'a> {
+    floats: &'a [(i64, f64)],
+    hists: &'a [(i64, FloatHistogram)],
+}
+
+impl SampleSource for MemSource<'_> {
+    fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError> {
+        self.floats.read_into(out)
+    }
+
+    fn read_histograms_into(
+        &self,
+        out: &mut Vec<(i64, FloatHistogram)>,
+    ) -> Result<(), StorageError> {
+        out.clear();
+        out.extend_from_slice(self.hists);
+        Ok(())
+    }
+
+    fn in_memory(&self) -> bool {
+        true
+    }
 }
 
 impl MemStorage {
@@ -145,17 +216,37 @@ impl MemStorage {
         Self::default()
     }
 
-    /// Adds a sample; a sample at an existing timestamp replaces it.
+    /// Adds a sample; a sample (float or histogram) at an existing
+    /// timestamp is replaced.
     pub fn add(&mut self, labels: Labels, t: i64, v: f64) {
         let s = self.series.entry(labels).or_default();
-        match s.last() {
-            Some(&(lt, _)) if lt < t => s.push((t, v)),
-            None => s.push((t, v)),
-            _ => match s.binary_search_by_key(&t, |&(st, _)| st) {
-                Ok(i) => s[i].1 = v,
-                Err(i) => s.insert(i, (t, v)),
-            },
+        if !s.hists.is_empty() {
+            remove_at(&mut s.hists, t);
         }
+        insert_sorted(&mut s.floats, t, v);
+    }
+
+    /// Adds a native histogram sample; a sample at an existing timestamp
+    /// is replaced.
+    pub fn add_histogram(&mut self, labels: Labels, t: i64, h: FloatHistogram) {
+        let s = self.series.entry(labels).or_default();
+        remove_at(&mut s.floats, t);
+        insert_sorted(&mut s.hists, t, h);
+    }
+
+    /// Every series with its float and histogram samples, sorted by labels.
+    #[allow(clippy::type_complexity)]
+    pub fn iter(
+        &self,
+    ) -> impl Iterator<Item = (&Labels, &[(i64, f64)], &[(i64, FloatHistogram)])> + '_ {
+        self.series
+            .iter()
+            .map(|(l, s)| (l, s.floats.as_slice(), s.hists.as_slice()))
+    }
+
+    /// The histogram samples of a series, to adjust in place.
+    pub fn histograms_mut(&mut self, labels: &Labels) -> Option<&mut Vec<(i64, FloatHistogram)>> {
+        self.series.get_mut(labels).map(|s| &mut s.hists)
     }
 
     pub fn clear(&mut self) {
@@ -169,7 +260,7 @@ impl MemStorage {
     fn matching<'a>(
         &'a self,
         matchers: &'a [Matcher],
-    ) -> impl Iterator<Item = (&'a Labels, &'a Vec<(i64, f64)>)> + 'a {
+    ) -> impl Iterator<Item = (&'a Labels, &'a MemSeries)> + 'a {
         self.series
             .iter()
             .filter(move |(ls, _)| matchers.iter().all(|m| m.matches_labels(ls)))
@@ -198,20 +289,25 @@ impl<'a> MemQuerier<'a> {
         &'m self,
         matchers: &'m [Matcher],
         hints: SelectHints,
-    ) -> impl Iterator<Item = (&'a Labels, &'a [(i64, f64)])> + 'm
+    ) -> impl Iterator<Item = (&'a Labels, MemSource<'a>)> + 'm
     where
         'a: 'm,
     {
+        fn within<T>(s: &[(i64, T)], lo: i64, hi: i64) -> &[(i64, T)] {
+            let a = s.partition_point(|(t, _)| *t < lo);
+            let b = s.partition_point(|(t, _)| *t <= hi);
+            &s[a..b.max(a)]
+        }
         let lo = hints.start.max(self.mint);
         let hi = hints.end.min(self.maxt);
         let db: &'a MemStorage = self.db;
-        db.series.iter().filter_map(move |(ls, samples)| {
+        db.series.iter().filter_map(move |(ls, s)| {
             if !matchers.iter().all(|m| m.matches_labels(ls)) {
                 return None;
             }
-            let a = samples.partition_point(|&(t, _)| t < lo);
-            let b = samples.partition_point(|&(t, _)| t <= hi);
-            (a < b).then(|| (ls, &samples[a..b]))
+            let floats = within(&s.floats, lo, hi);
+            let hists = within(&s.hists, lo, hi);
+            (!floats.is_empty() || !hists.is_empty()).then_some((ls, MemSource { floats, hists }))
         })
     }
 }
@@ -224,9 +320,10 @@ impl Querier for MemQuerier<'_> {
     ) -> Result<Vec<Series>, StorageError> {
         Ok(self
             .in_range(matchers, hints)
-            .map(|(ls, samples)| Series {
+            .filter(|(_, src)| !src.floats.is_empty())
+            .map(|(ls, src)| Series {
                 labels: ls.clone(),
-                samples: samples.to_vec(),
+                samples: src.floats.to_vec(),
             })
             .collect())
     }
@@ -237,10 +334,10 @@ impl Querier for MemQuerier<'_> {
         hints: SelectHints,
     ) -> Result<Vec<LazySeries<'_>>, StorageError> {
         let mut out = Vec::new();
-        for (ls, samples) in self.in_range(matchers, hints) {
+        for (ls, src) in self.in_range(matchers, hints) {
             out.push(LazySeries {
                 labels: ls.clone(),
-                source: Box::new(samples),
+                source: Box::new(src),
             });
         }
         Ok(out)

@@ -2,21 +2,25 @@
 
 use std::fmt;
 
-use crate::storage::Labels;
+use crate::storage::{FloatHistogram, Labels};
 
-/// One sample of an instant vector.
+/// One sample of an instant vector: a float, or a native histogram (then
+/// `f` is 0 and meaningless).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     pub labels: Labels,
     pub t: i64,
     pub f: f64,
+    pub h: Option<FloatHistogram>,
 }
 
-/// One series of a range vector (matrix): points in time order.
+/// One series of a range vector (matrix): float points and histogram
+/// points, each in time order (a series may have both, at different times).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeriesResult {
     pub labels: Labels,
     pub points: Vec<(i64, f64)>,
+    pub histograms: Vec<(i64, FloatHistogram)>,
 }
 
 /// The result of a query.
@@ -54,7 +58,12 @@ impl fmt::Display for Value {
             Value::String { t, v } => write!(f, "string: {v:?} @[{t}]"),
             Value::Vector(vs) => {
                 for s in vs {
-                    writeln!(f, "{} => {} @[{}]", s.labels, s.f, s.t)?;
+                    match &s.h {
+                        Some(h) => {
+                            writeln!(f, "{} => {} @[{}]", s.labels, h.test_expression(), s.t)?
+                        }
+                        None => writeln!(f, "{} => {} @[{}]", s.labels, s.f, s.t)?,
+                    }
                 }
                 Ok(())
             }
@@ -63,6 +72,9 @@ impl fmt::Display for Value {
                     write!(f, "{} =>", s.labels)?;
                     for (t, v) in &s.points {
                         write!(f, " {v} @[{t}]")?;
+                    }
+                    for (t, h) in &s.histograms {
+                        write!(f, " {} @[{t}]", h.test_expression())?;
                     }
                     writeln!(f)?;
                 }

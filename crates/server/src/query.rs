@@ -1016,6 +1016,7 @@ mod tests {
                             labels: labels(&mut rng),
                             t: time(&mut rng),
                             f: value(&mut rng),
+                            h: None,
                         })
                         .collect(),
                 ),
@@ -1026,6 +1027,7 @@ mod tests {
                             points: (0..rng.gen_range(0..5))
                                 .map(|_| (time(&mut rng), value(&mut rng)))
                                 .collect(),
+                            histograms: Vec::new(),
                         })
                         .collect(),
                 ),
