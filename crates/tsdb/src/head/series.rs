@@ -185,11 +185,7 @@ impl MemSeries {
     /// Checks a float histogram sample the way Prometheus does.
     pub fn appendable_float_histogram(&self, t: i64, h: &FloatHistogram) -> Appendable {
         self.appendable_at(t, |last| match last {
-            LastValue::FloatHistogram(l)
-                if ferrite_model::histogram::same_float_histogram(l, h) =>
-            {
-                Appendable::Duplicate
-            }
+            LastValue::FloatHistogram(l) if l.equals(h) => Appendable::Duplicate,
             _ => Appendable::HistogramConflict,
         })
     }
