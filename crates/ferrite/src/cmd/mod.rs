@@ -1,6 +1,7 @@
 //! Subcommands.
 
 pub mod backfill;
+pub mod census;
 pub mod check;
 pub mod debug;
 pub mod debug_bench;

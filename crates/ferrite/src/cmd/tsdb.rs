@@ -22,6 +22,10 @@ pub enum TsdbCommand {
         #[arg(long)]
         open_only: bool,
     },
+    /// Opens DIR as the server would and prints what it holds per kind of
+    /// sample (floats, histograms, float histograms), with sums and a hash
+    /// of every sample, in the interop suite's census form.
+    Census { dir: PathBuf },
     /// Persists the head of DIR into blocks (one per block range) and runs
     /// the compactions the server would, then exits, leaving a data
     /// directory Prometheus opens with the same data.
@@ -108,6 +112,7 @@ pub enum CreateBlocksFrom {
 pub fn run(c: TsdbCommand) -> Result<()> {
     match c {
         TsdbCommand::Digest { dir, open_only } => digest(&dir, open_only),
+        TsdbCommand::Census { dir } => super::census::census(&dir),
         TsdbCommand::Compact { dir, write_rate } => compact(&dir, write_rate),
         TsdbCommand::CreateBlocksFrom(CreateBlocksFrom::Openmetrics {
             input,

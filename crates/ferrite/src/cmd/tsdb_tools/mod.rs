@@ -24,7 +24,7 @@
 //! Where lists tie, promtool's order is unspecified (Go's unstable sort of
 //! map entries); Ferrite breaks ties by name, so its output is stable.
 
-mod format;
+pub(crate) mod format;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
