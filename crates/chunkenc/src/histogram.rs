@@ -539,7 +539,7 @@ impl HistogramChunk {
                 write_varbit_int(&mut w, count_delta.wrapping_sub(st.count_delta));
                 write_varbit_int(&mut w, zero_count_delta.wrapping_sub(st.zero_count_delta));
             }
-            st.sum_window.write(&mut w, st.sum, sample.sum.to_bits());
+            st.sum_window.write(&mut w, st.sum ^ sample.sum.to_bits());
             for (last, change, new) in [
                 (&mut st.positive, &mut st.positive_change, sample.positive),
                 (&mut st.negative, &mut st.negative_change, sample.negative),
@@ -931,7 +931,7 @@ impl<'a> HistogramIterator<'a> {
         st.count = (st.count as i64).wrapping_add(st.count_delta) as u64;
         st.zero_count_delta = st.zero_count_delta.wrapping_add(read_varbit_int(r)?);
         st.zero_count = (st.zero_count as i64).wrapping_add(st.zero_count_delta) as u64;
-        st.sum_window.read(r, &mut st.sum)?;
+        st.sum ^= st.sum_window.read(r)?;
         if is_stale_nan(f64::from_bits(st.sum)) {
             return Ok(());
         }

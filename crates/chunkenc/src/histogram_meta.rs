@@ -35,8 +35,6 @@ use ferrite_model::{CounterResetHint, Span};
 
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
 use crate::varbit::{read_varbit_int, read_varbit_uint, write_varbit_int, write_varbit_uint};
-use crate::xor_value::XorFault;
-use crate::ChunkError;
 
 /// Bytes before the bit stream: sample count and flags.
 pub const HISTOGRAM_HEADER_LEN: usize = 3;
@@ -245,54 +243,7 @@ pub(crate) fn check_spans(
     Ok(())
 }
 
-/// Why a histogram chunk could not be decoded, before the sample index
-/// is attached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fault {
-    Truncated,
-    InvalidWindow { leading: u8, significant: u8 },
-    UnknownSchema(i32),
-    IrreducibleLayout(i32),
-}
-
-impl From<EndOfStream> for Fault {
-    fn from(_: EndOfStream) -> Self {
-        Fault::Truncated
-    }
-}
-
-impl From<XorFault> for Fault {
-    fn from(f: XorFault) -> Self {
-        match f {
-            XorFault::Truncated => Fault::Truncated,
-            XorFault::InvalidWindow {
-                leading,
-                significant,
-            } => Fault::InvalidWindow {
-                leading,
-                significant,
-            },
-        }
-    }
-}
-
-impl Fault {
-    pub(crate) fn at(self, sample: u16, total: u16) -> ChunkError {
-        match self {
-            Fault::Truncated => ChunkError::Truncated { sample, total },
-            Fault::InvalidWindow {
-                leading,
-                significant,
-            } => ChunkError::InvalidValueWindow {
-                sample,
-                leading,
-                significant,
-            },
-            Fault::UnknownSchema(schema) => ChunkError::UnknownSchema { schema },
-            Fault::IrreducibleLayout(schema) => ChunkError::IrreducibleLayout { schema },
-        }
-    }
-}
+pub(crate) use crate::Fault;
 
 /// The layout every sample of a chunk shares.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -142,6 +142,57 @@ pub enum ChunkError {
     UnorderedSpans,
 }
 
+/// Why decoding a sample stopped, before the sample's index is attached
+/// ([`Fault::at`] makes the [`ChunkError`]). Shared by every encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The bit stream ends inside the sample.
+    Truncated,
+    /// A varint does not fit 64 bits.
+    VarintOverflow,
+    /// A new XOR value window of more than 64 bits.
+    InvalidWindow { leading: u8, significant: u8 },
+    /// A histogram layout with an unknown schema.
+    UnknownSchema(i32),
+    /// A histogram layout that cannot be reduced to schema 8.
+    IrreducibleLayout(i32),
+}
+
+impl From<bstream::EndOfStream> for Fault {
+    fn from(_: bstream::EndOfStream) -> Self {
+        Fault::Truncated
+    }
+}
+
+impl From<st::StReadError> for Fault {
+    fn from(e: st::StReadError) -> Self {
+        match e {
+            st::StReadError::Truncated => Fault::Truncated,
+            st::StReadError::VarintOverflow => Fault::VarintOverflow,
+        }
+    }
+}
+
+impl Fault {
+    /// The error for sample `sample` of `total`.
+    pub(crate) fn at(self, sample: u16, total: u16) -> ChunkError {
+        match self {
+            Fault::Truncated => ChunkError::Truncated { sample, total },
+            Fault::VarintOverflow => ChunkError::VarintOverflow { sample },
+            Fault::InvalidWindow {
+                leading,
+                significant,
+            } => ChunkError::InvalidValueWindow {
+                sample,
+                leading,
+                significant,
+            },
+            Fault::UnknownSchema(schema) => ChunkError::UnknownSchema { schema },
+            Fault::IrreducibleLayout(schema) => ChunkError::IrreducibleLayout { schema },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
