@@ -175,3 +175,81 @@ st_chunk!(
     FloatHistogram,
     "floathistogramST"
 );
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use ferrite_model::{CounterResetHint, Span};
+
+    fn sample(count: u64) -> Histogram {
+        Histogram {
+            count,
+            sum: count as f64,
+            positive_spans: vec![Span {
+                offset: 0,
+                length: 1,
+            }],
+            positive_buckets: vec![count as i64],
+            ..Histogram::default()
+        }
+    }
+
+    #[test]
+    fn header_keeps_reset_bits_beside_a_14_bit_count() {
+        let mut c = HistogramStChunk::new();
+        c.append(None, 0, 1, &sample(1)).expect("appends");
+        c.set_counter_reset_header(CounterResetHeader::CounterReset);
+        c.append(None, 0, 2, &sample(2)).expect("appends");
+        assert_eq!(&c.bytes()[..3], &[0x80, 2, 0]);
+        assert_eq!(c.counter_reset_header(), CounterResetHeader::CounterReset);
+        assert_eq!(c.num_samples(), 2);
+    }
+
+    #[test]
+    fn full_chunk_refuses_samples() {
+        let mut c = HistogramStChunk::new();
+        for i in 0..HISTOGRAM_ST_MAX_SAMPLES {
+            c.append(None, 7, i64::from(i), &sample(u64::from(i)))
+                .expect("appends");
+        }
+        assert!(c.is_full());
+        let before = c.bytes().to_vec();
+        assert_eq!(
+            c.append(None, 7, 1 << 40, &sample(1 << 20)).err(),
+            Some(AppendError::ChunkFull)
+        );
+        assert_eq!(c.bytes(), &before[..]);
+        let mut it = c.iter();
+        let mut h = Histogram::default();
+        let mut n = 0u16;
+        while it.next_into(&mut h).is_some() {
+            assert_eq!(it.start_timestamp(), 7);
+            n += 1;
+        }
+        assert_eq!((n, it.error()), (HISTOGRAM_ST_MAX_SAMPLES, None));
+        assert_eq!(c.st_header(), StHeader::from_byte(0xff));
+    }
+
+    #[test]
+    fn st_changes_neither_cut_nor_recode() {
+        let mut c = FloatHistogramStChunk::new();
+        let mut h = sample(1).to_float();
+        c.append(None, 100, 1000, &h).expect("appends");
+        h.count = 2.0;
+        h.positive_buckets = vec![2.0];
+        h.counter_reset_hint = CounterResetHint::Unknown;
+        // A new ST (a reset announced only by its ST) still appends.
+        match c.append(None, 1500, 2000, &h).expect("appends") {
+            AppendOutcome::Appended => {}
+            other => panic!("{other:?}"),
+        }
+        let mut it = c.iter();
+        let mut fh = FloatHistogram::default();
+        let mut sts = Vec::new();
+        while it.next_into(&mut fh).is_some() {
+            sts.push(it.start_timestamp());
+        }
+        assert_eq!(sts, [100, 1500]);
+    }
+}
