@@ -172,17 +172,13 @@ impl HistogramChunk {
             free_bits: 0,
             count: 0,
             state: State::default(),
-            st: (layout == HeaderLayout::St).then(StEncoder::new),
+            st: layout.new_st_encoder(),
         }
     }
 
     /// Which header this chunk has.
     pub(crate) fn header_layout(&self) -> HeaderLayout {
-        if self.st.is_some() {
-            HeaderLayout::St
-        } else {
-            HeaderLayout::Plain
-        }
+        HeaderLayout::of(self.st.as_ref())
     }
 
     /// Reopens chunk bytes for appending, decoding every sample to restore

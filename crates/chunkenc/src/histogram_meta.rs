@@ -137,6 +137,23 @@ pub(crate) struct Header<'a> {
 }
 
 impl HeaderLayout {
+    /// The layout of a chunk that has (or has not) an ST encoder.
+    pub(crate) const fn of(st: Option<&crate::st::StEncoder>) -> Self {
+        if st.is_some() {
+            HeaderLayout::St
+        } else {
+            HeaderLayout::Plain
+        }
+    }
+
+    /// The ST encoder a new chunk of this layout starts with.
+    pub(crate) const fn new_st_encoder(self) -> Option<crate::st::StEncoder> {
+        match self {
+            HeaderLayout::Plain => None,
+            HeaderLayout::St => Some(crate::st::StEncoder::new()),
+        }
+    }
+
     /// Most samples the count holds.
     pub(crate) const fn max_samples(self) -> u16 {
         match self {
