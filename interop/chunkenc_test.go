@@ -237,7 +237,7 @@ func histogramSequence(rng *rand.Rand, n int) ([]int64, []*histogram.Histogram) 
 		switch r := rng.Intn(100); {
 		case r < 3: // counter reset
 			for _, m := range []map[int32]uint64{pos, neg} {
-				for k := range m {
+				for _, k := range bucketIndices(m) {
 					m[k] = uint64(rng.Intn(2))
 				}
 			}
@@ -247,15 +247,14 @@ func histogramSequence(rng *rand.Rand, n int) ([]int64, []*histogram.Histogram) 
 		case r < 13 && schema != histogram.CustomBucketsSchema:
 			addBucket(neg)
 		case r < 15: // a bucket vanishes (a reset for counters)
-			for k := range pos {
-				delete(pos, k)
-				break
+			if keys := bucketIndices(pos); len(keys) > 0 {
+				delete(pos, keys[rng.Intn(len(keys))])
 			}
 		case r < 17 && schema != histogram.CustomBucketsSchema: // schema change
 			schema = schemas[rng.Intn(len(schemas)-1)]
 		}
 		for _, m := range []map[int32]uint64{pos, neg} {
-			for k := range m {
+			for _, k := range bucketIndices(m) {
 				if gauge {
 					m[k] = uint64(rng.Intn(20))
 				} else {
@@ -288,9 +287,6 @@ func histogramSequence(rng *rand.Rand, n int) ([]int64, []*histogram.Histogram) 
 				h.Count += c
 			}
 		}
-		if schema == histogram.CustomBucketsSchema {
-			h.Count -= countMap(neg)
-		}
 		if rng.Intn(30) == 0 {
 			h = &histogram.Histogram{Sum: math.Float64frombits(staleNaNBits)}
 		}
@@ -300,21 +296,20 @@ func histogramSequence(rng *rand.Rand, n int) ([]int64, []*histogram.Histogram) 
 	return ts, hs
 }
 
-func countMap(m map[int32]uint64) uint64 {
-	var c uint64
-	for _, v := range m {
-		c += v
-	}
-	return c
-}
-
-// spansAndDeltas lays out buckets by index as spans and delta-encoded counts.
-func spansAndDeltas(m map[int32]uint64) ([]histogram.Span, []int64) {
+// bucketIndices are the keys of m in order (Go's map order is random, and
+// the sequences must follow from the seed alone).
+func bucketIndices(m map[int32]uint64) []int32 {
 	keys := make([]int32, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// spansAndDeltas lays out buckets by index as spans and delta-encoded counts.
+func spansAndDeltas(m map[int32]uint64) ([]histogram.Span, []int64) {
+	keys := bucketIndices(m)
 	var spans []histogram.Span
 	var deltas []int64
 	var prevKey int32
