@@ -84,17 +84,44 @@ impl<'a> BitWriter<'a> {
 
     /// Writes an unsigned LEB128 varint (Go's `binary.PutUvarint`), each
     /// byte at the current bit position.
-    pub fn write_uvarint(&mut self, mut x: u64) {
-        while x >= 0x80 {
-            self.write_bits((x & 0x7f) | 0x80, 8);
-            x >>= 7;
-        }
-        self.write_bits(x, 8);
+    pub fn write_uvarint(&mut self, x: u64) {
+        self.put_uvarint(x);
     }
 
     /// Writes a zig-zag signed varint (Go's `binary.PutVarint`).
     pub fn write_varint(&mut self, x: i64) {
-        self.write_uvarint(((x << 1) ^ (x >> 63)) as u64);
+        self.put_varint(x);
+    }
+}
+
+/// Where encoders put bit fields: a [`BitWriter`], or a buffer that
+/// gathers a sample's fields before writing them at once. Field encoders
+/// (varbit integers, XOR values, start timestamps) are generic over it.
+pub trait BitSink {
+    /// Appends the low `nbits` bits of `bits` (`nbits <= 64`; the bits
+    /// above `nbits` must be zero).
+    fn put_bits(&mut self, bits: u64, nbits: u32);
+
+    /// Appends an unsigned LEB128 varint (Go's `binary.PutUvarint`), byte
+    /// by byte at the current bit position.
+    fn put_uvarint(&mut self, mut x: u64) {
+        while x >= 0x80 {
+            self.put_bits((x & 0x7f) | 0x80, 8);
+            x >>= 7;
+        }
+        self.put_bits(x, 8);
+    }
+
+    /// Appends a zig-zag signed varint (Go's `binary.PutVarint`).
+    fn put_varint(&mut self, x: i64) {
+        self.put_uvarint(((x << 1) ^ (x >> 63)) as u64);
+    }
+}
+
+impl BitSink for BitWriter<'_> {
+    #[inline(always)]
+    fn put_bits(&mut self, bits: u64, nbits: u32) {
+        self.write_bits(bits, nbits);
     }
 }
 

@@ -28,12 +28,13 @@
 use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Span};
 
 use crate::bstream::{BitReader, BitWriter};
-use crate::histogram::{check_end, split_header, target_spans};
+use crate::histogram::{check_end, target_spans};
 use crate::histogram_meta::{
     check_spans, counter_side_diff, gauge_side_diff, needs_reduction, reduce_resolution, remap,
-    set_header_bits, AppendError, AppendOutcome, CounterResetHeader, Fault, Layout, LayoutView,
-    Rejection, SideDiff, FLAGS_POS, HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
+    AppendError, AppendOutcome, CounterResetHeader, Fault, HeaderLayout, Layout, LayoutView,
+    Rejection, SideDiff, HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
 };
+use crate::st::{StDecoder, StEncoder};
 use crate::varbit::{read_varbit_int, write_varbit_int};
 use crate::xor_value::XorField;
 use crate::ChunkError;
@@ -95,6 +96,9 @@ pub struct FloatHistogramChunk {
     free_bits: u8,
     count: u16,
     state: State,
+    /// The start timestamp encoder of a `floathistogramST` chunk (encoding
+    /// 6, wrapped by [`crate::FloatHistogramStChunk`]); `None` for 3.
+    st: Option<StEncoder>,
 }
 
 impl Default for FloatHistogramChunk {
@@ -109,6 +113,11 @@ impl FloatHistogramChunk {
 
     /// An empty chunk: zero samples, header `Unknown`.
     pub fn new() -> Self {
+        Self::empty(HeaderLayout::Plain)
+    }
+
+    /// An empty chunk of either encoding.
+    pub(crate) fn empty(layout: HeaderLayout) -> Self {
         let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
         buf.extend_from_slice(&[0; HISTOGRAM_HEADER_LEN]);
         FloatHistogramChunk {
@@ -116,13 +125,27 @@ impl FloatHistogramChunk {
             free_bits: 0,
             count: 0,
             state: State::default(),
+            st: layout.new_st_encoder(),
         }
+    }
+
+    /// Which header this chunk has.
+    pub(crate) fn header_layout(&self) -> HeaderLayout {
+        HeaderLayout::of(self.st.as_ref())
     }
 
     /// Reopens chunk bytes for appending; see
     /// [`crate::HistogramChunk::from_bytes`] for what is refused.
-    pub fn from_bytes(mut data: Vec<u8>) -> Result<Self, ChunkError> {
-        let mut it = FloatHistogramIterator::new(&data);
+    pub fn from_bytes(data: Vec<u8>) -> Result<Self, ChunkError> {
+        Self::from_bytes_as(data, HeaderLayout::Plain)
+    }
+
+    /// [`Self::from_bytes`] for either encoding.
+    pub(crate) fn from_bytes_as(
+        mut data: Vec<u8>,
+        layout: HeaderLayout,
+    ) -> Result<Self, ChunkError> {
+        let mut it = FloatHistogramIterator::new_as(&data, layout);
         while it.advance().is_some() {}
         if let Some(err) = it.err.take() {
             return Err(err);
@@ -132,12 +155,14 @@ impl FloatHistogramChunk {
         if count > 0 && state.layout.has_unordered_spans() {
             return Err(ChunkError::UnorderedSpans);
         }
+        let st = crate::histogram::resume_st(it.st.as_ref(), count)?;
         data.reserve(16);
         Ok(FloatHistogramChunk {
             buf: data,
             free_bits,
             count,
             state,
+            st,
         })
     }
 
@@ -148,7 +173,7 @@ impl FloatHistogramChunk {
 
     /// True when the chunk takes no more samples.
     pub fn is_full(&self) -> bool {
-        self.count == Self::MAX_SAMPLES
+        self.count == self.header_layout().max_samples()
     }
 
     /// The chunk bytes, header included, as Prometheus stores them.
@@ -163,17 +188,18 @@ impl FloatHistogramChunk {
 
     /// The counter-reset header.
     pub fn counter_reset_header(&self) -> CounterResetHeader {
-        CounterResetHeader::from_flags(self.buf.get(FLAGS_POS).copied().unwrap_or(0))
+        self.header_layout().counter_reset_header(&self.buf)
     }
 
     /// Sets the counter-reset header, keeping the flags byte's other bits.
     pub fn set_counter_reset_header(&mut self, header: CounterResetHeader) {
-        set_header_bits(&mut self.buf, header);
+        self.header_layout()
+            .set_counter_reset_header(&mut self.buf, header);
     }
 
     /// Iterates the samples.
     pub fn iter(&self) -> FloatHistogramIterator<'_> {
-        FloatHistogramIterator::new(&self.buf)
+        FloatHistogramIterator::new_as(&self.buf, self.header_layout())
     }
 
     /// Releases spare capacity once the chunk is complete.
@@ -193,21 +219,34 @@ impl FloatHistogramChunk {
         t: i64,
         h: &FloatHistogram,
     ) -> Result<AppendOutcome<FloatHistogramChunk>, AppendError> {
-        self.append_with(prev, t, h, false)
+        self.append_with(prev, 0, t, h, false)
     }
 
     /// Appends a sample only if it fits this chunk as it is laid out
     /// (Prometheus' `appendOnly`); the chunk is unchanged on an error.
     pub fn append_only(&mut self, t: i64, h: &FloatHistogram) -> Result<(), AppendError> {
-        match self.append_with(None, t, h, true)? {
+        self.append_only_st(0, t, h)
+    }
+
+    /// [`Self::append_only`] with a start timestamp (ignored by encoding 3).
+    pub(crate) fn append_only_st(
+        &mut self,
+        st: i64,
+        t: i64,
+        h: &FloatHistogram,
+    ) -> Result<(), AppendError> {
+        match self.append_with(None, st, t, h, true)? {
             AppendOutcome::Appended => Ok(()),
             AppendOutcome::Recoded | AppendOutcome::NewChunk(_) => Err(AppendError::LayoutChange),
         }
     }
 
-    fn append_with(
+    /// Appends with start timestamp `st` (ignored by encoding 3); the ST
+    /// plays no part in the decisions.
+    pub(crate) fn append_with(
         &mut self,
         prev: Option<&FloatHistogramChunk>,
+        st: i64,
         t: i64,
         h: &FloatHistogram,
         append_only: bool,
@@ -220,7 +259,7 @@ impl FloatHistogramChunk {
             return Err(AppendError::ChunkFull);
         }
         if self.count == 0 {
-            self.push(t, layout_of(h), Sample::of(h));
+            self.push(st, t, layout_of(h), Sample::of(h));
             let header = match (h.counter_reset_hint, prev) {
                 (CounterResetHint::Gauge, _) => CounterResetHeader::Gauge,
                 (CounterResetHint::CounterReset, _) => CounterResetHeader::CounterReset,
@@ -244,20 +283,20 @@ impl FloatHistogramChunk {
             Ok(d) => d,
             Err(r) if append_only => return Err(r.error()),
             Err(r) => {
-                let mut c = FloatHistogramChunk::new();
+                let mut c = FloatHistogramChunk::empty(self.header_layout());
                 if gauge {
                     c.set_counter_reset_header(CounterResetHeader::Gauge);
                 } else if r.is_counter_reset() {
                     c.set_counter_reset_header(CounterResetHeader::CounterReset);
                 }
-                c.push(t, layout_of(h), Sample::of(h));
+                c.push(st, t, layout_of(h), Sample::of(h));
                 return Ok(AppendOutcome::NewChunk(c));
             }
         };
         let new_buckets = pos.new_buckets || neg.new_buckets;
         let missing = pos.missing_buckets || neg.missing_buckets;
         if !new_buckets && !missing {
-            self.push(t, layout_of(h), Sample::of(h));
+            self.push(st, t, layout_of(h), Sample::of(h));
             return Ok(AppendOutcome::Appended);
         }
         if append_only && (new_buckets || gauge) {
@@ -309,11 +348,11 @@ impl FloatHistogramChunk {
             Sample::of(h)
         };
         if !new_buckets {
-            self.push(t, layout_of(h), sample);
+            self.push(st, t, layout_of(h), sample);
             return Ok(AppendOutcome::Appended);
         }
         self.recode(&positive_spans, &negative_spans);
-        self.push(t, layout_of(h), sample);
+        self.push(st, t, layout_of(h), sample);
         Ok(AppendOutcome::Recoded)
     }
 
@@ -383,7 +422,7 @@ impl FloatHistogramChunk {
 
     /// Rewrites the chunk with other spans covering all of its buckets.
     fn recode(&mut self, positive_spans: &[Span], negative_spans: &[Span]) {
-        let old = std::mem::take(self);
+        let old = std::mem::replace(self, Self::empty(self.header_layout()));
         let mut it = old.iter();
         let (mut positive, mut negative) = (Vec::new(), Vec::new());
         while let Some(t) = it.advance() {
@@ -412,14 +451,15 @@ impl FloatHistogramChunk {
                 positive: &positive,
                 negative: &negative,
             };
-            self.push(t, layout, sample);
+            self.push(it.start_timestamp(), t, layout, sample);
         }
         debug_assert!(it.error().is_none() && self.count == old.count);
         self.set_counter_reset_header(old.counter_reset_header());
     }
 
-    /// Writes a sample; `layout` only matters for the first.
-    fn push(&mut self, t: i64, layout: LayoutView<'_>, sample: Sample<'_>) {
+    /// Writes a sample, then its start timestamp `start` if this is an ST
+    /// chunk; `layout` only matters for the first.
+    fn push(&mut self, start: i64, t: i64, layout: LayoutView<'_>, sample: Sample<'_>) {
         let (layout, sample) = if is_stale_nan(sample.sum) {
             let empty = Sample {
                 count: 0.0,
@@ -433,6 +473,7 @@ impl FloatHistogramChunk {
             (layout, sample)
         };
         let st = &mut self.state;
+        let prev_t = st.t;
         let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
         if self.count == 0 {
             st.layout.set(layout);
@@ -473,10 +514,14 @@ impl FloatHistogramChunk {
             st.t_delta = t_delta;
         }
         st.t = t;
+        let st_bits = match &mut self.st {
+            Some(enc) => enc.encode(&mut w, self.count, t, prev_t, start),
+            None => 0,
+        };
         self.count += 1;
-        if let Some(header) = self.buf.first_chunk_mut::<2>() {
-            *header = self.count.to_be_bytes();
-        }
+        let header = self.header_layout();
+        header.set_samples(&mut self.buf, self.count);
+        header.add_st_bits(&mut self.buf, st_bits);
     }
 }
 
@@ -489,6 +534,10 @@ pub struct FloatHistogramIterator<'a> {
     read: u16,
     header: CounterResetHeader,
     state: State,
+    /// Which header the bytes have.
+    layout: HeaderLayout,
+    /// The start timestamp decoder of an ST chunk.
+    st: Option<StDecoder>,
     done: bool,
     err: Option<ChunkError>,
 }
@@ -496,12 +545,25 @@ pub struct FloatHistogramIterator<'a> {
 impl<'a> FloatHistogramIterator<'a> {
     /// An iterator over chunk bytes (header included).
     pub fn new(data: &'a [u8]) -> Self {
+        Self::new_as(data, HeaderLayout::Plain)
+    }
+
+    /// An iterator over floathistogramST (encoding 6) chunk bytes (header included):
+    /// [`Self::start_timestamp`] gives each sample's start timestamp.
+    pub fn new_st(data: &'a [u8]) -> Self {
+        Self::new_as(data, HeaderLayout::St)
+    }
+
+    /// An iterator over chunk bytes of either encoding.
+    pub(crate) fn new_as(data: &'a [u8], layout: HeaderLayout) -> Self {
         let mut it = FloatHistogramIterator {
             reader: BitReader::new(&[]),
             total: 0,
             read: 0,
             header: CounterResetHeader::Unknown,
             state: State::default(),
+            layout,
+            st: None,
             done: false,
             err: None,
         };
@@ -511,14 +573,15 @@ impl<'a> FloatHistogramIterator<'a> {
 
     /// Starts over on other chunk bytes, keeping allocations.
     pub fn reset(&mut self, data: &'a [u8]) {
-        let (total, header, body, err) = match split_header(data) {
-            Ok((total, header, body)) => (total, header, body, None),
-            Err(e) => (0, CounterResetHeader::Unknown, &[][..], Some(e)),
+        let (total, header, st, body, err) = match self.layout.split(data) {
+            Ok(h) => (h.samples, h.counter_reset, h.st, h.body, None),
+            Err(e) => (0, CounterResetHeader::Unknown, 0, &[][..], Some(e)),
         };
         self.reader = BitReader::new(body);
         self.total = total;
         self.read = 0;
         self.header = header;
+        self.st = (self.layout == HeaderLayout::St).then(|| StDecoder::new(st));
         self.done = false;
         self.err = err;
     }
@@ -545,11 +608,18 @@ impl<'a> FloatHistogramIterator<'a> {
             self.done = true;
             return None;
         }
-        let res = if self.read == 0 {
+        let prev_t = self.state.t;
+        let mut res = if self.read == 0 {
             self.decode_first()
         } else {
             self.decode_next()
         };
+        if let (Ok(()), Some(dec)) = (res, &mut self.st) {
+            res = dec
+                .decode(&mut self.reader, self.read, self.state.t, prev_t)
+                .map(drop)
+                .map_err(Fault::from);
+        }
         match res {
             Ok(()) => {
                 self.read += 1;
@@ -580,6 +650,17 @@ impl<'a> FloatHistogramIterator<'a> {
     /// Timestamp of the current sample.
     pub fn timestamp(&self) -> i64 {
         self.state.t
+    }
+
+    /// Start timestamp of the current sample: 0 for none, and always for
+    /// encoding 3.
+    pub fn start_timestamp(&self) -> i64 {
+        self.st.as_ref().map_or(0, StDecoder::st)
+    }
+
+    /// The ST header (empty for encoding 3).
+    pub fn st_header(&self) -> crate::StHeader {
+        self.st.as_ref().map(StDecoder::header).unwrap_or_default()
     }
 
     /// Decodes the next sample into `h` and returns its timestamp.

@@ -71,10 +71,10 @@ use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Histogram, S
 use crate::bstream::{BitReader, BitWriter};
 use crate::histogram_meta::{
     absolute, check_spans, counter_side_diff, gauge_side_diff, needs_reduction, reduce_resolution,
-    remap, set_header_bits, to_deltas, union_spans, AppendError, AppendOutcome, CounterResetHeader,
-    Fault, Layout, LayoutView, Rejection, SideDiff, FLAGS_POS, HISTOGRAM_HEADER_LEN,
-    INITIAL_CAPACITY,
+    remap, to_deltas, union_spans, AppendError, AppendOutcome, CounterResetHeader, Fault,
+    HeaderLayout, Layout, LayoutView, Rejection, SideDiff, HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
 };
+use crate::st::{StDecoder, StEncoder};
 use crate::varbit::{read_varbit_int, read_varbit_uint, write_varbit_int, write_varbit_uint};
 use crate::xor_value::XorWindow;
 use crate::ChunkError;
@@ -143,6 +143,9 @@ pub struct HistogramChunk {
     /// Sample count, mirrored from the header.
     count: u16,
     state: State,
+    /// The start timestamp encoder of a `histogramST` chunk (encoding 5,
+    /// wrapped by [`crate::HistogramStChunk`]); `None` for encoding 2.
+    st: Option<StEncoder>,
 }
 
 impl Default for HistogramChunk {
@@ -157,6 +160,11 @@ impl HistogramChunk {
 
     /// An empty chunk: zero samples, header `Unknown`.
     pub fn new() -> Self {
+        Self::empty(HeaderLayout::Plain)
+    }
+
+    /// An empty chunk of either encoding.
+    pub(crate) fn empty(layout: HeaderLayout) -> Self {
         let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
         buf.extend_from_slice(&[0; HISTOGRAM_HEADER_LEN]);
         HistogramChunk {
@@ -164,7 +172,13 @@ impl HistogramChunk {
             free_bits: 0,
             count: 0,
             state: State::default(),
+            st: layout.new_st_encoder(),
         }
+    }
+
+    /// Which header this chunk has.
+    pub(crate) fn header_layout(&self) -> HeaderLayout {
+        HeaderLayout::of(self.st.as_ref())
     }
 
     /// Reopens chunk bytes for appending, decoding every sample to restore
@@ -177,8 +191,17 @@ impl HistogramChunk {
     /// and a sum that never changed gets its first window as in a fresh
     /// chunk (Prometheus' reopened appender starts at the next byte and
     /// with a 64-bit window; both decode the same).
-    pub fn from_bytes(mut data: Vec<u8>) -> Result<Self, ChunkError> {
-        let mut it = HistogramIterator::new(&data);
+    pub fn from_bytes(data: Vec<u8>) -> Result<Self, ChunkError> {
+        Self::from_bytes_as(data, HeaderLayout::Plain)
+    }
+
+    /// [`Self::from_bytes`] for either encoding; an ST chunk's ST header
+    /// must also fit its sample count ([`StEncoder::resume`]).
+    pub(crate) fn from_bytes_as(
+        mut data: Vec<u8>,
+        layout: HeaderLayout,
+    ) -> Result<Self, ChunkError> {
+        let mut it = HistogramIterator::new_as(&data, layout);
         while it.advance().is_some() {}
         if let Some(err) = it.err.take() {
             return Err(err);
@@ -188,12 +211,14 @@ impl HistogramChunk {
         if count > 0 && state.layout.has_unordered_spans() {
             return Err(ChunkError::UnorderedSpans);
         }
+        let st = resume_st(it.st.as_ref(), count)?;
         data.reserve(16);
         Ok(HistogramChunk {
             buf: data,
             free_bits,
             count,
             state,
+            st,
         })
     }
 
@@ -204,7 +229,7 @@ impl HistogramChunk {
 
     /// True when the chunk takes no more samples.
     pub fn is_full(&self) -> bool {
-        self.count == Self::MAX_SAMPLES
+        self.count == self.header_layout().max_samples()
     }
 
     /// The chunk bytes, header included, as Prometheus stores them.
@@ -219,17 +244,18 @@ impl HistogramChunk {
 
     /// The counter-reset header.
     pub fn counter_reset_header(&self) -> CounterResetHeader {
-        CounterResetHeader::from_flags(self.buf.get(FLAGS_POS).copied().unwrap_or(0))
+        self.header_layout().counter_reset_header(&self.buf)
     }
 
     /// Sets the counter-reset header, keeping the flags byte's other bits.
     pub fn set_counter_reset_header(&mut self, header: CounterResetHeader) {
-        set_header_bits(&mut self.buf, header);
+        self.header_layout()
+            .set_counter_reset_header(&mut self.buf, header);
     }
 
     /// Iterates the samples.
     pub fn iter(&self) -> HistogramIterator<'_> {
-        HistogramIterator::new(&self.buf)
+        HistogramIterator::new_as(&self.buf, self.header_layout())
     }
 
     /// Releases spare capacity once the chunk is complete.
@@ -254,23 +280,37 @@ impl HistogramChunk {
         t: i64,
         h: &Histogram,
     ) -> Result<AppendOutcome<HistogramChunk>, AppendError> {
-        self.append_with(prev, t, h, false)
+        self.append_with(prev, 0, t, h, false)
     }
 
     /// Appends a sample only if it fits this chunk as it is laid out
     /// (Prometheus' `appendOnly`): anything that would need a new chunk
     /// or a recoding is an error, and the chunk is unchanged.
     pub fn append_only(&mut self, t: i64, h: &Histogram) -> Result<(), AppendError> {
-        match self.append_with(None, t, h, true)? {
+        self.append_only_st(0, t, h)
+    }
+
+    /// [`Self::append_only`] with a start timestamp (ignored by encoding 2).
+    pub(crate) fn append_only_st(
+        &mut self,
+        st: i64,
+        t: i64,
+        h: &Histogram,
+    ) -> Result<(), AppendError> {
+        match self.append_with(None, st, t, h, true)? {
             AppendOutcome::Appended => Ok(()),
             // Not reached: append-only mode errs instead.
             AppendOutcome::Recoded | AppendOutcome::NewChunk(_) => Err(AppendError::LayoutChange),
         }
     }
 
-    fn append_with(
+    /// Appends with start timestamp `st` (ignored by encoding 2). An ST
+    /// plays no part in the decisions: Prometheus cuts and recodes ST
+    /// chunks exactly as the others.
+    pub(crate) fn append_with(
         &mut self,
         prev: Option<&HistogramChunk>,
+        st: i64,
         t: i64,
         h: &Histogram,
         append_only: bool,
@@ -283,7 +323,7 @@ impl HistogramChunk {
             return Err(AppendError::ChunkFull);
         }
         if self.count == 0 {
-            self.push(t, layout_of(h), Sample::of(h));
+            self.push(st, t, layout_of(h), Sample::of(h));
             let header = match (h.counter_reset_hint, prev) {
                 (CounterResetHint::Gauge, _) => CounterResetHeader::Gauge,
                 (CounterResetHint::CounterReset, _) => CounterResetHeader::CounterReset,
@@ -312,8 +352,8 @@ impl HistogramChunk {
                 } else {
                     new_chunk_header(r)
                 };
-                let mut c = HistogramChunk::new();
-                c.push(t, layout_of(h), Sample::of(h));
+                let mut c = HistogramChunk::empty(self.header_layout());
+                c.push(st, t, layout_of(h), Sample::of(h));
                 c.set_counter_reset_header(header);
                 return Ok(AppendOutcome::NewChunk(c));
             }
@@ -321,7 +361,7 @@ impl HistogramChunk {
         let new_buckets = pos.new_buckets || neg.new_buckets;
         let missing = pos.missing_buckets || neg.missing_buckets;
         if !new_buckets && !missing {
-            self.push(t, layout_of(h), Sample::of(h));
+            self.push(st, t, layout_of(h), Sample::of(h));
             return Ok(AppendOutcome::Appended);
         }
         if append_only && (new_buckets || gauge) {
@@ -375,11 +415,11 @@ impl HistogramChunk {
             Sample::of(h)
         };
         if !new_buckets {
-            self.push(t, layout_of(h), sample);
+            self.push(st, t, layout_of(h), sample);
             return Ok(AppendOutcome::Appended);
         }
         self.recode(&positive_spans, &negative_spans);
-        self.push(t, layout_of(h), sample);
+        self.push(st, t, layout_of(h), sample);
         Ok(AppendOutcome::Recoded)
     }
 
@@ -450,9 +490,9 @@ impl HistogramChunk {
     }
 
     /// Rewrites the chunk with other spans, which cover all of its buckets;
-    /// the header is kept.
+    /// the header and the start timestamps are kept.
     fn recode(&mut self, positive_spans: &[Span], negative_spans: &[Span]) {
-        let old = std::mem::take(self);
+        let old = std::mem::replace(self, Self::empty(self.header_layout()));
         let mut it = old.iter();
         let (mut positive, mut negative) = (Vec::new(), Vec::new());
         while let Some(t) = it.advance() {
@@ -481,15 +521,16 @@ impl HistogramChunk {
                 positive: &positive,
                 negative: &negative,
             };
-            self.push(t, layout, sample);
+            self.push(it.start_timestamp(), t, layout, sample);
         }
         debug_assert!(it.error().is_none() && self.count == old.count);
         self.set_counter_reset_header(old.counter_reset_header());
     }
 
-    /// Writes a sample; `layout` only matters for the first. The bucket
-    /// slices of later samples match the chunk's layout.
-    fn push(&mut self, t: i64, layout: LayoutView<'_>, sample: Sample<'_>) {
+    /// Writes a sample, then its start timestamp `start` if this is an ST
+    /// chunk; `layout` only matters for the first. The bucket slices of
+    /// later samples match the chunk's layout.
+    fn push(&mut self, start: i64, t: i64, layout: LayoutView<'_>, sample: Sample<'_>) {
         let stale = is_stale_nan(sample.sum);
         let (layout, sample) = if stale {
             let empty = Sample {
@@ -504,6 +545,7 @@ impl HistogramChunk {
             (layout, sample)
         };
         let st = &mut self.state;
+        let prev_t = st.t;
         let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
         if self.count == 0 {
             st.layout.set(layout);
@@ -539,7 +581,7 @@ impl HistogramChunk {
                 write_varbit_int(&mut w, count_delta.wrapping_sub(st.count_delta));
                 write_varbit_int(&mut w, zero_count_delta.wrapping_sub(st.zero_count_delta));
             }
-            st.sum_window.write(&mut w, st.sum, sample.sum.to_bits());
+            st.sum_window.write(&mut w, st.sum ^ sample.sum.to_bits());
             for (last, change, new) in [
                 (&mut st.positive, &mut st.positive_change, sample.positive),
                 (&mut st.negative, &mut st.negative_change, sample.negative),
@@ -560,10 +602,14 @@ impl HistogramChunk {
         st.count = sample.count;
         st.zero_count = sample.zero_count;
         st.sum = sample.sum.to_bits();
+        let st_bits = match &mut self.st {
+            Some(enc) => enc.encode(&mut w, self.count, t, prev_t, start),
+            None => 0,
+        };
         self.count += 1;
-        if let Some(header) = self.buf.first_chunk_mut::<2>() {
-            *header = self.count.to_be_bytes();
-        }
+        let header = self.header_layout();
+        header.set_samples(&mut self.buf, self.count);
+        header.add_st_bits(&mut self.buf, st_bits);
     }
 }
 
@@ -601,6 +647,24 @@ fn remap_deltas(from: &[Span], deltas: &[i64], to: &[Span], out: &mut Vec<i64>) 
     to_deltas(out);
 }
 
+/// The ST encoder to continue after `samples` samples that `decoder` read
+/// (`None` for a chunk without STs), or the error if its header does not
+/// fit them.
+pub(crate) fn resume_st(
+    decoder: Option<&StDecoder>,
+    samples: u16,
+) -> Result<Option<StEncoder>, ChunkError> {
+    let Some(dec) = decoder else {
+        return Ok(None);
+    };
+    StEncoder::resume(dec, samples)
+        .map(Some)
+        .ok_or(ChunkError::InvalidStHeader {
+            header: dec.header().to_byte(),
+            samples,
+        })
+}
+
 /// Checks that the chunk ends right after the last sample: returns the
 /// free bits of the last byte and the sample count.
 pub(crate) fn check_end(
@@ -627,21 +691,6 @@ pub(crate) fn check_end(
     Ok((free_bits, samples))
 }
 
-/// Splits chunk bytes into sample count, header and bit stream.
-pub(crate) fn split_header(data: &[u8]) -> Result<(u16, CounterResetHeader, &[u8]), ChunkError> {
-    match data.split_first_chunk::<HISTOGRAM_HEADER_LEN>() {
-        Some(([c0, c1, flags], body)) => Ok((
-            u16::from_be_bytes([*c0, *c1]),
-            CounterResetHeader::from_flags(*flags),
-            body,
-        )),
-        None => Err(ChunkError::ShortHeader {
-            len: data.len(),
-            need: HISTOGRAM_HEADER_LEN,
-        }),
-    }
-}
-
 /// Decodes the samples of integer histogram chunk bytes.
 ///
 /// [`Self::advance`] decodes the next sample into the iterator; [`Self::at`]
@@ -656,6 +705,10 @@ pub struct HistogramIterator<'a> {
     read: u16,
     header: CounterResetHeader,
     state: State,
+    /// Which header the bytes have.
+    layout: HeaderLayout,
+    /// The start timestamp decoder of an ST chunk.
+    st: Option<StDecoder>,
     done: bool,
     err: Option<ChunkError>,
 }
@@ -663,12 +716,25 @@ pub struct HistogramIterator<'a> {
 impl<'a> HistogramIterator<'a> {
     /// An iterator over chunk bytes (header included).
     pub fn new(data: &'a [u8]) -> Self {
+        Self::new_as(data, HeaderLayout::Plain)
+    }
+
+    /// An iterator over histogramST (encoding 5) chunk bytes (header included):
+    /// [`Self::start_timestamp`] gives each sample's start timestamp.
+    pub fn new_st(data: &'a [u8]) -> Self {
+        Self::new_as(data, HeaderLayout::St)
+    }
+
+    /// An iterator over chunk bytes of either encoding.
+    pub(crate) fn new_as(data: &'a [u8], layout: HeaderLayout) -> Self {
         let mut it = HistogramIterator {
             reader: BitReader::new(&[]),
             total: 0,
             read: 0,
             header: CounterResetHeader::Unknown,
             state: State::default(),
+            layout,
+            st: None,
             done: false,
             err: None,
         };
@@ -678,14 +744,15 @@ impl<'a> HistogramIterator<'a> {
 
     /// Starts over on other chunk bytes, keeping allocations.
     pub fn reset(&mut self, data: &'a [u8]) {
-        let (total, header, body, err) = match split_header(data) {
-            Ok((total, header, body)) => (total, header, body, None),
-            Err(e) => (0, CounterResetHeader::Unknown, &[][..], Some(e)),
+        let (total, header, st, body, err) = match self.layout.split(data) {
+            Ok(h) => (h.samples, h.counter_reset, h.st, h.body, None),
+            Err(e) => (0, CounterResetHeader::Unknown, 0, &[][..], Some(e)),
         };
         self.reader = BitReader::new(body);
         self.total = total;
         self.read = 0;
         self.header = header;
+        self.st = (self.layout == HeaderLayout::St).then(|| StDecoder::new(st));
         self.state.sum_window = XorWindow::NONE;
         self.done = false;
         self.err = err;
@@ -713,11 +780,18 @@ impl<'a> HistogramIterator<'a> {
             self.done = true;
             return None;
         }
-        let res = if self.read == 0 {
+        let prev_t = self.state.t;
+        let mut res = if self.read == 0 {
             self.decode_first()
         } else {
             self.decode_next()
         };
+        if let (Ok(()), Some(dec)) = (res, &mut self.st) {
+            res = dec
+                .decode(&mut self.reader, self.read, self.state.t, prev_t)
+                .map(drop)
+                .map_err(Fault::from);
+        }
         match res {
             Ok(()) => {
                 self.read += 1;
@@ -749,6 +823,17 @@ impl<'a> HistogramIterator<'a> {
     /// Timestamp of the current sample.
     pub fn timestamp(&self) -> i64 {
         self.state.t
+    }
+
+    /// Start timestamp of the current sample: 0 for none, and always for
+    /// encoding 2.
+    pub fn start_timestamp(&self) -> i64 {
+        self.st.as_ref().map_or(0, StDecoder::st)
+    }
+
+    /// The ST header (empty for encoding 2).
+    pub fn st_header(&self) -> crate::StHeader {
+        self.st.as_ref().map(StDecoder::header).unwrap_or_default()
     }
 
     /// Decodes the next sample into `h` and returns its timestamp.
@@ -931,7 +1016,7 @@ impl<'a> HistogramIterator<'a> {
         st.count = (st.count as i64).wrapping_add(st.count_delta) as u64;
         st.zero_count_delta = st.zero_count_delta.wrapping_add(read_varbit_int(r)?);
         st.zero_count = (st.zero_count as i64).wrapping_add(st.zero_count_delta) as u64;
-        st.sum_window.read(r, &mut st.sum)?;
+        st.sum ^= st.sum_window.read(r)?;
         if is_stale_nan(f64::from_bits(st.sum)) {
             return Ok(());
         }

@@ -35,7 +35,6 @@ use ferrite_model::{CounterResetHint, Span};
 
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
 use crate::varbit::{read_varbit_int, read_varbit_uint, write_varbit_int, write_varbit_uint};
-use crate::xor_value::XorFault;
 use crate::ChunkError;
 
 /// Bytes before the bit stream: sample count and flags.
@@ -111,11 +110,121 @@ impl CounterResetHeader {
     }
 }
 
-/// Writes `header` into the flags byte of chunk bytes, keeping the other
-/// bits.
-pub(crate) fn set_header_bits(buf: &mut [u8], header: CounterResetHeader) {
-    if let Some(flags) = buf.get_mut(FLAGS_POS) {
-        *flags = (*flags & !CounterResetHeader::MASK) | header as u8;
+/// Most samples a start-timestamp histogram chunk holds: its sample count
+/// has 14 bits (Prometheus' `histogramSTSampleCountMask`).
+pub const HISTOGRAM_ST_MAX_SAMPLES: u16 = 0x3fff;
+
+/// Where a histogram chunk's 3-byte header keeps its fields.
+///
+/// * `Plain` (encodings 2 and 3): a 16-bit sample count, then the flags
+///   byte whose top two bits are the counter-reset header.
+/// * `St` (encodings 5 and 6): the counter-reset header in the top two
+///   bits of byte 0, a 14-bit sample count in the rest of bytes 0-1, then
+///   the [ST header](crate::st) byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderLayout {
+    Plain,
+    St,
+}
+
+/// A histogram chunk header, split.
+pub(crate) struct Header<'a> {
+    pub samples: u16,
+    pub counter_reset: CounterResetHeader,
+    /// The ST header byte (0 for `Plain`).
+    pub st: u8,
+    pub body: &'a [u8],
+}
+
+impl HeaderLayout {
+    /// The layout of a chunk that has (or has not) an ST encoder.
+    pub(crate) const fn of(st: Option<&crate::st::StEncoder>) -> Self {
+        if st.is_some() {
+            HeaderLayout::St
+        } else {
+            HeaderLayout::Plain
+        }
+    }
+
+    /// The ST encoder a new chunk of this layout starts with.
+    pub(crate) const fn new_st_encoder(self) -> Option<crate::st::StEncoder> {
+        match self {
+            HeaderLayout::Plain => None,
+            HeaderLayout::St => Some(crate::st::StEncoder::new()),
+        }
+    }
+
+    /// Most samples the count holds.
+    pub(crate) const fn max_samples(self) -> u16 {
+        match self {
+            HeaderLayout::Plain => u16::MAX,
+            HeaderLayout::St => HISTOGRAM_ST_MAX_SAMPLES,
+        }
+    }
+
+    /// Index of the byte holding the counter-reset header.
+    const fn counter_reset_at(self) -> usize {
+        match self {
+            HeaderLayout::Plain => FLAGS_POS,
+            HeaderLayout::St => 0,
+        }
+    }
+
+    /// Splits chunk bytes into header fields and bit stream.
+    pub(crate) fn split(self, data: &[u8]) -> Result<Header<'_>, ChunkError> {
+        let Some((&[c0, c1, flags], body)) = data.split_first_chunk::<HISTOGRAM_HEADER_LEN>()
+        else {
+            return Err(ChunkError::ShortHeader {
+                len: data.len(),
+                need: HISTOGRAM_HEADER_LEN,
+            });
+        };
+        let count = u16::from_be_bytes([c0, c1]);
+        Ok(match self {
+            HeaderLayout::Plain => Header {
+                samples: count,
+                counter_reset: CounterResetHeader::from_flags(flags),
+                st: 0,
+                body,
+            },
+            HeaderLayout::St => Header {
+                samples: count & HISTOGRAM_ST_MAX_SAMPLES,
+                counter_reset: CounterResetHeader::from_flags(c0),
+                st: flags,
+                body,
+            },
+        })
+    }
+
+    /// The counter-reset header of chunk bytes.
+    pub(crate) fn counter_reset_header(self, buf: &[u8]) -> CounterResetHeader {
+        CounterResetHeader::from_flags(buf.get(self.counter_reset_at()).copied().unwrap_or(0))
+    }
+
+    /// Writes the counter-reset header, keeping the other bits of its byte.
+    pub(crate) fn set_counter_reset_header(self, buf: &mut [u8], header: CounterResetHeader) {
+        if let Some(b) = buf.get_mut(self.counter_reset_at()) {
+            *b = (*b & !CounterResetHeader::MASK) | header as u8;
+        }
+    }
+
+    /// Writes the sample count (at most [`Self::max_samples`]), keeping
+    /// the counter-reset header.
+    pub(crate) fn set_samples(self, buf: &mut [u8], samples: u16) {
+        if let Some(count) = buf.first_chunk_mut::<2>() {
+            let keep = match self {
+                HeaderLayout::Plain => 0,
+                HeaderLayout::St => u16::from(count[0] & CounterResetHeader::MASK) << 8,
+            };
+            *count = (keep | samples).to_be_bytes();
+        }
+    }
+
+    /// ORs start timestamp header bits into the ST header byte.
+    pub(crate) fn add_st_bits(self, buf: &mut [u8], bits: u8) {
+        if let (HeaderLayout::St, Some(b)) = (self, buf.get_mut(FLAGS_POS)) {
+            *b |= bits;
+        }
     }
 }
 
@@ -245,54 +354,7 @@ pub(crate) fn check_spans(
     Ok(())
 }
 
-/// Why a histogram chunk could not be decoded, before the sample index
-/// is attached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fault {
-    Truncated,
-    InvalidWindow { leading: u8, significant: u8 },
-    UnknownSchema(i32),
-    IrreducibleLayout(i32),
-}
-
-impl From<EndOfStream> for Fault {
-    fn from(_: EndOfStream) -> Self {
-        Fault::Truncated
-    }
-}
-
-impl From<XorFault> for Fault {
-    fn from(f: XorFault) -> Self {
-        match f {
-            XorFault::Truncated => Fault::Truncated,
-            XorFault::InvalidWindow {
-                leading,
-                significant,
-            } => Fault::InvalidWindow {
-                leading,
-                significant,
-            },
-        }
-    }
-}
-
-impl Fault {
-    pub(crate) fn at(self, sample: u16, total: u16) -> ChunkError {
-        match self {
-            Fault::Truncated => ChunkError::Truncated { sample, total },
-            Fault::InvalidWindow {
-                leading,
-                significant,
-            } => ChunkError::InvalidValueWindow {
-                sample,
-                leading,
-                significant,
-            },
-            Fault::UnknownSchema(schema) => ChunkError::UnknownSchema { schema },
-            Fault::IrreducibleLayout(schema) => ChunkError::IrreducibleLayout { schema },
-        }
-    }
-}
+pub(crate) use crate::Fault;
 
 /// The layout every sample of a chunk shares.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -33,14 +33,16 @@
 //! scheme XOR2 shares with the histogramST encodings; [`varbit`] the
 //! variable-width integers and [`histogram_meta`] the header and layout the
 //! histogram encodings share; [`histogram`] and [`float_histogram`] the two
-//! histogram chunk formats. [`Encoding`] also names the start-timestamp
-//! histogram variants, which are not implemented, so that chunk references
-//! to them can be recognised.
+//! histogram chunk formats; [`histogram_st`] their start-timestamp variants
+//! (Prometheus v3.16.0's `histogramST` and `floathistogramST`), checked
+//! against `testdata/prometheus_histogram_st_vectors.txt`; `xor_value`
+//! (private) the Gorilla value window all of them share.
 
 pub mod bstream;
 pub mod float_histogram;
 pub mod histogram;
 pub mod histogram_meta;
+pub mod histogram_st;
 pub mod st;
 pub mod varbit;
 pub mod xor;
@@ -50,9 +52,10 @@ mod xor_value;
 pub use float_histogram::{FloatHistogramChunk, FloatHistogramIterator};
 pub use histogram::{HistogramChunk, HistogramIterator};
 pub use histogram_meta::{
-    AppendError, AppendOutcome, CounterResetHeader, HISTOGRAM_HEADER_LEN,
+    AppendError, AppendOutcome, CounterResetHeader, HISTOGRAM_HEADER_LEN, HISTOGRAM_ST_MAX_SAMPLES,
     MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
 };
+pub use histogram_st::{FloatHistogramStChunk, HistogramStChunk};
 pub use st::{StDecoder, StEncoder, StHeader};
 pub use xor::{XorChunk, XorIterator};
 pub use xor2::{Xor2Chunk, Xor2Iterator};
@@ -140,6 +143,57 @@ pub enum ChunkError {
     IrreducibleLayout { schema: i32 },
     #[error("histogram chunk layout has a later span with a negative offset: cannot append to it")]
     UnorderedSpans,
+}
+
+/// Why decoding a sample stopped, before the sample's index is attached
+/// ([`Fault::at`] makes the [`ChunkError`]). Shared by every encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The bit stream ends inside the sample.
+    Truncated,
+    /// A varint does not fit 64 bits.
+    VarintOverflow,
+    /// A new XOR value window of more than 64 bits.
+    InvalidWindow { leading: u8, significant: u8 },
+    /// A histogram layout with an unknown schema.
+    UnknownSchema(i32),
+    /// A histogram layout that cannot be reduced to schema 8.
+    IrreducibleLayout(i32),
+}
+
+impl From<bstream::EndOfStream> for Fault {
+    fn from(_: bstream::EndOfStream) -> Self {
+        Fault::Truncated
+    }
+}
+
+impl From<st::StReadError> for Fault {
+    fn from(e: st::StReadError) -> Self {
+        match e {
+            st::StReadError::Truncated => Fault::Truncated,
+            st::StReadError::VarintOverflow => Fault::VarintOverflow,
+        }
+    }
+}
+
+impl Fault {
+    /// The error for sample `sample` of `total`.
+    pub(crate) fn at(self, sample: u16, total: u16) -> ChunkError {
+        match self {
+            Fault::Truncated => ChunkError::Truncated { sample, total },
+            Fault::VarintOverflow => ChunkError::VarintOverflow { sample },
+            Fault::InvalidWindow {
+                leading,
+                significant,
+            } => ChunkError::InvalidValueWindow {
+                sample,
+                leading,
+                significant,
+            },
+            Fault::UnknownSchema(schema) => ChunkError::UnknownSchema { schema },
+            Fault::IrreducibleLayout(schema) => ChunkError::IrreducibleLayout { schema },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 //!   Samples `1..k` carry no ST field (their ST is the previous sample's);
 //!   every sample `i >= k` carries one: sample `k` stores
 //!   `d_k = t_(k-1) - st_k`, and samples `i > k` store `d_i - d_(i-1)`
-//!   with `d_i = t_(i-1) - st_i`, each as a [`varbit int`](write_varbit_int).
+//!   with `d_i = t_(i-1) - st_i`, each as a [`varbit int`](crate::varbit::write_varbit_int).
 //!
 //! Seven bits name at most sample 127, so a chunk that reaches sample 127
 //! without a change records one there anyway ([`MAX_FIRST_CHANGE_ON`]), and
@@ -45,7 +45,9 @@
 
 #![warn(missing_docs)]
 
-use crate::bstream::{BitReader, BitWriter, EndOfStream};
+pub use crate::bstream::BitSink;
+use crate::bstream::{BitReader, EndOfStream};
+use crate::varbit::{read_varbit_int, write_varbit_int};
 
 /// Header bit: sample 0's ST is in the stream.
 pub const FIRST_ST_KNOWN: u8 = 0x80;
@@ -215,7 +217,7 @@ impl StEncoder {
         let mut header = 0;
         if index == 0 {
             if st != 0 {
-                write_varint(w, t.wrapping_sub(st));
+                w.put_varint(t.wrapping_sub(st));
                 header = FIRST_ST_KNOWN;
             }
         } else {
@@ -233,32 +235,6 @@ impl StEncoder {
         self.st = st;
         header
     }
-}
-
-/// Where encoders put bit fields: a [`BitWriter`], or a buffer that
-/// gathers a sample's fields before writing them at once.
-pub trait BitSink {
-    /// Appends the low `nbits` bits of `bits` (`nbits <= 64`; the bits
-    /// above `nbits` must be zero).
-    fn put_bits(&mut self, bits: u64, nbits: u32);
-}
-
-impl BitSink for BitWriter<'_> {
-    #[inline(always)]
-    fn put_bits(&mut self, bits: u64, nbits: u32) {
-        self.write_bits(bits, nbits);
-    }
-}
-
-/// Writes a zig-zag varint (Go's `binary.PutVarint`) byte by byte at the
-/// current bit position.
-fn write_varint<W: BitSink>(w: &mut W, x: i64) {
-    let mut u = ((x << 1) ^ (x >> 63)) as u64;
-    while u >= 0x80 {
-        w.put_bits((u & 0x7f) | 0x80, 8);
-        u >>= 7;
-    }
-    w.put_bits(u, 8);
 }
 
 /// Decoder state for the ST fields of one chunk.
@@ -324,134 +300,10 @@ impl StDecoder {
     }
 }
 
-/// Whether `x` fits an `nbits` varbit field: -(2^(nbits-1) - 1) ..= 2^(nbits-1)
-/// (lopsided like Prometheus' `bitRange`).
-#[inline(always)]
-const fn fits(x: i64, nbits: u32) -> bool {
-    let half = 1i64 << (nbits - 1);
-    -(half - 1) <= x && x <= half
-}
-
-/// Payload widths of the varbit int buckets, by the number of leading ones
-/// of their prefix (the prefix is that many ones and a zero, except that
-/// the last, 64-bit bucket has eight ones and no zero).
-const VARBIT_WIDTHS: [u32; 9] = [0, 3, 6, 9, 12, 18, 25, 56, 64];
-
-/// Writes `x` as Prometheus' `varbit int` (`putVarbitInt`): `0` for 0, else
-/// a unary prefix choosing 3, 6, 9, 12, 18, 25, 56 or 64 payload bits, then
-/// the low bits of `x` (the smallest width that fits wins).
-#[inline(always)]
-pub fn write_varbit_int<W: BitSink>(w: &mut W, x: i64) {
-    let bucket = match x {
-        0 => 0,
-        _ if fits(x, 3) => 1,
-        _ if fits(x, 6) => 2,
-        _ if fits(x, 9) => 3,
-        _ if fits(x, 12) => 4,
-        _ if fits(x, 18) => 5,
-        _ if fits(x, 25) => 6,
-        _ if fits(x, 56) => 7,
-        _ => return write_varbit_int_64(w, x),
-    };
-    let width = VARBIT_WIDTHS[bucket];
-    // `bucket` ones and a zero, then the payload: at most 8 + 56 bits.
-    let prefix = (1u64 << (bucket + 1)) - 2;
-    let payload = (x as u64) & ((1u64 << width) - 1);
-    w.put_bits(prefix << width | payload, bucket as u32 + 1 + width);
-}
-
-/// The last bucket: eight ones and all 64 bits.
-#[cold]
-fn write_varbit_int_64<W: BitSink>(w: &mut W, x: i64) {
-    w.put_bits(0xff, 8);
-    w.put_bits(x as u64, 64);
-}
-
-/// Reads a [`write_varbit_int`] value. Nothing is consumed on error.
-#[inline]
-pub fn read_varbit_int(r: &mut BitReader<'_>) -> Result<i64, EndOfStream> {
-    let mut peek = r.clone();
-    let bucket = peek.read_ones(8)? as usize;
-    let width = VARBIT_WIDTHS[bucket.min(8)];
-    let raw = peek.read_bits(width)?;
-    *r = peek;
-    if width == 0 || width == 64 {
-        return Ok(raw as i64);
-    }
-    // Above half the range reads negative (the lopsided split of `fits`).
-    let x = if raw > 1 << (width - 1) {
-        raw.wrapping_sub(1 << width)
-    } else {
-        raw
-    };
-    Ok(x as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn varbit_bytes(x: i64) -> (Vec<u8>, u8) {
-        let mut buf = Vec::new();
-        let mut free = 0;
-        write_varbit_int(&mut BitWriter::new(&mut buf, &mut free), x);
-        (buf, free)
-    }
-
-    #[test]
-    fn varbit_int_buckets_match_prometheus() {
-        // (value, bits Prometheus' putVarbitInt writes)
-        let cases: &[(i64, u32)] = &[
-            (0, 1),
-            (1, 5),
-            (-3, 5),
-            (4, 5),
-            (-4, 9),
-            (5, 9),
-            (32, 9),
-            (-31, 9),
-            (33, 13),
-            (-32, 13),
-            (256, 13),
-            (257, 17),
-            (2048, 17),
-            (2049, 24),
-            (-2048, 24),
-            (131072, 24),
-            (131073, 32),
-            (16777216, 32),
-            (16777217, 64),
-            (1 << 55, 64),
-            ((1 << 55) + 1, 72),
-            (-(1 << 55) + 1, 64),
-            (-(1 << 55), 72),
-            (i64::MAX, 72),
-            (i64::MIN, 72),
-        ];
-        for &(x, bits) in cases {
-            let (buf, free) = varbit_bytes(x);
-            assert_eq!(buf.len() as u32 * 8 - u32::from(free), bits, "{x}");
-            let mut r = BitReader::new(&buf);
-            assert_eq!(read_varbit_int(&mut r), Ok(x));
-            assert_eq!(r.bits_consumed(), u64::from(bits));
-        }
-        // -1 in 3 bits: `10` + `111`.
-        assert_eq!(varbit_bytes(-1).0, [0b1011_1000]);
-        // 4 is the top of the 3-bit range and reads back positive.
-        assert_eq!(varbit_bytes(4).0, [0b1010_0000]);
-    }
-
-    #[test]
-    fn varbit_read_errors_consume_nothing() {
-        let (buf, _) = varbit_bytes(1 << 40);
-        let mut r = BitReader::new(&buf[..buf.len() - 1]);
-        assert_eq!(read_varbit_int(&mut r), Err(EndOfStream));
-        assert_eq!(r.bits_consumed(), 0);
-        // Eight ones and fewer than 64 bits.
-        let mut r = BitReader::new(&[0xff, 0, 0]);
-        assert_eq!(read_varbit_int(&mut r), Err(EndOfStream));
-        assert_eq!(r.bits_consumed(), 0);
-    }
+    use crate::bstream::BitWriter;
 
     #[test]
     fn header_byte_round_trips() {

@@ -29,68 +29,82 @@
     missing_docs
 )]
 
-use crate::bstream::{BitReader, BitWriter, EndOfStream};
+use crate::bstream::{BitReader, BitSink, EndOfStream};
 
 /// Payload widths of the classes `10` .. `11111110`; `11111111` is 64.
 const WIDTHS: [u32; 7] = [3, 6, 9, 12, 18, 25, 56];
 
 /// Whether `v` is in the signed range of an `nbits` payload.
-#[inline]
-fn fits_signed(v: i64, nbits: u32) -> bool {
+#[inline(always)]
+const fn fits_signed(v: i64, nbits: u32) -> bool {
     let half = 1i64 << (nbits - 1);
     -(half - 1) <= v && v <= half
 }
 
 /// Writes `v` as a signed varbit integer (Prometheus' `putVarbitInt`).
-#[inline]
-pub fn write_varbit_int(w: &mut BitWriter<'_>, v: i64) {
-    if v == 0 {
-        w.write_bits(0, 1);
-        return;
-    }
-    for (class, &width) in WIDTHS.iter().enumerate() {
-        if fits_signed(v, width) {
-            write_class(w, class as u32 + 1, v as u64, width);
-            return;
-        }
-    }
-    w.write_bits(0xff, 8);
-    w.write_bits(v as u64, 64);
+///
+/// The one implementation for every encoding (histogram fields, the start
+/// timestamps of XOR2 and the ST histograms), generic over the sink so
+/// that XOR2 can gather a sample's fields before writing them.
+#[inline(always)]
+pub fn write_varbit_int<W: BitSink>(w: &mut W, v: i64) {
+    // A match on ranges rather than a loop over widths: XOR2 appends
+    // call this per sample and the compiler turns it into a few compares.
+    let (class, width) = match v {
+        0 => return w.put_bits(0, 1),
+        _ if fits_signed(v, 3) => (1, 3),
+        _ if fits_signed(v, 6) => (2, 6),
+        _ if fits_signed(v, 9) => (3, 9),
+        _ if fits_signed(v, 12) => (4, 12),
+        _ if fits_signed(v, 18) => (5, 18),
+        _ if fits_signed(v, 25) => (6, 25),
+        _ if fits_signed(v, 56) => (7, 56),
+        _ => return write_widest(w, v as u64),
+    };
+    write_class(w, class, v as u64, width);
 }
 
 /// Writes `v` as an unsigned varbit integer (Prometheus' `putVarbitUint`).
 #[inline]
-pub fn write_varbit_uint(w: &mut BitWriter<'_>, v: u64) {
+pub fn write_varbit_uint<W: BitSink>(w: &mut W, v: u64) {
     if v == 0 {
-        w.write_bits(0, 1);
-        return;
+        return w.put_bits(0, 1);
     }
     for (class, &width) in WIDTHS.iter().enumerate() {
         if v >> width == 0 {
-            write_class(w, class as u32 + 1, v, width);
-            return;
+            return write_class(w, class as u32 + 1, v, width);
         }
     }
-    w.write_bits(0xff, 8);
-    w.write_bits(v, 64);
+    write_widest(w, v);
 }
 
 /// Writes `ones` one bits, a zero and the low `width` bits of `payload` in
 /// one go (at most 8 + 56 = 64 bits).
 #[inline(always)]
-fn write_class(w: &mut BitWriter<'_>, ones: u32, payload: u64, width: u32) {
+fn write_class<W: BitSink>(w: &mut W, ones: u32, payload: u64, width: u32) {
     // `ones` ones followed by a zero: (2^ones - 1) << 1.
     let prefix = ((1u64 << ones) - 1) << 1;
     let mask = (1u64 << width) - 1;
-    w.write_bits(prefix << width | (payload & mask), ones + 1 + width);
+    w.put_bits(prefix << width | (payload & mask), ones + 1 + width);
 }
 
-/// Reads a size class and its raw payload: `(width, bits)`.
-#[inline]
+/// The widest class: eight ones and all 64 bits.
+#[cold]
+fn write_widest<W: BitSink>(w: &mut W, v: u64) {
+    w.put_bits(0xff, 8);
+    w.put_bits(v, 64);
+}
+
+/// Reads a size class and its raw payload: `(width, bits)`. Nothing is
+/// consumed on [`EndOfStream`].
+#[inline(always)]
 fn read_class(r: &mut BitReader<'_>) -> Result<(u32, u64), EndOfStream> {
-    let ones = r.read_ones(8)?;
-    let width = match ones {
-        0 => return Ok((0, 0)),
+    let mut peek = r.clone();
+    let width = match peek.read_ones(8)? {
+        0 => {
+            *r = peek;
+            return Ok((0, 0));
+        }
         1 => 3,
         2 => 6,
         3 => 9,
@@ -100,18 +114,21 @@ fn read_class(r: &mut BitReader<'_>) -> Result<(u32, u64), EndOfStream> {
         7 => 56,
         _ => 64,
     };
-    Ok((width, r.read_bits(width)?))
+    let bits = peek.read_bits(width)?;
+    *r = peek;
+    Ok((width, bits))
 }
 
-/// Reads a signed varbit integer (Prometheus' `readVarbitInt`). On
-/// [`EndOfStream`] the reader may have consumed the size prefix.
+/// Reads a signed varbit integer (Prometheus' `readVarbitInt`). Nothing is
+/// consumed on [`EndOfStream`].
 #[inline]
 pub fn read_varbit_int(r: &mut BitReader<'_>) -> Result<i64, EndOfStream> {
     let (width, bits) = read_class(r)?;
     if width == 0 || width == 64 {
         return Ok(bits as i64);
     }
-    // Payloads above half the class's span are negative.
+    // Payloads above half the class's span are negative (the lopsided
+    // split of `fits_signed`).
     Ok(if bits > 1 << (width - 1) {
         bits.wrapping_sub(1 << width) as i64
     } else {
@@ -120,6 +137,7 @@ pub fn read_varbit_int(r: &mut BitReader<'_>) -> Result<i64, EndOfStream> {
 }
 
 /// Reads an unsigned varbit integer (Prometheus' `readVarbitUint`).
+/// Nothing is consumed on [`EndOfStream`].
 #[inline]
 pub fn read_varbit_uint(r: &mut BitReader<'_>) -> Result<u64, EndOfStream> {
     Ok(read_class(r)?.1)
@@ -129,6 +147,7 @@ pub fn read_varbit_uint(r: &mut BitReader<'_>) -> Result<u64, EndOfStream> {
 #[allow(clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::bstream::BitWriter;
 
     fn written(f: impl FnOnce(&mut BitWriter<'_>)) -> Vec<u8> {
         let mut buf = Vec::new();
@@ -206,5 +225,52 @@ mod tests {
             read_varbit_uint(&mut BitReader::new(&[0b1110_0000])),
             Err(EndOfStream)
         );
+        // A failed read consumes nothing, prefix included.
+        let data = written(|w| write_varbit_int(w, 1 << 40));
+        let mut r = BitReader::new(&data[..data.len() - 1]);
+        assert_eq!(read_varbit_int(&mut r), Err(EndOfStream));
+        assert_eq!(r.bits_consumed(), 0);
+        let mut r = BitReader::new(&[0xff, 0, 0]);
+        assert_eq!(read_varbit_uint(&mut r), Err(EndOfStream));
+        assert_eq!(r.bits_consumed(), 0);
+    }
+
+    #[test]
+    fn signed_sizes_match_prometheus() {
+        // (value, bits Prometheus' putVarbitInt writes)
+        let cases: &[(i64, u64)] = &[
+            (0, 1),
+            (1, 5),
+            (-3, 5),
+            (4, 5),
+            (-4, 9),
+            (5, 9),
+            (32, 9),
+            (-31, 9),
+            (33, 13),
+            (-32, 13),
+            (256, 13),
+            (257, 17),
+            (2048, 17),
+            (2049, 24),
+            (-2048, 24),
+            (131072, 24),
+            (131073, 32),
+            (16777216, 32),
+            (16777217, 64),
+            (1 << 55, 64),
+            ((1 << 55) + 1, 72),
+            (-(1 << 55) + 1, 64),
+            (-(1 << 55), 72),
+            (i64::MAX, 72),
+            (i64::MIN, 72),
+        ];
+        for &(x, bits) in cases {
+            let data = written(|w| write_varbit_int(w, x));
+            let mut r = BitReader::new(&data);
+            assert_eq!(read_varbit_int(&mut r), Ok(x));
+            assert_eq!(r.bits_consumed(), bits, "{x}");
+            assert_eq!(data.len() as u64, bits.div_ceil(8), "{x}");
+        }
     }
 }

@@ -28,14 +28,13 @@
 use std::iter::FusedIterator;
 
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
-use crate::ChunkError;
+use crate::xor_value::XorWindow;
+use crate::{ChunkError, Fault};
 
 /// Bytes of the sample count that starts every chunk.
 const HEADER_LEN: usize = 2;
 /// Initial capacity, as Prometheus: room for ~100 typical samples.
 const INITIAL_CAPACITY: usize = 128;
-/// `leading` value meaning no value window has been written yet.
-const NO_WINDOW: u8 = 0xff;
 /// Longest sample prefix before the value payload: a 20-bit dod with its
 /// 4 control bits, and a new value window's 2 + 5 + 6 header bits.
 const FAST_PATH_BITS: usize = 4 + 20 + 2 + 5 + 6;
@@ -54,9 +53,8 @@ pub struct XorChunk {
     last_t_delta: u64,
     /// Unwritten low bits of the last byte of `buf`.
     free_bits: u8,
-    /// Current value window; `leading` is `NO_WINDOW` before the first.
-    leading: u8,
-    trailing: u8,
+    /// Current value window; [`XorWindow::NONE`] before the first.
+    window: XorWindow,
     /// Sample count, mirrored from the header so appends need not load the
     /// header's cache line (replay appends to many chunks in turn).
     count: u16,
@@ -82,8 +80,7 @@ impl XorChunk {
             last_value: 0,
             last_t_delta: 0,
             free_bits: 0,
-            leading: NO_WINDOW,
-            trailing: 0,
+            window: XorWindow::NONE,
             count: 0,
         }
     }
@@ -97,8 +94,7 @@ impl XorChunk {
         self.last_value = 0;
         self.last_t_delta = 0;
         self.free_bits = 0;
-        self.leading = NO_WINDOW;
-        self.trailing = 0;
+        self.window = XorWindow::NONE;
         self.count = 0;
     }
 
@@ -137,10 +133,10 @@ impl XorChunk {
                 bits: free_bits,
             });
         }
-        let (leading, trailing) = if it.value_changed {
-            (it.leading, it.trailing)
+        let window = if it.value_changed {
+            it.window
         } else {
-            (NO_WINDOW, 0)
+            XorWindow::NONE
         };
         let (last_t, last_value, last_t_delta, count) = (it.t, it.value, it.t_delta, it.total);
         // Room for the next few samples without an immediate reallocation.
@@ -151,8 +147,7 @@ impl XorChunk {
             last_value,
             last_t_delta,
             free_bits,
-            leading,
-            trailing,
+            window,
             count,
         })
     }
@@ -217,23 +212,13 @@ impl XorChunk {
             1 => {
                 let t_delta = t.wrapping_sub(self.last_t) as u64;
                 w.write_uvarint(t_delta);
-                write_value(
-                    &mut w,
-                    self.last_value ^ value,
-                    &mut self.leading,
-                    &mut self.trailing,
-                );
+                self.window.write(&mut w, self.last_value ^ value);
                 self.last_t_delta = t_delta;
             }
             _ => {
                 let t_delta = t.wrapping_sub(self.last_t) as u64;
                 write_dod(&mut w, t_delta.wrapping_sub(self.last_t_delta) as i64);
-                write_value(
-                    &mut w,
-                    self.last_value ^ value,
-                    &mut self.leading,
-                    &mut self.trailing,
-                );
+                self.window.write(&mut w, self.last_value ^ value);
                 self.last_t_delta = t_delta;
             }
         }
@@ -272,68 +257,6 @@ fn write_dod(w: &mut BitWriter<'_>, dod: i64) {
     }
 }
 
-/// Writes a value as its XOR with the previous one, updating the window.
-#[inline(always)]
-fn write_value(w: &mut BitWriter<'_>, xor: u64, leading: &mut u8, trailing: &mut u8) {
-    if xor == 0 {
-        w.write_bits(0, 1);
-        return;
-    }
-    // 5 bits hold at most 31 leading zeros.
-    let new_leading = (xor.leading_zeros() as u8).min(31);
-    let new_trailing = xor.trailing_zeros() as u8;
-    if *leading != NO_WINDOW && new_leading >= *leading && new_trailing >= *trailing {
-        // Fits the current window: `10` + the window's bits.
-        let sig = 64 - u32::from(*leading) - u32::from(*trailing);
-        let payload = xor >> *trailing;
-        if sig <= 62 {
-            w.write_bits(0b10 << sig | payload, 2 + sig);
-        } else {
-            w.write_bits(0b10, 2);
-            w.write_bits(payload, sig);
-        }
-        return;
-    }
-    *leading = new_leading;
-    *trailing = new_trailing;
-    let sig = 64 - u32::from(new_leading) - u32::from(new_trailing);
-    // `11`, leading zeros, significant bits (64 does not fit 6 bits and is
-    // written as 0; 0 never occurs since xor != 0).
-    let header = 0b11 << 11 | u64::from(new_leading) << 6 | u64::from(sig & 0x3f);
-    w.write_bits(header, 2 + 5 + 6);
-    w.write_bits(xor >> new_trailing, sig);
-}
-
-/// Why decoding stopped, before the sample index is attached.
-enum Fault {
-    Truncated,
-    VarintOverflow,
-    InvalidWindow { leading: u8, significant: u8 },
-}
-
-impl From<EndOfStream> for Fault {
-    fn from(_: EndOfStream) -> Self {
-        Fault::Truncated
-    }
-}
-
-impl Fault {
-    fn at(self, sample: u16, total: u16) -> ChunkError {
-        match self {
-            Fault::Truncated => ChunkError::Truncated { sample, total },
-            Fault::VarintOverflow => ChunkError::VarintOverflow { sample },
-            Fault::InvalidWindow {
-                leading,
-                significant,
-            } => ChunkError::InvalidValueWindow {
-                sample,
-                leading,
-                significant,
-            },
-        }
-    }
-}
-
 /// Iterates the samples of XOR chunk bytes, stopping after the count in the
 /// header or at the first sample that cannot be decoded (see
 /// [`XorIterator::error`]). Never reads outside the slice.
@@ -348,11 +271,11 @@ pub struct XorIterator<'a> {
     t: i64,
     value: u64,
     t_delta: u64,
-    /// Value window. Starts at 0/0 like Prometheus' reader, so a `10`
-    /// before any `11` means 64 bits (Prometheus writes that after
-    /// reopening a chunk).
-    leading: u8,
-    trailing: u8,
+    /// Value window. Starts at 0/0 ([`XorWindow::FULL`]) like Prometheus'
+    /// reader, so a `10` before any `11` means 64 bits (Prometheus writes
+    /// that after reopening a chunk). Only ever set from a checked header,
+    /// so `leading + trailing <= 63` always holds.
+    window: XorWindow,
     /// Whether any value differed from its predecessor, i.e. whether the
     /// writer had a window (for [`XorChunk::from_bytes`]).
     value_changed: bool,
@@ -379,8 +302,7 @@ impl<'a> XorIterator<'a> {
             t: 0,
             value: 0,
             t_delta: 0,
-            leading: 0,
-            trailing: 0,
+            window: XorWindow::FULL,
             value_changed: false,
             done: false,
             err,
@@ -431,6 +353,13 @@ impl<'a> XorIterator<'a> {
     /// least [`FAST_PATH_BITS`]: everything up to the value's payload is
     /// taken from `reg` without further checks, and the dod class (hard to
     /// predict for jittery scrapes) selects a width instead of a branch.
+    ///
+    /// This decodes the value field inline rather than through
+    /// [`XorWindow::read`] (which [`Self::decode_value`] uses): the value's
+    /// control bits, window header and usually its payload come from the
+    /// same 64-bit `reg` as the dod, with one bounds check for the whole
+    /// sample; going through the bit reader field by field costs three more
+    /// loads and checks per sample in XOR's hottest loop.
     #[inline(always)]
     fn decode_fast(&mut self, reg: u64, dod_class: u32) -> Result<(), Fault> {
         // Delta of delta: `dod_class` ones, a zero, then `width` bits.
@@ -457,22 +386,13 @@ impl<'a> XorIterator<'a> {
             return Ok(());
         }
         let new_window = control == 2;
-        let header = (value_reg << 2) >> (64 - 11);
-        let mut leading = self.leading;
-        let mut significant = 64 - self.leading - self.trailing;
+        let mut leading = self.window.leading;
+        let mut significant = 64 - self.window.leading - self.window.trailing;
         if new_window {
-            leading = (header >> 6) as u8;
-            significant = match (header & 0x3f) as u8 {
-                0 => 64,
-                n => n,
-            };
+            (leading, significant) = XorWindow::header_fields((value_reg << 2) >> (64 - 11));
         }
-        if leading + significant > 64 {
-            return Err(Fault::InvalidWindow {
-                leading,
-                significant,
-            });
-        }
+        // One check for both cases (the current window always passes).
+        let window = XorWindow::checked(leading, significant)?;
         used += 2 + if new_window { 11 } else { 0 };
         // Small payloads are still in `reg` (57 bits are meaningful).
         let sig = u32::from(significant);
@@ -483,9 +403,8 @@ impl<'a> XorIterator<'a> {
             self.reader.skip(used);
             self.reader.read_bits(sig)?
         };
-        self.leading = leading;
-        self.trailing = 64 - leading - significant;
-        self.value ^= bits << self.trailing;
+        self.window = window;
+        self.value ^= bits << window.trailing;
         self.value_changed = true;
         Ok(())
     }
@@ -521,31 +440,9 @@ impl<'a> XorIterator<'a> {
     }
 
     fn decode_value(&mut self) -> Result<(), Fault> {
-        let sig = match self.reader.read_ones(2)? {
-            0 => return Ok(()),
-            1 => 64 - u32::from(self.leading) - u32::from(self.trailing),
-            _ => {
-                let header = self.reader.read_bits(5 + 6)?;
-                let leading = (header >> 6) as u8;
-                let significant = match (header & 0x3f) as u8 {
-                    0 => 64,
-                    n => n,
-                };
-                if leading + significant > 64 {
-                    return Err(Fault::InvalidWindow {
-                        leading,
-                        significant,
-                    });
-                }
-                self.leading = leading;
-                self.trailing = 64 - leading - significant;
-                u32::from(significant)
-            }
-        };
-        // Window checked above, so sig is 1..=64 and trailing 0..=63.
-        let bits = self.reader.read_bits(sig)?;
-        self.value ^= bits << self.trailing;
-        self.value_changed = true;
+        let xor = self.window.read(&mut self.reader)?;
+        self.value ^= xor;
+        self.value_changed |= xor != 0;
         Ok(())
     }
 }
@@ -627,7 +524,7 @@ mod tests {
 
         // Reopened, the window stays 0/0 as the writer had it.
         let mut c = XorChunk::from_bytes(buf).unwrap();
-        assert_eq!((c.leading, c.trailing), (0, 0));
+        assert_eq!(c.window, XorWindow::FULL);
         c.append(1045, 3.0);
         let samples: Vec<_> = c.iter().collect();
         assert_eq!(samples.last(), Some(&(1045, 3.0)));
@@ -684,7 +581,7 @@ mod tests {
         );
         assert!(XorChunk::from_bytes(vec![0, 0, 0]).is_err());
         let empty = XorChunk::from_bytes(vec![0, 0]).unwrap();
-        assert_eq!(empty.leading, NO_WINDOW);
+        assert_eq!(empty.window, XorWindow::NONE);
     }
 
     #[test]

@@ -51,8 +51,9 @@ use std::iter::FusedIterator;
 use ferrite_model::STALE_NAN_BITS;
 
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
-use crate::st::{BitSink, StDecoder, StEncoder, StHeader, StReadError};
-use crate::ChunkError;
+use crate::st::{BitSink, StDecoder, StEncoder, StHeader};
+use crate::xor_value::XorWindow;
+use crate::{ChunkError, Fault};
 
 /// Bytes before the bit stream: sample count and ST header.
 const HEADER_LEN: usize = 3;
@@ -60,8 +61,6 @@ const HEADER_LEN: usize = 3;
 const ST_HEADER_AT: usize = 2;
 /// Initial capacity, as Prometheus: room for ~100 typical samples.
 const INITIAL_CAPACITY: usize = 128;
-/// `leading` value meaning no value window has been written yet.
-const NO_WINDOW: u8 = 0xff;
 
 /// The codes announcing a value window, in one of two contexts.
 struct WindowCodes {
@@ -112,9 +111,8 @@ pub struct Xor2Chunk {
     st: StEncoder,
     /// Unwritten low bits of the last byte of `buf`.
     free_bits: u8,
-    /// Current value window; `leading` is `NO_WINDOW` before the first.
-    leading: u8,
-    trailing: u8,
+    /// Current value window; [`XorWindow::NONE`] before the first.
+    window: XorWindow,
     /// Sample count, mirrored from the header. A `u32` (never above
     /// `u16::MAX`) so that its store and load are not split with its
     /// neighbours' (a store-forwarding stall on every append otherwise).
@@ -151,8 +149,7 @@ impl Xor2Chunk {
             last_t_delta: 0,
             st: StEncoder::new(),
             free_bits: 0,
-            leading: NO_WINDOW,
-            trailing: 0,
+            window: XorWindow::NONE,
             count: 0,
         }
     }
@@ -197,10 +194,10 @@ impl Xor2Chunk {
             header: it.st.header().to_byte(),
             samples: it.total,
         })?;
-        let (leading, trailing) = if it.window_set {
-            (it.leading, it.trailing)
+        let window = if it.window_set {
+            it.window
         } else {
-            (NO_WINDOW, 0)
+            XorWindow::NONE
         };
         let (last_t, baseline, last_t_delta, count) = (it.t, it.baseline, it.t_delta, it.total);
         // Room for the next few samples without an immediate reallocation.
@@ -212,8 +209,7 @@ impl Xor2Chunk {
             last_t_delta,
             st,
             free_bits,
-            leading,
-            trailing,
+            window,
             count: u32::from(count),
         })
     }
@@ -286,14 +282,7 @@ impl Xor2Chunk {
         // write them at once.
         let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
         let mut out = Pending::new(&mut w);
-        write_joint(
-            &mut out,
-            dod,
-            value,
-            self.baseline,
-            &mut self.leading,
-            &mut self.trailing,
-        );
+        write_joint(&mut out, dod, value, self.baseline, &mut self.window);
         let st_bits = self.st.encode(&mut out, index, t, prev_t, st);
         out.finish();
         self.last_t_delta = t_delta;
@@ -316,13 +305,7 @@ impl Xor2Chunk {
         } else {
             let t_delta = t.wrapping_sub(prev_t) as u64;
             w.write_uvarint(t_delta);
-            write_value(
-                &mut w,
-                value,
-                self.baseline,
-                &mut self.leading,
-                &mut self.trailing,
-            );
+            write_value(&mut w, value, self.baseline, &mut self.window);
             self.last_t_delta = t_delta;
         }
         let st_bits = self.st.encode(&mut w, index, t, prev_t, st);
@@ -391,14 +374,7 @@ impl BitSink for Pending<'_, '_> {
 
 /// Writes the joint dod/value code of a sample n >= 2, and its value.
 #[inline(always)]
-fn write_joint<W: BitSink>(
-    w: &mut W,
-    dod: i64,
-    value: u64,
-    baseline: u64,
-    leading: &mut u8,
-    trailing: &mut u8,
-) {
+fn write_joint<W: BitSink>(w: &mut W, dod: i64, value: u64, baseline: u64, window: &mut XorWindow) {
     if dod == 0 {
         let xor = value ^ baseline;
         if value == STALE_NAN_BITS {
@@ -406,7 +382,7 @@ fn write_joint<W: BitSink>(
         } else if xor == 0 {
             w.put_bits(0, 1);
         } else {
-            write_window(w, xor, leading, trailing, &DOD_ZERO_CHANGED);
+            write_window(w, xor, window, &DOD_ZERO_CHANGED);
         }
         return;
     }
@@ -420,19 +396,13 @@ fn write_joint<W: BitSink>(
         w.put_bits(0b11110, 5);
         w.put_bits(bits, 64);
     }
-    write_value(w, value, baseline, leading, trailing);
+    write_value(w, value, baseline, window);
 }
 
 /// Writes a value as `V`: unchanged, stale marker, or its XOR with the
 /// baseline in a window.
 #[inline(always)]
-fn write_value<W: BitSink>(
-    w: &mut W,
-    value: u64,
-    baseline: u64,
-    leading: &mut u8,
-    trailing: &mut u8,
-) {
+fn write_value<W: BitSink>(w: &mut W, value: u64, baseline: u64, window: &mut XorWindow) {
     // The baseline is never the stale marker, so an unchanged value is not.
     let xor = value ^ baseline;
     if xor == 0 {
@@ -440,95 +410,37 @@ fn write_value<W: BitSink>(
     } else if value == STALE_NAN_BITS {
         w.put_bits(0b111, 3);
     } else {
-        write_window(w, xor, leading, trailing, &AFTER_DOD);
+        write_window(w, xor, window, &AFTER_DOD);
     }
 }
 
 /// Writes a non-zero XOR inside the current window or a new one, choosing
 /// as Prometheus' `xor2Appender` does.
 #[inline(always)]
-fn write_window<W: BitSink>(
-    w: &mut W,
-    xor: u64,
-    leading: &mut u8,
-    trailing: &mut u8,
-    codes: &WindowCodes,
-) {
-    // 5 bits hold at most 31 leading zeros.
-    let mut new_leading = (xor.leading_zeros() as u8).min(31);
-    let mut new_trailing = xor.trailing_zeros() as u8;
-    let (old_leading, old_trailing) = (*leading, *trailing);
+fn write_window<W: BitSink>(w: &mut W, xor: u64, window: &mut XorWindow, codes: &WindowCodes) {
+    let mut new = XorWindow::tightest(xor);
+    let old = *window;
     let header_cost = codes.new_window_cost();
-    if old_leading != NO_WINDOW {
+    if old.is_open() {
         // The current window holds the bits: reuse it unless a new, narrower
         // one saves more than its header costs (a tie reuses).
-        if new_leading >= old_leading
-            && new_trailing >= old_trailing
-            && new_leading + new_trailing <= old_leading + old_trailing + header_cost
+        if old.holds(new) && new.leading + new.trailing <= old.leading + old.trailing + header_cost
         {
-            let sig = 64 - u32::from(old_leading) - u32::from(old_trailing);
-            w.put_bits(codes.reuse, codes.reuse_len);
-            w.put_bits(xor >> old_trailing, sig);
-            return;
+            return old.put_in(w, codes.reuse, codes.reuse_len, xor);
         }
         // Widening: keep an old boundary if the union costs at most half a
         // header in extra payload bits (the next value may need it again).
-        if new_leading < old_leading || new_trailing < old_trailing {
-            let union_leading = new_leading.min(old_leading);
-            let union_trailing = new_trailing.min(old_trailing);
-            if new_leading + new_trailing - union_leading - union_trailing <= header_cost / 2 {
-                new_leading = union_leading;
-                new_trailing = union_trailing;
+        if !old.holds(new) {
+            let union = XorWindow {
+                leading: new.leading.min(old.leading),
+                trailing: new.trailing.min(old.trailing),
+            };
+            if new.leading + new.trailing - union.leading - union.trailing <= header_cost / 2 {
+                new = union;
             }
         }
     }
-    *leading = new_leading;
-    *trailing = new_trailing;
-    let sig = 64 - u32::from(new_leading) - u32::from(new_trailing);
-    // 64 significant bits do not fit 6 bits and are written as 0 (0 itself
-    // never occurs: xor != 0).
-    let header = codes.new << 11 | u64::from(new_leading) << 6 | u64::from(sig & 0x3f);
-    w.put_bits(header, codes.new_len + 11);
-    w.put_bits(xor >> new_trailing, sig);
-}
-
-/// Why decoding stopped, before the sample index is attached.
-enum Fault {
-    Truncated,
-    VarintOverflow,
-    InvalidWindow { leading: u8, significant: u8 },
-}
-
-impl From<EndOfStream> for Fault {
-    fn from(_: EndOfStream) -> Self {
-        Fault::Truncated
-    }
-}
-
-impl From<StReadError> for Fault {
-    fn from(e: StReadError) -> Self {
-        match e {
-            StReadError::Truncated => Fault::Truncated,
-            StReadError::VarintOverflow => Fault::VarintOverflow,
-        }
-    }
-}
-
-impl Fault {
-    fn at(self, sample: u16, total: u16) -> ChunkError {
-        match self {
-            Fault::Truncated => ChunkError::Truncated { sample, total },
-            Fault::VarintOverflow => ChunkError::VarintOverflow { sample },
-            Fault::InvalidWindow {
-                leading,
-                significant,
-            } => ChunkError::InvalidValueWindow {
-                sample,
-                leading,
-                significant,
-            },
-        }
-    }
+    window.put_new(w, codes.new, codes.new_len, xor, new);
 }
 
 /// Iterates the samples of XOR2 chunk bytes as `(t, v)`, stopping after the
@@ -550,10 +462,9 @@ pub struct Xor2Iterator<'a> {
     /// Bits of the last value that was not the stale marker.
     baseline: u64,
     t_delta: u64,
-    /// Value window. Starts at 0/0 like Prometheus' reader, so a reuse
-    /// code before any new window means 64 bits.
-    leading: u8,
-    trailing: u8,
+    /// Value window. Starts at 0/0 ([`XorWindow::FULL`]) like Prometheus'
+    /// reader, so a reuse code before any new window means 64 bits.
+    window: XorWindow,
     /// Whether any value XOR was read, i.e. whether the writer had a window
     /// (for [`Xor2Chunk::from_bytes`]).
     window_set: bool,
@@ -592,8 +503,7 @@ impl<'a> Xor2Iterator<'a> {
             value: 0,
             baseline: 0,
             t_delta: 0,
-            leading: 0,
-            trailing: 0,
+            window: XorWindow::FULL,
             window_set: false,
             done: false,
             err,
@@ -721,31 +631,15 @@ impl<'a> Xor2Iterator<'a> {
     /// The XOR's bits inside the current window.
     #[inline(always)]
     fn decode_in_window(&mut self) -> Result<(), Fault> {
-        // The window is checked when read, so this is 1..=64.
-        let sig = 64 - u32::from(self.leading) - u32::from(self.trailing);
-        let bits = self.reader.read_bits(sig)?;
-        self.apply_xor(bits << self.trailing);
+        let xor = self.window.read_in(&mut self.reader)?;
+        self.apply_xor(xor);
         Ok(())
     }
 
     /// A new window (leading zeros, significant bits) and the XOR's bits.
     fn decode_new_window(&mut self) -> Result<(), Fault> {
-        let header = self.reader.read_bits(5 + 6)?;
-        let leading = (header >> 6) as u8;
-        let significant = match (header & 0x3f) as u8 {
-            0 => 64,
-            n => n,
-        };
-        if leading + significant > 64 {
-            return Err(Fault::InvalidWindow {
-                leading,
-                significant,
-            });
-        }
-        self.leading = leading;
-        self.trailing = 64 - leading - significant;
-        let bits = self.reader.read_bits(u32::from(significant))?;
-        self.apply_xor(bits << self.trailing);
+        let xor = self.window.read_new(&mut self.reader)?;
+        self.apply_xor(xor);
         Ok(())
     }
 
@@ -819,7 +713,7 @@ mod tests {
         assert_eq!(c.bytes(), &[0, 0, 0]);
         assert_eq!(c.iter().next(), None);
         let c = Xor2Chunk::from_bytes(vec![0, 0, 0]).unwrap();
-        assert_eq!(c.leading, NO_WINDOW);
+        assert_eq!(c.window, XorWindow::NONE);
     }
 
     #[test]
@@ -864,7 +758,7 @@ mod tests {
         let samples: Vec<_> = Xor2Iterator::new(&buf).collect();
         assert_eq!(samples, [(1000, 1.0), (1015, 2.0), (1030, 2.5)]);
         let mut c = Xor2Chunk::from_bytes(buf).unwrap();
-        assert_eq!((c.leading, c.trailing), (0, 0));
+        assert_eq!(c.window, XorWindow::FULL);
         c.append(0, 1045, 3.0);
         assert_eq!(c.iter().last(), Some((1045, 3.0)));
     }

@@ -5,15 +5,22 @@
 //! the same append-only verdicts, the same cuts and byte-identical
 //! chunks; decoding Prometheus' bytes must give what Prometheus' iterators
 //! give, bit for bit.
+//!
+//! The same for the start-timestamp encodings (histogramST and
+//! floathistogramST, `interop/cmd/promhiststchunks`): samples carry an ST,
+//! which must be encoded and decoded as Prometheus does.
 
 use ferrite_chunkenc::{
     AppendError, AppendOutcome, CounterResetHeader, FloatHistogramChunk, FloatHistogramIterator,
-    HistogramChunk, HistogramIterator, MIN_SAMPLES_PER_HISTOGRAM_CHUNK,
-    TARGET_BYTES_PER_HISTOGRAM_CHUNK,
+    FloatHistogramStChunk, HistogramChunk, HistogramIterator, HistogramStChunk,
+    MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
 };
 use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
 
 const VECTORS: &str = include_str!("../testdata/prometheus_histogram_vectors.txt");
+const ST_VECTORS: &str = include_str!("../testdata/prometheus_histogram_st_vectors.txt");
+const FLOAT_ST_VECTORS: &str =
+    include_str!("../testdata/prometheus_float_histogram_st_vectors.txt");
 
 #[derive(Debug)]
 enum Event {
@@ -21,6 +28,7 @@ enum Event {
         size: bool,
     },
     Sample {
+        st: i64,
         t: i64,
         record: String,
         outcome: String,
@@ -52,16 +60,24 @@ fn parse_hex(s: &str) -> Vec<u8> {
 }
 
 fn vectors() -> Vec<Vector> {
+    parse_vectors(VECTORS, false)
+}
+
+/// Parses a vectors file; `with_st`: sample and decoded records start with
+/// the start timestamp (the ST files).
+fn parse_vectors(text: &str, with_st: bool) -> Vec<Vector> {
     let mut out: Vec<Vector> = Vec::new();
-    for line in VECTORS
+    for line in text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
     {
         let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
         if key == "vector" {
             let (name, kind) = rest.split_once(' ').expect("vector name kind");
+            // The ST files add the ST pattern.
+            let (kind, pattern) = kind.split_once(' ').unwrap_or((kind, ""));
             out.push(Vector {
-                name: name.to_string(),
+                name: format!("{name} {pattern}"),
                 float: kind == "float",
                 events: Vec::new(),
                 chunks: Vec::new(),
@@ -74,8 +90,15 @@ fn vectors() -> Vec<Vector> {
                 size: rest == "size",
             }),
             "sample" => {
+                let (st, rest) = if with_st {
+                    let (st, rest) = rest.split_once(' ').expect("st t record");
+                    (st.parse().expect("st"), rest)
+                } else {
+                    (0, rest)
+                };
                 let (t, record) = rest.split_once(' ').expect("t record");
                 v.events.push(Event::Sample {
+                    st,
                     t: t.parse().expect("t"),
                     record: record.to_string(),
                     outcome: String::new(),
@@ -229,17 +252,19 @@ fn float_record(h: &FloatHistogram) -> String {
 
 // Replaying with our chunks, as the generator's head does.
 
-/// What both chunk kinds offer the replay.
+/// What the chunk kinds offer the replay. `st` is ignored by the plain
+/// encodings (always 0 in their vectors).
 trait Chunk: Clone + Default {
     type H;
     fn parse(record: &str) -> Self::H;
     fn append(
         &mut self,
         prev: Option<&Self>,
+        st: i64,
         t: i64,
         h: &Self::H,
     ) -> Result<AppendOutcome<Self>, AppendError>;
-    fn append_only(&mut self, t: i64, h: &Self::H) -> Result<(), AppendError>;
+    fn append_only(&mut self, st: i64, t: i64, h: &Self::H) -> Result<(), AppendError>;
     fn bytes(&self) -> &[u8];
     fn num_samples(&self) -> u16;
     /// Decodes chunk bytes into records: the samples, and the float view.
@@ -256,12 +281,13 @@ impl Chunk for HistogramChunk {
     fn append(
         &mut self,
         prev: Option<&Self>,
+        _st: i64,
         t: i64,
         h: &Histogram,
     ) -> Result<AppendOutcome<Self>, AppendError> {
         HistogramChunk::append(self, prev, t, h)
     }
-    fn append_only(&mut self, t: i64, h: &Histogram) -> Result<(), AppendError> {
+    fn append_only(&mut self, _st: i64, t: i64, h: &Histogram) -> Result<(), AppendError> {
         HistogramChunk::append_only(self, t, h)
     }
     fn bytes(&self) -> &[u8] {
@@ -298,12 +324,13 @@ impl Chunk for FloatHistogramChunk {
     fn append(
         &mut self,
         prev: Option<&Self>,
+        _st: i64,
         t: i64,
         h: &FloatHistogram,
     ) -> Result<AppendOutcome<Self>, AppendError> {
         FloatHistogramChunk::append(self, prev, t, h)
     }
-    fn append_only(&mut self, t: i64, h: &FloatHistogram) -> Result<(), AppendError> {
+    fn append_only(&mut self, _st: i64, t: i64, h: &FloatHistogram) -> Result<(), AppendError> {
         FloatHistogramChunk::append_only(self, t, h)
     }
     fn bytes(&self) -> &[u8] {
@@ -324,6 +351,92 @@ impl Chunk for FloatHistogramChunk {
     }
     fn reopen(bytes: Vec<u8>) -> Result<Self, ferrite_chunkenc::ChunkError> {
         FloatHistogramChunk::from_bytes(bytes)
+    }
+    fn header(&self) -> CounterResetHeader {
+        self.counter_reset_header()
+    }
+}
+
+impl Chunk for HistogramStChunk {
+    type H = Histogram;
+    fn parse(record: &str) -> Histogram {
+        parse_int(record)
+    }
+    fn append(
+        &mut self,
+        prev: Option<&Self>,
+        st: i64,
+        t: i64,
+        h: &Histogram,
+    ) -> Result<AppendOutcome<Self>, AppendError> {
+        HistogramStChunk::append(self, prev, st, t, h)
+    }
+    fn append_only(&mut self, st: i64, t: i64, h: &Histogram) -> Result<(), AppendError> {
+        HistogramStChunk::append_only(self, st, t, h)
+    }
+    fn bytes(&self) -> &[u8] {
+        HistogramStChunk::bytes(self)
+    }
+    fn num_samples(&self) -> u16 {
+        HistogramStChunk::num_samples(self)
+    }
+    fn decode(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+        let mut it = HistogramIterator::new_st(bytes);
+        let mut h = Histogram::default();
+        let mut out = Vec::new();
+        while let Some(t) = it.next_into(&mut h) {
+            out.push(format!("{} {t} {}", it.start_timestamp(), int_record(&h)));
+        }
+        assert_eq!(it.error(), None);
+        (out, Vec::new())
+    }
+    fn reopen(bytes: Vec<u8>) -> Result<Self, ferrite_chunkenc::ChunkError> {
+        HistogramStChunk::from_bytes(bytes)
+    }
+    fn header(&self) -> CounterResetHeader {
+        self.counter_reset_header()
+    }
+}
+
+impl Chunk for FloatHistogramStChunk {
+    type H = FloatHistogram;
+    fn parse(record: &str) -> FloatHistogram {
+        parse_float(record)
+    }
+    fn append(
+        &mut self,
+        prev: Option<&Self>,
+        st: i64,
+        t: i64,
+        h: &FloatHistogram,
+    ) -> Result<AppendOutcome<Self>, AppendError> {
+        FloatHistogramStChunk::append(self, prev, st, t, h)
+    }
+    fn append_only(&mut self, st: i64, t: i64, h: &FloatHistogram) -> Result<(), AppendError> {
+        FloatHistogramStChunk::append_only(self, st, t, h)
+    }
+    fn bytes(&self) -> &[u8] {
+        FloatHistogramStChunk::bytes(self)
+    }
+    fn num_samples(&self) -> u16 {
+        FloatHistogramStChunk::num_samples(self)
+    }
+    fn decode(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+        let mut it = FloatHistogramIterator::new_st(bytes);
+        let mut fh = FloatHistogram::default();
+        let mut out = Vec::new();
+        while let Some(t) = it.next_into(&mut fh) {
+            out.push(format!(
+                "{} {t} {}",
+                it.start_timestamp(),
+                float_record(&fh)
+            ));
+        }
+        assert_eq!(it.error(), None);
+        (out, Vec::new())
+    }
+    fn reopen(bytes: Vec<u8>) -> Result<Self, ferrite_chunkenc::ChunkError> {
+        FloatHistogramStChunk::from_bytes(bytes)
     }
     fn header(&self) -> CounterResetHeader {
         self.counter_reset_header()
@@ -373,6 +486,7 @@ fn replay<C: Chunk>(v: &Vector) -> Vec<C> {
                 just_cut = true;
             }
             Event::Sample {
+                st,
                 t,
                 record,
                 outcome,
@@ -389,7 +503,7 @@ fn replay<C: Chunk>(v: &Vector) -> Vec<C> {
                 if let Some(expected) = append_only {
                     let mut copy = chunks.last().expect("a chunk").clone();
                     let before = copy.bytes().to_vec();
-                    let r = copy.append_only(*t, &h);
+                    let r = copy.append_only(*st, *t, &h);
                     assert_eq!(
                         verdict(&r),
                         go_verdict(expected),
@@ -405,7 +519,7 @@ fn replay<C: Chunk>(v: &Vector) -> Vec<C> {
                 let prev = if just_cut { done.last() } else { None };
                 just_cut = false;
                 let got = cur[0]
-                    .append(prev, *t, &h)
+                    .append(prev, *st, *t, &h)
                     .unwrap_or_else(|e| panic!("{}: event {i}: {e}", v.name));
                 let name = match got {
                     AppendOutcome::Appended => "appended",
@@ -496,5 +610,57 @@ fn float_chunks_are_byte_identical_to_prometheus() {
     assert!(floats.len() >= 35);
     for v in floats {
         check::<FloatHistogramChunk>(v);
+    }
+}
+
+#[test]
+fn st_vectors_cover_the_cases() {
+    for (text, float) in [(ST_VECTORS, false), (FLOAT_ST_VECTORS, true)] {
+        let vs = parse_vectors(text, true);
+        assert!(vs.len() >= 20, "only {} vectors", vs.len());
+        assert!(vs.iter().all(|v| v.float == float));
+        let outcomes = |o: &str| {
+            vs.iter()
+                .flat_map(|v| &v.events)
+                .filter(|e| matches!(e, Event::Sample { outcome, .. } if outcome == o))
+                .count()
+        };
+        assert!(outcomes("recoded") > 30 && outcomes("new") > 30);
+        // ST headers: none, first ST only, changes early and late, and the
+        // forced record at sample 127.
+        let headers: std::collections::HashSet<u8> = vs
+            .iter()
+            .flat_map(|v| &v.chunks)
+            .filter_map(|c| c.bytes.get(2).copied())
+            .collect();
+        for h in [0x00, 0x80, 0x81, 0x7f, 0xff] {
+            assert!(headers.contains(&h), "ST header {h:#04x} missing");
+        }
+        // All four counter-reset headers, in byte 0.
+        let resets: std::collections::HashSet<u8> = vs
+            .iter()
+            .flat_map(|v| &v.chunks)
+            .filter_map(|c| c.bytes.first().map(|b| b & 0xc0))
+            .collect();
+        assert_eq!(resets.len(), 4);
+        // More than 127 samples in a chunk.
+        assert!(vs
+            .iter()
+            .flat_map(|v| &v.chunks)
+            .any(|c| c.decoded.len() > 128));
+    }
+}
+
+#[test]
+fn histogram_st_chunks_are_byte_identical_to_prometheus() {
+    for v in parse_vectors(ST_VECTORS, true) {
+        check::<HistogramStChunk>(&v);
+    }
+}
+
+#[test]
+fn float_histogram_st_chunks_are_byte_identical_to_prometheus() {
+    for v in parse_vectors(FLOAT_ST_VECTORS, true) {
+        check::<FloatHistogramStChunk>(&v);
     }
 }

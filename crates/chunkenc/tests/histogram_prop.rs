@@ -2,13 +2,15 @@
 //! histograms (counters and gauges, growing and shrinking bucket sets,
 //! resets, schema changes, stale markers) survive append and iteration;
 //! reopening a chunk anywhere and appending on gives the same bytes; and
-//! no input bytes make decoding panic.
+//! no input bytes make decoding panic. The start-timestamp encodings make
+//! the same decisions and decode to the same histograms as the plain ones,
+//! with every sample's start timestamp back.
 
 use std::collections::BTreeMap;
 
 use ferrite_chunkenc::{
-    AppendOutcome, CounterResetHeader, FloatHistogramChunk, FloatHistogramIterator, HistogramChunk,
-    HistogramIterator,
+    AppendOutcome, CounterResetHeader, FloatHistogramChunk, FloatHistogramIterator,
+    FloatHistogramStChunk, HistogramChunk, HistogramIterator, HistogramStChunk,
 };
 use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span, STALE_NAN};
 use proptest::prelude::*;
@@ -386,6 +388,103 @@ fn check_float(seed: u64) {
     assert_eq!(bytes(&chunks2), bytes(&chunks));
 }
 
+/// Start timestamps for `n` samples at `ts`, in a shape chosen by `seed`.
+fn start_timestamps(seed: u64, ts: &[i64]) -> Vec<i64> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+    let change = rng.gen_range(0..ts.len().max(1));
+    ts.iter()
+        .enumerate()
+        .map(|(i, &t)| match seed % 6 {
+            0 => 0,
+            1 => 1_000,
+            2 => i.checked_sub(1).map_or(t - 1, |p| ts[p]),
+            3 => rng.gen(),
+            4 if i >= change => t - 5,
+            4 => 0,
+            _ => t - rng.gen_range(0..1 << 20),
+        })
+        .collect()
+}
+
+/// Appends a sequence with STs to ST chunks and checks them against the
+/// plain chunks of the same sequence: the same cuts, the same histograms
+/// (the bit streams differ only by the ST fields), the STs back, and
+/// reopening then appending gives the same bytes.
+fn check_st(seed: u64, integer: bool) {
+    let seq = sequence(seed, integer);
+    let ts: Vec<i64> = seq.iter().map(|(t, _)| *t).collect();
+    let sts = start_timestamps(seed, &ts);
+    let (mut h, mut fh) = (Histogram::default(), FloatHistogram::default());
+    // (decoded records, STs) of each chunk.
+    let mut plain = Vec::new();
+    let mut with_st = Vec::new();
+    if integer {
+        for c in int_chunks(&seq) {
+            let mut it = c.iter();
+            let mut got = Vec::new();
+            while let Some(t) = it.next_into(&mut h) {
+                got.push((t, format!("{h:?}")));
+            }
+            plain.push(got);
+        }
+        let mut chunks = vec![HistogramStChunk::new()];
+        for ((t, m), &st) in seq.iter().zip(&sts) {
+            let h = m.as_ref().map_or_else(stale_int, Model::int);
+            let cur = chunks.last_mut().expect("a chunk");
+            if let AppendOutcome::NewChunk(c) = cur.append(None, st, *t, &h).expect("valid") {
+                chunks.push(c);
+            }
+        }
+        for c in &chunks {
+            let mut it = c.iter();
+            let mut got = Vec::new();
+            while let Some(t) = it.next_into(&mut h) {
+                got.push(((t, format!("{h:?}")), it.start_timestamp()));
+            }
+            assert_eq!(it.error(), None);
+            with_st.push(got);
+            let bytes = c.bytes().to_vec();
+            let reopened = HistogramStChunk::from_bytes(bytes.clone()).expect("reopens");
+            assert_eq!(reopened.bytes(), &bytes[..]);
+        }
+    } else {
+        for c in float_chunks(&seq) {
+            let mut it = c.iter();
+            let mut got = Vec::new();
+            while let Some(t) = it.next_into(&mut fh) {
+                got.push((t, format!("{fh:?}")));
+            }
+            plain.push(got);
+        }
+        let mut chunks = vec![FloatHistogramStChunk::new()];
+        for ((t, m), &st) in seq.iter().zip(&sts) {
+            let h = m
+                .as_ref()
+                .map_or_else(|| stale_int().to_float(), Model::float);
+            let cur = chunks.last_mut().expect("a chunk");
+            if let AppendOutcome::NewChunk(c) = cur.append(None, st, *t, &h).expect("valid") {
+                chunks.push(c);
+            }
+        }
+        for c in &chunks {
+            let mut it = c.iter();
+            let mut got = Vec::new();
+            while let Some(t) = it.next_into(&mut fh) {
+                got.push(((t, format!("{fh:?}")), it.start_timestamp()));
+            }
+            assert_eq!(it.error(), None);
+            with_st.push(got);
+        }
+    }
+    let samples: Vec<_> = with_st
+        .iter()
+        .map(|c| c.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>())
+        .collect();
+    assert_eq!(samples, plain, "seed {seed}");
+    let got_sts: Vec<i64> = with_st.iter().flatten().map(|(_, st)| *st).collect();
+    assert_eq!(got_sts, sts, "seed {seed}");
+}
+
 /// Decodes arbitrary bytes every way there is; must not panic.
 fn decode_everything(data: &[u8]) {
     let mut h = Histogram::default();
@@ -403,6 +502,40 @@ fn decode_everything(data: &[u8]) {
     while it.next_into(&mut fh).is_some() {}
     let mut it = HistogramIterator::new(data);
     let _ = it.seek(i64::MAX / 2);
+    for st in [false, true] {
+        let (mut it, mut fit) = if st {
+            (
+                HistogramIterator::new_st(data),
+                FloatHistogramIterator::new_st(data),
+            )
+        } else {
+            (
+                HistogramIterator::new(data),
+                FloatHistogramIterator::new(data),
+            )
+        };
+        let mut n = 0usize;
+        while it.next_into(&mut h).is_some() {
+            let _ = it.start_timestamp();
+            n += 1;
+        }
+        assert!(n == usize::from(it.num_samples()) || it.error().is_some());
+        while fit.next_into(&mut fh).is_some() {}
+    }
+    if let Ok(mut c) = HistogramStChunk::from_bytes(data.to_vec()) {
+        assert_eq!(c.bytes(), data);
+        let _ = c.append(None, 42, i64::MAX, &stale_int());
+        let mut it = c.iter();
+        while it.next_into(&mut h).is_some() {}
+        assert_eq!(it.error(), None);
+    }
+    if let Ok(mut c) = FloatHistogramStChunk::from_bytes(data.to_vec()) {
+        assert_eq!(c.bytes(), data);
+        let _ = c.append(None, -42, 0, &stale_int().to_float());
+        let mut it = c.iter();
+        while it.next_into(&mut fh).is_some() {}
+        assert_eq!(it.error(), None);
+    }
     if let Ok(mut c) = HistogramChunk::from_bytes(data.to_vec()) {
         assert_eq!(c.bytes(), data);
         let sample = Histogram {
@@ -442,6 +575,11 @@ proptest! {
     #[test]
     fn float_sequences_round_trip(seed in any::<u64>()) {
         check_float(seed);
+    }
+
+    #[test]
+    fn st_sequences_match_the_plain_encodings(seed in any::<u64>()) {
+        check_st(seed, seed % 2 == 0);
     }
 
     #[test]

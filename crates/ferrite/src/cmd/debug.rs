@@ -5,7 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use ferrite_chunkenc::XorChunk;
+use ferrite_chunkenc::{
+    AppendOutcome, FloatHistogramChunk, FloatHistogramStChunk, HistogramChunk, HistogramStChunk,
+    Xor2Chunk, XorChunk,
+};
+use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
 
 #[derive(Subcommand)]
 pub enum DebugCommand {
@@ -13,6 +17,22 @@ pub enum DebugCommand {
     /// FILE: one `<t> <float64 bits as 16 hex digits>` per line, chunks
     /// separated by an empty line.
     XorEncode { file: PathBuf },
+    /// Encodes samples as chunks of the given encoding and prints every
+    /// chunk as hex, one a line, each sequence's chunks followed by an
+    /// empty line. FILE: one sample a line, sequences separated by an
+    /// empty line: `<st> <t> <float64 bits as 16 hex digits>` for xor2,
+    /// `<st> <t> <H|F record>` for the histogram encodings (records as in
+    /// interop/cmd/promhistchunks; st is ignored by histogram and
+    /// floathistogram). A sequence starts with a fresh chunk; samples are
+    /// appended as Prometheus' head does (appends that cut or recode a
+    /// chunk included).
+    #[command(hide = true)]
+    ChunkEncode {
+        /// xor2, histogram, floathistogram, histogram-st or floathistogram-st.
+        #[arg(long)]
+        encoding: String,
+        file: PathBuf,
+    },
     /// Block index tools.
     #[command(subcommand)]
     Index(super::debug_index::IndexCommand),
@@ -30,6 +50,7 @@ pub enum DebugCommand {
 pub fn run(c: DebugCommand) -> Result<()> {
     match c {
         DebugCommand::XorEncode { file } => xor_encode(&file),
+        DebugCommand::ChunkEncode { encoding, file } => chunk_encode(&encoding, &file),
         DebugCommand::Index(c) => super::debug_index::run(c),
         DebugCommand::BlockFiles(c) => super::debug_block::run(c),
         DebugCommand::Plan(c) => super::debug_plan::run(c),
@@ -71,4 +92,200 @@ fn xor_encode(file: &std::path::Path) -> Result<()> {
     flush(&mut chunk, &mut out);
     print!("{out}");
     Ok(())
+}
+
+fn chunk_encode(encoding: &str, file: &std::path::Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut out = String::new();
+    for sequence in text.split("\n\n") {
+        let lines: Vec<(usize, &str)> = sequence
+            .lines()
+            .map(str::trim)
+            .enumerate()
+            .filter(|(_, l)| !l.is_empty())
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let chunks = match encoding {
+            "xor2" => encode_xor2(&lines)?,
+            "histogram" => encode_histograms::<HistogramChunk>(&lines)?,
+            "floathistogram" => encode_histograms::<FloatHistogramChunk>(&lines)?,
+            "histogram-st" => encode_histograms::<HistogramStChunk>(&lines)?,
+            "floathistogram-st" => encode_histograms::<FloatHistogramStChunk>(&lines)?,
+            other => bail!("unknown encoding {other:?}"),
+        };
+        for c in chunks {
+            for b in c {
+                let _ = write!(out, "{b:02x}");
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// Splits `<st> <t> <rest>`.
+fn st_t_rest(line: &str) -> Result<(i64, i64, &str)> {
+    let mut parts = line.splitn(3, ' ');
+    let (Some(st), Some(t), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        bail!("want `<st> <t> <value>`");
+    };
+    Ok((st.parse().context("st")?, t.parse().context("t")?, rest))
+}
+
+fn encode_xor2(lines: &[(usize, &str)]) -> Result<Vec<Vec<u8>>> {
+    let mut chunk = Xor2Chunk::new();
+    for &(n, line) in lines {
+        let (st, t, v) = st_t_rest(line).with_context(|| format!("sample {}", n + 1))?;
+        let bits =
+            u64::from_str_radix(v, 16).with_context(|| format!("sample {}: value bits", n + 1))?;
+        chunk.append(st, t, f64::from_bits(bits));
+    }
+    Ok(vec![chunk.into_bytes()])
+}
+
+/// The histogram chunk kinds `chunk-encode` drives alike.
+trait HistogramKind: Sized {
+    type H;
+    fn fresh() -> Self;
+    fn parse(record: &str) -> Result<Self::H>;
+    fn push(&mut self, st: i64, t: i64, h: &Self::H) -> Result<AppendOutcome<Self>>;
+    fn chunk_bytes(&self) -> Vec<u8>;
+}
+
+macro_rules! histogram_kind {
+    ($chunk:ty, $h:ty, $parse:ident, |$c:ident, $st:ident, $t:ident, $hist:ident| $append:expr) => {
+        impl HistogramKind for $chunk {
+            type H = $h;
+            fn fresh() -> Self {
+                <$chunk>::new()
+            }
+            fn parse(record: &str) -> Result<$h> {
+                $parse(record)
+            }
+            fn push(&mut self, $st: i64, $t: i64, $hist: &$h) -> Result<AppendOutcome<Self>> {
+                let $c = self;
+                Ok($append?)
+            }
+            fn chunk_bytes(&self) -> Vec<u8> {
+                self.bytes().to_vec()
+            }
+        }
+    };
+}
+
+histogram_kind!(
+    HistogramChunk,
+    Histogram,
+    parse_int_record,
+    |c, _st, t, h| c.append(None, t, h)
+);
+histogram_kind!(
+    FloatHistogramChunk,
+    FloatHistogram,
+    parse_float_record,
+    |c, _st, t, h| c.append(None, t, h)
+);
+histogram_kind!(
+    HistogramStChunk,
+    Histogram,
+    parse_int_record,
+    |c, st, t, h| c.append(None, st, t, h)
+);
+histogram_kind!(
+    FloatHistogramStChunk,
+    FloatHistogram,
+    parse_float_record,
+    |c, st, t, h| c.append(None, st, t, h)
+);
+
+/// Appends a sequence as the head does: a returned chunk replaces the
+/// current one (recoded) or follows it (new chunk).
+fn encode_histograms<C: HistogramKind>(lines: &[(usize, &str)]) -> Result<Vec<Vec<u8>>> {
+    let mut done = Vec::new();
+    let mut cur = C::fresh();
+    for &(n, line) in lines {
+        let (st, t, record) = st_t_rest(line).with_context(|| format!("sample {}", n + 1))?;
+        let h = C::parse(record).with_context(|| format!("sample {}", n + 1))?;
+        match cur
+            .push(st, t, &h)
+            .with_context(|| format!("sample {}", n + 1))?
+        {
+            AppendOutcome::Appended | AppendOutcome::Recoded => {}
+            AppendOutcome::NewChunk(next) => done.push(std::mem::replace(&mut cur, next)),
+        }
+    }
+    done.push(cur);
+    Ok(done.iter().map(C::chunk_bytes).collect())
+}
+
+fn float_bits(s: &str) -> Result<f64> {
+    Ok(f64::from_bits(
+        u64::from_str_radix(s, 16).with_context(|| format!("float bits {s:?}"))?,
+    ))
+}
+
+fn record_list<T>(s: &str, f: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
+    if s == "-" {
+        return Ok(Vec::new());
+    }
+    s.split(',').map(f).collect()
+}
+
+fn record_span(s: &str) -> Result<Span> {
+    let (o, l) = s.split_once(':').context("span offset:length")?;
+    Ok(Span {
+        offset: o.parse().context("span offset")?,
+        length: l.parse().context("span length")?,
+    })
+}
+
+/// The 12 fields of an `H` or `F` record, checked.
+fn record_fields(record: &str, kind: &str) -> Result<Vec<String>> {
+    let f: Vec<String> = record.split(' ').map(str::to_string).collect();
+    if f.len() != 12 || f.first().map(String::as_str) != Some(kind) {
+        bail!("want a {kind} record of 12 fields: {record:?}");
+    }
+    Ok(f)
+}
+
+/// `H hint schema zt count zerocount sum pspans nspans pbuckets nbuckets custom`.
+fn parse_int_record(record: &str) -> Result<Histogram> {
+    let f = record_fields(record, "H")?;
+    let int = |s: &str| s.parse::<i64>().with_context(|| format!("integer {s:?}"));
+    Ok(Histogram {
+        counter_reset_hint: CounterResetHint::from_bits(f[1].parse().context("hint")?),
+        schema: f[2].parse().context("schema")?,
+        zero_threshold: float_bits(&f[3])?,
+        count: f[4].parse().context("count")?,
+        zero_count: f[5].parse().context("zero count")?,
+        sum: float_bits(&f[6])?,
+        positive_spans: record_list(&f[7], record_span)?,
+        negative_spans: record_list(&f[8], record_span)?,
+        positive_buckets: record_list(&f[9], int)?,
+        negative_buckets: record_list(&f[10], int)?,
+        custom_values: record_list(&f[11], float_bits)?,
+    })
+}
+
+/// An `F` record: the fields of an `H` record with float counts.
+fn parse_float_record(record: &str) -> Result<FloatHistogram> {
+    let f = record_fields(record, "F")?;
+    Ok(FloatHistogram {
+        counter_reset_hint: CounterResetHint::from_bits(f[1].parse().context("hint")?),
+        schema: f[2].parse().context("schema")?,
+        zero_threshold: float_bits(&f[3])?,
+        count: float_bits(&f[4])?,
+        zero_count: float_bits(&f[5])?,
+        sum: float_bits(&f[6])?,
+        positive_spans: record_list(&f[7], record_span)?,
+        negative_spans: record_list(&f[8], record_span)?,
+        positive_buckets: record_list(&f[9], float_bits)?,
+        negative_buckets: record_list(&f[10], float_bits)?,
+        custom_values: record_list(&f[11], float_bits)?,
+    })
 }
