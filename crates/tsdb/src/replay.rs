@@ -110,8 +110,8 @@ impl ReplayStats {
 fn head_chunk_encoding(b: u8) -> Option<ferrite_chunkenc::Encoding> {
     use ferrite_chunkenc::Encoding as E;
     match E::from_u8(b) {
-        Some(e @ (E::Xor | E::Xor2 | E::Histogram | E::FloatHistogram)) => Some(e),
-        _ => None,
+        Some(E::None) | None => None,
+        Some(e) => Some(e),
     }
 }
 
@@ -1132,10 +1132,11 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     }
     let min_valid = head.min_valid_time();
     let mut below_blocks = 0u64;
-    // In-order chunks of the encodings Ferrite reads (XOR, XOR2, integer
-    // and float histograms) are loaded. Anything else (out-of-order
-    // chunks, v3.16's start-timestamp histogram encodings, unknown bytes)
-    // stops the open before any head chunk file is repaired or deleted.
+    // In-order chunks of the encodings Ferrite reads (every encoding of
+    // v3.16: XOR, XOR2, integer and float histograms and their
+    // start-timestamp variants) are loaded. Anything else (out-of-order
+    // chunks, unknown bytes) stops the open before any head chunk file is
+    // repaired or deleted.
     // Like Prometheus, in-order chunks wholly before the min valid time are
     // dropped first, whatever their encoding: blocks hold their samples.
     let mut refused: Option<crate::head_chunks::MappedChunkMeta> = None;

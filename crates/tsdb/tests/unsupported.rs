@@ -305,8 +305,6 @@ fn head_chunk_dir(dir: &Path, encoding: u8) -> PathBuf {
 #[test]
 fn head_chunks_of_other_encodings_stop_the_open() {
     for (encoding, kind) in [
-        (5, "histogram_st"),
-        (6, "floathistogram_st"),
         (0x7f, "unknown"),
         (0x81, "out-of-order"),
         (0x82, "out-of-order"),
@@ -426,7 +424,7 @@ fn patch_block_chunk_encoding(block_dir: &Path, encoding: u8) -> PathBuf {
 }
 
 #[test]
-fn non_xor_block_chunks_fail_reads_and_compaction_unchanged() {
+fn unknown_block_chunk_encodings_fail_reads_and_compaction_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     {
@@ -445,8 +443,8 @@ fn non_xor_block_chunks_fail_reads_and_compaction_unchanged() {
         .map(|e| e.unwrap().path())
         .find(|p| p.join("meta.json").exists())
         .unwrap();
-    // v3.16's start-timestamp histogram encoding, not read yet.
-    let file = patch_block_chunk_encoding(&block_dir, 5);
+    // An encoding byte no Prometheus writes.
+    let file = patch_block_chunk_encoding(&block_dir, 9);
 
     // Opening does not scan block chunks; reading one fails.
     let before = snapshot(&block_dir);
@@ -457,29 +455,22 @@ fn non_xor_block_chunks_fail_reads_and_compaction_unchanged() {
     let msg = err.to_string();
     match err {
         QueryError::Unsupported(u) => {
-            assert_eq!(u.kind, UnsupportedKind::BlockChunk(5));
+            assert_eq!(u.kind, UnsupportedKind::BlockChunk(9));
             assert_eq!(u.file, file);
             assert!(u.series.unwrap_or_default().contains("\"h\""));
         }
         e => panic!("want unsupported, got {e:?}"),
     }
-    assert!(
-        msg.contains("unsupported") && msg.contains("histogram"),
-        "{msg}"
-    );
+    assert!(msg.contains("unsupported"), "{msg}");
 
-    // Compaction copies the chunk it cannot read, bytes and encoding as
-    // they are (nothing needs re-encoding).
+    // Compaction fails and leaves the source block as it was.
     let blocks: Vec<Arc<_>> = db.blocks();
     let out = tempfile::tempdir().unwrap();
-    let written = ferrite_tsdb::compact::compact_blocks(out.path(), &[blocks[0].clone()], None)
-        .unwrap()
-        .expect("a block");
-    let copied = out
-        .path()
-        .join(written.ulid.to_string())
-        .join("chunks/000001");
-    assert_eq!(fs::read(&copied).unwrap(), fs::read(&file).unwrap());
+    let err = ferrite_tsdb::compact::compact_blocks(out.path(), &[blocks[0].clone()], None)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.to_string().contains("unsupported"), "{err}");
+    assert!(snapshot(out.path()).is_empty(), "no partial block left");
     drop(blocks);
     db.close().unwrap();
     // The block, not even marked compaction.failed.
