@@ -13,11 +13,10 @@ import (
 	"ferrite.dev/interop/internal/promtsdb"
 )
 
-// TestUnsupportedDataIsNeverDestroyed (issue 10, item 1: never destroy what
-// you don't understand): Prometheus v3.16.0 writes five data dirs, each
-// holding one kind of data Ferrite does not support yet next to ordinary
-// float series (promtsdb.GenerateUnsupported, which checks that the data
-// sits where the kind says):
+// TestPrometheusDirsOfEveryKind (issue 10): Prometheus v3.16.0 writes five
+// data dirs, each holding one kind of data beyond plain floats next to
+// ordinary float series (promtsdb.GenerateUnsupported, which checks that the
+// data sits where the kind says):
 //
 //   - wal-histograms: integer native histograms (exponential schemas) in the
 //     WAL only;
@@ -25,55 +24,38 @@ import (
 //     into chunks_head/;
 //   - nhcb: custom-bucket histograms (schema -53), integer and float, in the
 //     WAL and chunks_head/;
-//   - ooo: out-of-order float samples (wbl/ and out-of-order chunks in
-//     chunks_head/);
 //   - block-histograms: integer and float histograms in four aligned 2 h
 //     blocks written by Prometheus' compactor (the first three fill a 6 h
-//     range, so the leveled planner wants to merge them), floats only in the
-//     head.
+//     range, so the leveled planner merges them), floats only in the head;
+//   - ooo: out-of-order float samples (wbl/ and out-of-order chunks in
+//     chunks_head/).
 //
-// On a fresh copy of each, `ferrite tsdb digest` and `ferrite tsdb compact`
-// (and, where chunks_head/ holds histogram chunks, which are read first,
-// digest on a copy without chunks_head/, so the WAL's histogram records are
-// met first) must each fail (non-zero exit, no panic), say "unsupported"
-// and name the kind ("histogram"; for ooo "out-of-order", "out of order" or
-// "wbl"; case does not matter), and leave every file byte-identical (path,
-// size, sha256; only an empty top-level `lock` file left behind and added
-// empty directories, such as the chunks_head/ an open creates before it
-// refuses, are tolerated, and logged: they are no data). Then Prometheus'
-// read-only open of the copy must still find every sample written, exactly
-// (below).
+// The histogram dirs Ferrite reads whole: on a fresh copy of each (and,
+// where chunks_head/ holds histogram chunks, on a copy without it, so the
+// WAL's histogram records are all replayed), `ferrite tsdb census` must
+// print exactly what Prometheus' read-only census of the same copy prints
+// (series, samples per kind, sums, and a hash of every series and sample:
+// timestamps, float bits, histograms' schema, counts, sums, bounds and
+// non-empty buckets). Then `ferrite tsdb compact` (head persisted into
+// blocks, the WAL checkpointed and truncated, the leveled compactions run)
+// must succeed, and afterwards both Prometheus and Ferrite must still read
+// exactly what was written.
 //
-// block-histograms is judged by what Ferrite can know when: it checks a
-// block chunk's encoding when it reads the chunk, not when it opens the
-// block (scanning every chunk file on each start would be costly), so the
-// refusal comes after an ordinary open, which may already have done what
-// opens do (a new empty WAL segment; for compact, the float head persisted
-// as a block before the leveled compaction reaches the histogram blocks).
-// There, what must hold is that every histogram block still there is
-// byte-identical (rewriting a meta.json, e.g. marking its compaction failed,
-// which would stop Prometheus from ever compacting it, is a failure), that
-// none is gone unless the command succeeded, and that Prometheus still reads
-// every sample exactly; digest reads every sample, so it must refuse as
-// above; compact may exit 0 (having found nothing it had to decode those
-// blocks for, or having merged their chunks without decoding them), and if it
-// fails it must say "unsupported" and "histogram" as above. Other changes
-// are logged.
-//
-// "Every sample exactly", for every dir and command: Prometheus' read-only
-// census of the copy afterwards equals that of the dir as written (series,
-// samples per kind, sums, and a hash of every series and sample: timestamps,
-// float bits, histograms' schema, counts, sums, bounds and non-empty buckets;
-// promtsdb.CensusReadOnly), which equals what the generator wrote.
-func TestUnsupportedDataIsNeverDestroyed(t *testing.T) {
+// Out-of-order samples Ferrite does not store yet: `ferrite tsdb census`
+// and `ferrite tsdb compact` must each fail (non-zero exit, no panic), say
+// "unsupported" and name the kind ("out-of-order", "out of order" or "wbl";
+// case does not matter), and leave every file byte-identical (an empty
+// top-level `lock` file and added empty directories are tolerated and
+// logged), and Prometheus must still read every sample exactly.
+func TestPrometheusDirsOfEveryKind(t *testing.T) {
 	bin := ferriteBin(t)
 	root := t.TempDir()
 	start := time.Now()
 	// What Prometheus reads from each dir as written: the census must be
 	// what was written; its hash is what every copy must still give.
 	orig := map[string]promtsdb.Census{}
-	gen := func(kind string) promtsdb.UnsupportedDir {
-		t.Helper()
+	var dirs []promtsdb.UnsupportedDir
+	for _, kind := range promtsdb.UnsupportedKinds {
 		u, err := promtsdb.GenerateUnsupported(kind, filepath.Join(root, "gen", kind))
 		if err != nil {
 			t.Fatalf("prometheus: %v", err)
@@ -87,85 +69,103 @@ func TestUnsupportedDataIsNeverDestroyed(t *testing.T) {
 		}
 		orig[kind] = c
 		t.Logf("%s: %s\n%s", kind, c, u.Files)
-		return u
-	}
-
-	first := gen(promtsdb.UnsupportedWALHistograms)
-
-	dirs := []promtsdb.UnsupportedDir{first}
-	for _, kind := range promtsdb.UnsupportedKinds[1:] {
-		dirs = append(dirs, gen(kind))
+		dirs = append(dirs, u)
 	}
 	t.Logf("generated %d dirs in %.2fs", len(dirs), time.Since(start).Seconds())
 
 	for _, u := range dirs {
 		t.Run(u.Kind, func(t *testing.T) {
-			type variant struct {
-				cmd          string
-				noChunksHead bool
+			if u.Kind == promtsdb.UnsupportedOOO {
+				checkRefusedUnchanged(t, bin, u, orig[u.Kind], filepath.Join(root, "run"))
+				return
 			}
-			variants := []variant{{"digest", false}, {"compact", false}}
+			// The census of Ferrite equals Prometheus' of the same copy.
+			copies := []string{filepath.Join(root, "run", u.Kind+"-census")}
+			copyDir(t, u.Dir, copies[0])
 			if u.Kind == promtsdb.UnsupportedHeadFloatHistograms || u.Kind == promtsdb.UnsupportedNHCB {
-				// chunks_head/ is read before the WAL: without it, the
-				// histogram WAL records (types 8, 9, 10) must be refused too.
-				variants = append(variants, variant{"digest", true})
+				c := filepath.Join(root, "run", u.Kind+"-census-no-chunks-head")
+				copyWithoutChunksHead(t, u.Dir, c)
+				copies = append(copies, c)
 			}
-			for _, v := range variants {
-				cmd := v.cmd
-				dir := filepath.Join(root, "run", u.Kind+"-"+cmd)
-				if v.noChunksHead {
-					dir += "-no-chunks-head"
-					copyWithoutChunksHead(t, u.Dir, dir)
-					cmd += " (no chunks_head/)"
-				} else {
-					copyDir(t, u.Dir, dir)
-				}
-				before := fileHashes(t, dir)
-				r := run(bin, nil, "tsdb", v.cmd, dir)
-				out := r.stdout + r.stderr
-				t.Logf("ferrite tsdb %s (%v):\n%s", cmd, r.err, tail(out, 6))
-				checkNoPanicOrTimeout(t, "tsdb "+cmd, r)
-				after := fileHashes(t, dir)
-
-				// See the doc comment for block-histograms.
-				lazy := u.Kind == promtsdb.UnsupportedBlockHistograms
-				switch {
-				case r.err == nil && !(lazy && v.cmd == "compact"):
-					t.Errorf("ferrite tsdb %s accepted a dir with %s (exit 0); want a refusal saying \"unsupported\"", cmd, u.Kind)
-				case r.err != nil && (!containsFold(out, "unsupported") || !namesKind(u.Kind, out)):
-					t.Errorf("ferrite tsdb %s refused the dir (%v) without saying \"unsupported\" and naming %s (%s); output:\n%s",
-						cmd, r.err, u.Kind, strings.Join(kindWords(u.Kind), " or "), tail(out, 10))
-				}
-				changes, tolerated := diffHashes(before, after)
-				if lazy {
-					for _, b := range u.HistogramBlocks {
-						bb, ba := subHashes(before, b+"/"), subHashes(after, b+"/")
-						if len(ba) == 0 && r.err == nil {
-							t.Logf("ferrite tsdb %s compacted histogram block %s away (its samples are checked below)", cmd, b)
-							continue
-						}
-						if d, _ := diffHashes(bb, ba); d != "" {
-							t.Errorf("ferrite tsdb %s (%v) changed histogram block %s:\n%s", cmd, r.err, b, d)
-						}
-					}
-					if changes != "" {
-						t.Logf("ferrite tsdb %s (%v) changed the dir (allowed outside the histogram blocks):\n%s", cmd, r.err, changes)
-					}
-				} else if changes != "" {
-					t.Errorf("ferrite tsdb %s (%v) changed the dir:\n%s", cmd, r.err, changes)
-				}
-				if tolerated != "" {
-					t.Logf("ferrite tsdb %s left (tolerated):\n%s", cmd, tolerated)
-				}
-
-				got, err := promtsdb.CensusReadOnly(dir)
+			for _, dir := range copies {
+				want, err := promtsdb.CensusReadOnly(dir)
 				if err != nil {
-					t.Errorf("after ferrite tsdb %s, prometheus (read-only) cannot read the dir: %v", cmd, err)
-				} else if want := orig[u.Kind]; !got.Equal(want) || got.Hash != want.Hash {
-					t.Errorf("after ferrite tsdb %s, prometheus reads\n  %s\nwant (as written)\n  %s", cmd, got, want)
+					t.Fatalf("prometheus cannot read %s: %v", dir, err)
 				}
+				checkFerriteCensus(t, bin, dir, want, filepath.Base(dir))
 			}
+
+			// Compacted by Ferrite, the dir still holds exactly what was
+			// written, for Prometheus and for Ferrite.
+			dir := filepath.Join(root, "run", u.Kind+"-compact")
+			copyDir(t, u.Dir, dir)
+			r := run(bin, nil, "tsdb", "compact", dir)
+			checkNoPanicOrTimeout(t, "tsdb compact", r)
+			if r.err != nil {
+				t.Fatalf("ferrite tsdb compact failed on %s: %v\n%s", u.Kind, r.err, tail(r.stdout+r.stderr, 10))
+			}
+			t.Logf("ferrite tsdb compact:\n%s", tail(r.stdout+r.stderr, 4))
+			got, err := promtsdb.CensusReadOnly(dir)
+			if err != nil {
+				t.Fatalf("after ferrite tsdb compact, prometheus cannot read the dir: %v", err)
+			}
+			if want := orig[u.Kind]; !got.Equal(want) || got.Hash != want.Hash {
+				t.Errorf("after ferrite tsdb compact, prometheus reads\n  %s\nwant (as written)\n  %s", got, want)
+			}
+			checkFerriteCensus(t, bin, dir, orig[u.Kind], "after compact")
 		})
+	}
+}
+
+// checkFerriteCensus runs `ferrite tsdb census dir` and compares its line
+// with Prometheus' census, hash included.
+func checkFerriteCensus(t *testing.T, bin, dir string, want promtsdb.Census, what string) {
+	t.Helper()
+	r := run(bin, nil, "tsdb", "census", dir)
+	checkNoPanicOrTimeout(t, "tsdb census", r)
+	if r.err != nil {
+		t.Errorf("%s: ferrite tsdb census failed: %v\n%s", what, r.err, tail(r.stdout+r.stderr, 10))
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	got := lines[len(lines)-1]
+	if got != want.String() {
+		t.Errorf("%s: ferrite tsdb census\n  %s\nprometheus\n  %s", what, got, want.String())
+	}
+}
+
+// checkRefusedUnchanged runs census and compact on fresh copies of a dir
+// Ferrite must refuse: each must fail naming the kind and change nothing.
+func checkRefusedUnchanged(t *testing.T, bin string, u promtsdb.UnsupportedDir, want promtsdb.Census, runRoot string) {
+	t.Helper()
+	for _, cmd := range []string{"census", "compact"} {
+		dir := filepath.Join(runRoot, u.Kind+"-"+cmd)
+		copyDir(t, u.Dir, dir)
+		before := fileHashes(t, dir)
+		r := run(bin, nil, "tsdb", cmd, dir)
+		out := r.stdout + r.stderr
+		t.Logf("ferrite tsdb %s (%v):\n%s", cmd, r.err, tail(out, 6))
+		checkNoPanicOrTimeout(t, "tsdb "+cmd, r)
+		switch {
+		case r.err == nil:
+			t.Errorf("ferrite tsdb %s accepted a dir with %s (exit 0); want a refusal saying \"unsupported\"", cmd, u.Kind)
+		case !containsFold(out, "unsupported") || !namesKind(u.Kind, out):
+			t.Errorf("ferrite tsdb %s refused the dir (%v) without saying \"unsupported\" and naming %s (%s); output:\n%s",
+				cmd, r.err, u.Kind, strings.Join(kindWords(u.Kind), " or "), tail(out, 10))
+		}
+		changes, tolerated := diffHashes(before, fileHashes(t, dir))
+		if changes != "" {
+			t.Errorf("ferrite tsdb %s (%v) changed the dir:\n%s", cmd, r.err, changes)
+		}
+		if tolerated != "" {
+			t.Logf("ferrite tsdb %s left (tolerated):\n%s", cmd, tolerated)
+		}
+		got, err := promtsdb.CensusReadOnly(dir)
+		if err != nil {
+			t.Errorf("after ferrite tsdb %s, prometheus (read-only) cannot read the dir: %v", cmd, err)
+		} else if !got.Equal(want) || got.Hash != want.Hash {
+			t.Errorf("after ferrite tsdb %s, prometheus reads\n  %s\nwant (as written)\n  %s", cmd, got, want)
+		}
 	}
 }
 
