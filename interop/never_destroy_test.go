@@ -30,7 +30,9 @@ import (
 //   - ooo: out-of-order float samples (wbl/ and out-of-order chunks in
 //     chunks_head/).
 //
-// The histogram dirs Ferrite reads whole: on a fresh copy of each (and,
+// The histogram dirs Ferrite reads whole: `ferrite tsdb dump` prints what
+// promtool's prints (histograms as their String()), and on a fresh copy of
+// each (and,
 // where chunks_head/ holds histogram chunks, on a copy without it, so the
 // WAL's histogram records are all replayed), `ferrite tsdb census` must
 // print exactly what Prometheus' read-only census of the same copy prints
@@ -49,6 +51,7 @@ import (
 // logged), and Prometheus must still read every sample exactly.
 func TestPrometheusDirsOfEveryKind(t *testing.T) {
 	bin := ferriteBin(t)
+	pt := promtoolBin(t)
 	root := t.TempDir()
 	start := time.Now()
 	// What Prometheus reads from each dir as written: the census must be
@@ -93,6 +96,12 @@ func TestPrometheusDirsOfEveryKind(t *testing.T) {
 					t.Fatalf("prometheus cannot read %s: %v", dir, err)
 				}
 				checkFerriteCensus(t, bin, dir, want, filepath.Base(dir))
+			}
+			// promtool's dump, histograms printed as their String().
+			f, p := runBoth(t, bin, pt, copies[0], "tsdb", "dump", copies[0])
+			if fl, pl := sortedLines(f), sortedLines(p); strings.Join(fl, "\n") != strings.Join(pl, "\n") {
+				t.Errorf("tsdb dump: ferrite %d lines, promtool %d:\n%s", len(fl), len(pl),
+					lineDiff(strings.Join(pl, "\n"), strings.Join(fl, "\n")))
 			}
 
 			// Compacted by Ferrite, the dir still holds exactly what was

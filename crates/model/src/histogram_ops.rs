@@ -13,7 +13,9 @@
 use std::fmt::Write as _;
 
 use crate::gofloat::format_g;
-use crate::histogram::{is_custom_buckets_schema, CounterResetHint, FloatHistogram, Span};
+use crate::histogram::{
+    is_custom_buckets_schema, CounterResetHint, FloatHistogram, Histogram, Span,
+};
 
 /// One bucket with its bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,12 +86,54 @@ pub fn exponential_bound(idx: i32, schema: i32) -> f64 {
     let idx = i64::from(idx);
     let exp = idx.div_euclid(per);
     let rem = idx.rem_euclid(per);
-    let frac = ((rem as f64) / (per as f64)).exp2();
+    let frac = bound_fraction(rem, per);
     let b = frac * pow2(exp);
     if b.is_infinite() && idx == (1024 << schema) {
         return f64::MAX;
     }
     b
+}
+
+/// `2^(rem/per)` for `0 <= rem < per`, exactly as Prometheus' bucket
+/// bounds have it. Prometheus takes them from a fixed table of
+/// `2^(k/256 - 1)` whose values are not all the nearest doubles (`2^-0.25`
+/// is 0.8408964152537144 there, one ulp below), so bounds computed here
+/// would differ in the last digit. The table's values are Prometheus'
+/// output, recorded by `interop/cmd/prombounds` in
+/// `testdata/prometheus_bucket_bounds.txt` (schema 8, indices -256..-1: the
+/// bounds in [0.5, 1)); the other schemas' bounds are among them, and the
+/// tests check every schema's against Prometheus'.
+fn bound_fraction(rem: i64, per: i64) -> f64 {
+    static FRACTIONS: std::sync::LazyLock<Vec<f64>> = std::sync::LazyLock::new(|| {
+        let mut table = vec![0.0; 256];
+        let data = include_str!("../testdata/prometheus_bucket_bounds.txt");
+        for line in data.lines() {
+            let mut f = line.split_whitespace();
+            let (Some("8"), Some(i), Some(b)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            let (Ok(idx), Ok(bits)) = (i.parse::<i64>(), u64::from_str_radix(b, 16)) else {
+                continue;
+            };
+            if let Some(slot) = usize::try_from(idx + 256)
+                .ok()
+                .and_then(|k| table.get_mut(k))
+            {
+                *slot = f64::from_bits(bits);
+            }
+        }
+        table
+    });
+    // Schema `log2(per)` index `rem` is schema 8 index `rem * 256 / per`.
+    if per <= 256 {
+        let k = rem * (256 / per);
+        if let Some(&half) = usize::try_from(k).ok().and_then(|k| FRACTIONS.get(k)) {
+            if half != 0.0 {
+                return 2.0 * half;
+            }
+        }
+    }
+    ((rem as f64) / (per as f64)).exp2()
 }
 
 /// `2^e` for any integer exponent (0 and infinity past the float range).
@@ -274,6 +318,15 @@ fn map_custom(items: &[(i32, f64)], from: &[f64], to: &[f64], acc: &mut [f64], s
         if let Some(slot) = acc.get_mut(target) {
             *slot += sign * c;
         }
+    }
+}
+
+impl Histogram {
+    /// Prometheus' `String()` of an integer histogram: as
+    /// [`FloatHistogram::go_string`], counts as integers.
+    pub fn go_string(&self) -> String {
+        // Counts come from integers: exact in f64 below 2^53.
+        self.to_float().go_string_with(|c| (c as u64).to_string())
     }
 }
 
@@ -892,11 +945,14 @@ impl FloatHistogram {
     /// populated buckets from lowest to highest
     /// (`{count:3, sum:2, [-1,-0.5):1, [-0.001,0.001]:1, (1,2]:1}`).
     pub fn go_string(&self) -> String {
-        let mut s = format!(
-            "{{count:{}, sum:{}",
-            format_g(self.count),
-            format_g(self.sum)
-        );
+        self.go_string_with(format_g)
+    }
+
+    /// [`FloatHistogram::go_string`] with the counts (total and per
+    /// bucket) written by `count`: `%g` for float histograms, `%d` for
+    /// integer ones.
+    fn go_string_with(&self, count: impl Fn(f64) -> String) -> String {
+        let mut s = format!("{{count:{}, sum:{}", count(self.count), format_g(self.sum));
         let bucket = |s: &mut String, b: &Bucket| {
             let _ = write!(
                 s,
@@ -905,7 +961,7 @@ impl FloatHistogram {
                 format_g(b.lower),
                 format_g(b.upper),
                 if b.upper_inclusive { ']' } else { ')' },
-                format_g(b.count)
+                count(b.count)
             );
         };
         for b in self.negative_bucket_list().iter().rev() {
@@ -1104,5 +1160,39 @@ mod tests {
         let mut a = h(0, &[(0, 1.0), (2, 2.0)]);
         a.sum = 3.0;
         assert_eq!(a.test_expression(), "{{count:3 sum:3 buckets:[1 0 2]}}");
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::exponential_bound;
+
+    /// Every bound of every schema equals Prometheus' (bit for bit).
+    #[test]
+    fn bounds_are_prometheus_bounds() {
+        let data = include_str!("../testdata/prometheus_bucket_bounds.txt");
+        let mut n = 0;
+        let mut wrong = Vec::new();
+        for line in data.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(s), Some(i), Some(b)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            let schema: i32 = s.parse().expect("schema");
+            let idx: i32 = i.parse().expect("index");
+            let want = f64::from_bits(u64::from_str_radix(b, 16).expect("bits"));
+            let got = exponential_bound(idx, schema);
+            if got.to_bits() != want.to_bits() {
+                wrong.push(format!("schema {schema} index {idx}: {got:e} vs {want:e}"));
+            }
+            n += 1;
+        }
+        assert!(n > 2000, "{n} bounds read");
+        assert!(
+            wrong.is_empty(),
+            "{} differ, e.g. {:?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(5)]
+        );
     }
 }

@@ -94,12 +94,13 @@ impl Labels {
         Labels(v)
     }
 
-    /// Wraps labels already sorted by name with unique names (as storage
-    /// keeps them), without re-sorting; empty values are dropped. Falls
-    /// back to sorting (last duplicate wins) if they are not sorted.
+    /// Wraps labels already sorted by name (as storage keeps them), without
+    /// re-sorting; empty values are dropped. Labels out of order are sorted
+    /// (stably). Duplicate names are kept, as received, so that
+    /// [`Labels::validate`] can refuse them.
     pub fn from_sorted(mut v: Vec<Label>) -> Self {
-        if v.windows(2).any(|w| w[0].name >= w[1].name) {
-            return Self::new(v.into_iter().map(|l| (l.name, l.value)));
+        if v.windows(2).any(|w| w[0].name > w[1].name) {
+            v.sort_by(|a, b| a.name.cmp(&b.name));
         }
         v.retain(|l| !l.value.is_empty());
         Labels(v)
@@ -277,6 +278,10 @@ mod tests {
         assert_eq!(ls.to_string(), r#"{a="2", b="1"}"#);
         let ls = Labels::from_sorted(vec![l("a", ""), l("b", "1")]);
         assert_eq!(ls.to_string(), r#"{b="1"}"#);
+        // Duplicates are kept for validation to refuse.
+        let ls = Labels::from_sorted(vec![l("b", "1"), l("a", "2"), l("b", "1")]);
+        assert_eq!(ls.to_string(), r#"{a="2", b="1", b="1"}"#);
+        assert!(ls.validate().is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/prometheus/model/histogram"
-		"github.com/prometheus/prometheus/tsdb/record"
+	"github.com/prometheus/prometheus/tsdb/record"
 )
 
 func main() {

@@ -40,6 +40,7 @@ use ferrite_tsdb::{Db, QuerySeries};
 use ferrite_model::gofloat::format_g;
 use ferrite_model::units::format_base2_bytes;
 use ferrite_server::selector::parse_selector;
+use ferrite_tsdb::sample::SampleRef;
 use format::{go_duration, go_utc_time, labels_string, tabwrite};
 
 /// `tsdb list`: the blocks of DIR as promtool's table.
@@ -492,11 +493,18 @@ fn dump_db(db: &Db, sets: &[Vec<Matcher>], min_time: i64, max_time: i64) -> Resu
     for s in &series {
         let ls = labels_string(&s.labels);
         let mut werr: Option<io::Error> = None;
-        s.for_each_sample(|t, v| {
-            if werr.is_none() {
-                if let Err(e) = writeln!(w, "{ls} {} {t}", format_g(v)) {
-                    werr = Some(e);
-                }
+        s.for_each_value(|t, v| {
+            if werr.is_some() {
+                return;
+            }
+            // promtool: `%g` floats, histograms as their `String()`.
+            let res = match v {
+                SampleRef::Float(v) => writeln!(w, "{ls} {} {t}", format_g(v)),
+                SampleRef::Histogram(h) => writeln!(w, "{ls} {} {t}", h.go_string()),
+                SampleRef::FloatHistogram(h) => writeln!(w, "{ls} {} {t}", h.go_string()),
+            };
+            if let Err(e) = res {
+                werr = Some(e);
             }
         })
         .with_context(|| format!("reading {ls}"))?;
