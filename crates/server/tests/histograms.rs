@@ -151,11 +151,12 @@ fn form(q: &str) -> String {
     form_urlencoded::byte_serialize(q.as_bytes()).collect()
 }
 
+/// A 2.0 series: labels, histograms, float samples.
+type V2Series<'a> = (Vec<(&'a str, &'a str)>, Vec<v2::Histogram>, Vec<(i64, f64)>);
+
 /// A 2.0 request of one series per `(labels, histograms, floats)`; symbol
 /// 0 is "".
-fn v2_request(
-    series: Vec<(Vec<(&str, &str)>, Vec<v2::Histogram>, Vec<(i64, f64)>)>,
-) -> v2::Request {
+fn v2_request(series: Vec<V2Series<'_>>) -> v2::Request {
     let mut symbols: Vec<Vec<u8>> = vec![Vec::new()];
     let mut sym = |s: &str| -> u32 {
         if let Some(i) = symbols.iter().position(|x| x == s.as_bytes()) {
