@@ -36,6 +36,7 @@ use ferrite_model::{Label, Labels, METRIC_NAME};
 use prost::Message;
 
 use crate::cost::{self, decoded_size, Budget};
+use crate::histogram::{self, HistogramSample};
 use crate::proto::{v1, v2};
 use crate::response::WriteStats;
 use crate::text::labels_string;
@@ -174,10 +175,9 @@ pub struct Series {
     pub labels: Labels,
     pub samples: Vec<Sample>,
     pub exemplars: Vec<Exemplar>,
-    /// Native histogram samples received for this series; they are not
-    /// stored yet (each series with some has a
-    /// [`SeriesError::NativeHistogramsUnsupported`] in the request).
-    pub histograms: usize,
+    /// Native histogram samples, in request order (appended after the
+    /// float samples, as Prometheus does).
+    pub histograms: Vec<HistogramSample>,
     /// 2.0: the series' metadata, `None` when it is empty (none sent, or
     /// unknown type, no help and no unit: Prometheus v3.16 attaches it to
     /// the series' appends, and its head records none of it).
@@ -215,18 +215,12 @@ pub enum SeriesError {
     NoSamples { labels: String },
     #[error("parsing exemplar for series {labels}: {reason}")]
     ExemplarRefs { labels: String, reason: String },
-    /// Ferrite's own: histogram samples are refused until the head stores them.
-    #[error("native histograms are not supported yet: {count} histogram samples refused for series {labels}")]
-    NativeHistogramsUnsupported { labels: String, count: usize },
 }
 
 impl SeriesError {
     /// Whether the whole series was refused (versus some of its data).
     pub fn refuses_series(&self) -> bool {
-        !matches!(
-            self,
-            SeriesError::ExemplarRefs { .. } | SeriesError::NativeHistogramsUnsupported { .. }
-        )
+        !matches!(self, SeriesError::ExemplarRefs { .. })
     }
 }
 
@@ -254,10 +248,6 @@ pub enum Verdict {
     /// 2.0: append every series (the valid part), then answer 400 with this
     /// message (problems joined by `\n`, as Go's `errors.Join`).
     PartialWrite(String),
-    /// 1.0 only: append nothing, answer 400 with this message. 1.0 has no
-    /// partial writes: Prometheus rolls the whole request back when an
-    /// append fails, which is what refusing histogram samples amounts to.
-    Refuse(String),
 }
 
 /// A decoded, validated request.
@@ -286,30 +276,24 @@ impl WriteRequest {
         }
         match self.message {
             Some(MessageType::V2) => Verdict::PartialWrite(join(self.errors.iter())),
-            _ => {
-                // 1.0: bad series are dropped without a word; only refused
-                // histograms fail the request.
-                let refused: Vec<_> = self
-                    .errors
-                    .iter()
-                    .filter(|e| matches!(e, SeriesError::NativeHistogramsUnsupported { .. }))
-                    .collect();
-                if refused.is_empty() {
-                    Verdict::Accept
-                } else {
-                    Verdict::Refuse(join(refused.into_iter()))
-                }
-            }
+            // 1.0: bad series are dropped without a word.
+            _ => Verdict::Accept,
         }
     }
 
-    /// The 2.0 response counts if every sample and exemplar appends.
+    /// The 2.0 response counts if every sample, histogram and exemplar
+    /// appends.
     pub fn stats(&self) -> WriteStats {
         WriteStats {
-            samples: self.series.iter().map(|s| s.samples.len()).sum(),
-            histograms: 0,
-            exemplars: self.series.iter().map(|s| s.exemplars.len()).sum(),
+            samples: self.sample_count(),
+            histograms: self.histogram_count(),
+            exemplars: self.exemplar_count(),
         }
+    }
+
+    /// Native histogram samples to append.
+    pub fn histogram_count(&self) -> usize {
+        self.series.iter().map(|s| s.histograms.len()).sum()
     }
 
     /// Float samples to append.
@@ -380,7 +364,7 @@ pub fn decode_message(
     Ok(match message {
         MessageType::V1 => {
             budget.charge(decoded_size(raw, &cost::V1_REQUEST))?;
-            convert_v1(&decode_v1(raw)?, opts.validation)
+            convert_v1_within(&decode_v1(raw)?, opts.validation, &mut budget)?
         }
         MessageType::V2 => {
             budget.charge(decoded_size(raw, &cost::V2_REQUEST))?;
@@ -620,6 +604,18 @@ fn exemplar_labels(pairs: &[(&[u8], &[u8])]) -> Labels {
 
 /// Converts a decoded 1.0 request.
 pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequest {
+    let mut unlimited = Budget::new(usize::MAX);
+    // An unlimited budget does not run out.
+    convert_v1_within(req, scheme, &mut unlimited).unwrap_or_default()
+}
+
+/// Converts a decoded 1.0 request, charging the histograms it converts to
+/// `budget`.
+pub fn convert_v1_within(
+    req: &v1::WriteRequest,
+    scheme: ValidationScheme,
+    budget: &mut Budget,
+) -> Result<WriteRequest, RequestError> {
     let mut out = WriteRequest {
         message: Some(MessageType::V1),
         ..Default::default()
@@ -662,17 +658,12 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
             })
             .collect();
         sort_exemplars(&mut exemplars);
-        if !ts.histograms.is_empty() {
-            out.errors.push(SeriesError::NativeHistogramsUnsupported {
-                labels: labels_string(&raw),
-                count: ts.histograms.len(),
-            });
-        }
+        let histograms = convert_histograms(&ts.histograms, histogram::from_v1, budget)?;
         out.series.push(Series {
             labels,
             samples,
             exemplars,
-            histograms: ts.histograms.len(),
+            histograms,
             metadata: None,
         });
     }
@@ -686,7 +677,22 @@ pub fn convert_v1(req: &v1::WriteRequest, scheme: ValidationScheme) -> WriteRequ
             unit: lossy(&m.unit),
         })
         .collect();
-    out
+    Ok(out)
+}
+
+/// A series' histogram messages converted, their memory charged to `budget`.
+fn convert_histograms<H>(
+    hs: &[H],
+    convert: fn(&H) -> HistogramSample,
+    budget: &mut Budget,
+) -> Result<Vec<HistogramSample>, RequestError> {
+    let mut out = Vec::with_capacity(hs.len());
+    for h in hs {
+        let s = convert(h);
+        budget.charge(s.value.memory())?;
+        out.push(s);
+    }
+    Ok(out)
 }
 
 /// Go's `%v` of a `[]uint32`: `[1 2 3]`.
@@ -806,12 +812,7 @@ pub fn convert_v2(
                 start_timestamp: s.start_timestamp,
             })
             .collect();
-        if !ts.histograms.is_empty() {
-            out.errors.push(SeriesError::NativeHistogramsUnsupported {
-                labels: quoted(&raw, budget)?,
-                count: ts.histograms.len(),
-            });
-        }
+        let histograms = convert_histograms(&ts.histograms, histogram::from_v2, budget)?;
         let mut exemplars = Vec::with_capacity(ts.exemplars.len());
         for e in &ts.exemplars {
             let res = if e.labels_refs.len() % 2 != 0 {
@@ -851,7 +852,7 @@ pub fn convert_v2(
             labels,
             samples,
             exemplars,
-            histograms: ts.histograms.len(),
+            histograms,
             metadata: (!metadata.is_empty()).then_some(metadata),
         });
     }

@@ -26,11 +26,14 @@
 //!    ([`cost`]; 400 when a body would take more), checked before prost
 //!    allocates anything.
 //!
-//! Native histograms are decoded but not stored yet: their samples are
-//! refused with [`SeriesError::NativeHistogramsUnsupported`].
+//! Native histogram samples (integer or float, exponential or custom
+//! buckets) come with their series ([`histogram`]): what the receiver does
+//! to them before appending (reserved schemas reduced to 8) is
+//! [`HistogramValue::reduce_reserved_schema`]; the head validates them.
 
 pub mod cost;
 pub mod decode;
+pub mod histogram;
 pub mod proto;
 pub mod read;
 pub mod response;
@@ -42,6 +45,7 @@ pub use decode::{
     Exemplar, MetadataRef, MetricMetadata, MetricType, Sample, Series, SeriesError,
     ValidationScheme, Verdict, WriteRequest,
 };
+pub use histogram::{HistogramSample, HistogramValue};
 pub use response::{WriteStats, SUCCESS_STATUS};
 pub use view::{utf8_labels, SeriesView, V1View};
 

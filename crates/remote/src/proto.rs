@@ -425,5 +425,11 @@ pub mod read {
         Xor = 1,
         Histogram = 2,
         FloatHistogram = 3,
+        /// v3.16's XOR2 float chunks.
+        Xor2 = 4,
+        /// v3.16's histogram chunks with start timestamps.
+        HistogramSt = 5,
+        /// v3.16's float histogram chunks with start timestamps.
+        FloatHistogramSt = 6,
     }
 }

@@ -4,15 +4,16 @@
 //!
 //! Dump format, one item per line, in the order Prometheus' receiver calls
 //! its appender (per series: samples, each with the start timestamp it is
-//! handed, then the exemplars in the order they are appended, then the
-//! series' metadata unless it is empty, which v3.16 attaches to the
-//! samples' appends and its head does not record):
+//! handed, then its native histograms, then the exemplars in the order
+//! they are appended, then the series' metadata unless it is empty, which
+//! v3.16 attaches to the samples' appends and its head does not record):
 //!
 //! ```text
 //! status 400
 //! body <line of the error message>           (one per line; errors only)
 //! header samples=1 histograms=0 exemplars=0  (2.0 answers only)
 //! sample {__name__="up"} t=1000 v=0x3ff0000000000000 st=0
+//! histogram {__name__="h"} t=1000
 //! exemplar {__name__="up"} {trace_id="a"} t=1000 v=0x3ff0000000000000
 //! metadata {__name__="up"} type=counter help="h" unit=""
 //! ```
@@ -142,10 +143,9 @@ pub fn render_response(result: &Result<WriteRequest, RequestError>) -> String {
         }
         Ok(req) => {
             let v2 = req.message == Some(MessageType::V2);
-            let (status, body, write) = match req.verdict() {
-                Verdict::Accept => (SUCCESS_STATUS, None, true),
-                Verdict::PartialWrite(m) => (400, Some(m), true),
-                Verdict::Refuse(m) => (400, Some(m), false),
+            let (status, body) = match req.verdict() {
+                Verdict::Accept => (SUCCESS_STATUS, None),
+                Verdict::PartialWrite(m) => (400, Some(m)),
             };
             let _ = writeln!(out, "status {status}");
             for l in body.iter().flat_map(|b| b.lines()) {
@@ -159,9 +159,7 @@ pub fn render_response(result: &Result<WriteRequest, RequestError>) -> String {
                     s.samples, s.histograms, s.exemplars
                 );
             }
-            if write {
-                render_appends(req, &mut out);
-            }
+            render_appends(req, &mut out);
         }
     }
     out
@@ -180,6 +178,9 @@ fn render_appends(req: &WriteRequest, out: &mut String) {
                 x.value.to_bits(),
                 x.start_timestamp,
             );
+        }
+        for h in &s.histograms {
+            let _ = writeln!(out, "histogram {ls} t={}", h.timestamp);
         }
         for e in &s.exemplars {
             let _ = writeln!(

@@ -42,7 +42,7 @@ fn golden_bodies_answer_like_prometheus() {
 }
 
 #[test]
-fn histograms_are_refused_with_a_typed_error() {
+fn histograms_are_decoded_with_their_series() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let body = std::fs::read(dir.join("v2_histograms.bin")).unwrap();
     let req = decode_request(
@@ -52,14 +52,10 @@ fn histograms_are_refused_with_a_typed_error() {
         &DecodeOptions::default(),
     )
     .unwrap();
-    assert!(req.errors.iter().any(|e| matches!(
-        e,
-        ferrite_remote::SeriesError::NativeHistogramsUnsupported { count: 1, .. }
-    )));
+    assert!(req.errors.is_empty());
     assert_eq!(req.series.len(), 2);
-    assert_eq!(req.series[1].histograms, 1);
-    assert!(matches!(
-        req.verdict(),
-        ferrite_remote::Verdict::PartialWrite(_)
-    ));
+    assert_eq!(req.series[1].histograms.len(), 1);
+    assert_eq!(req.series[1].histograms[0].timestamp, 1_700_000_000_000);
+    assert_eq!(req.stats().histograms, 1);
+    assert_eq!(req.verdict(), ferrite_remote::Verdict::Accept);
 }

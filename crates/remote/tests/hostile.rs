@@ -133,7 +133,7 @@ fn empty_histograms_are_refused_before_decoding() {
         MessageType::V2,
         &field(0x2a, &field(0x1a, &[]).repeat(1_000_000))
     )));
-    // A few are decoded (and refused, histograms not being stored yet).
+    // A few are decoded (their series has no labels: refused).
     let few = field(0x0a, &series[..20]);
     assert!(matches!(
         write(MessageType::V1, &few),

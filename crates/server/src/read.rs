@@ -3,13 +3,13 @@
 //! `remote_read` entry, and Thanos' sidecar, read Ferrite through it.
 //!
 //! - `STREAMED_XOR_CHUNKS` (what Prometheus' client asks for first): per
-//!   series, its stored XOR chunks overlapping the query's range, as they
+//!   series, its stored chunks (XOR, histogram, float histogram) overlapping the query's range, as they
 //!   are (re-encoded only where chunks overlap or samples were deleted), in
 //!   frames of about `--storage.remote.read-max-bytes-in-frame`, streamed
 //!   as they are read.
-//! - `SAMPLES`: every series with its samples in the range, in one snappy
-//!   message; more than `--storage.remote.read-sample-limit` samples is a
-//!   400.
+//! - `SAMPLES`: every series with its samples (floats and native
+//!   histograms) in the range, in one snappy message; more than
+//!   `--storage.remote.read-sample-limit` samples is a 400.
 //!
 //! At most `--storage.remote.read-concurrent-limit` reads run at once (0: no
 //! limit); the others wait. As in Prometheus, a request that cannot be
@@ -24,6 +24,7 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ferrite_model::{Labels, MatchType, Matcher};
+use ferrite_remote::histogram::{to_v1_float, to_v1_int};
 use ferrite_remote::proto::read::{
     Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, LabelMatcher, MatchType as PbMatch,
     QueryResult, ReadResponse, ResponseType,
@@ -33,6 +34,7 @@ use ferrite_remote::read::{
     decode_read_request, encode_samples_response, negotiate, put_frame, SAMPLES_CONTENT_TYPE,
     STREAMED_CONTENT_TYPE,
 };
+use ferrite_tsdb::sample::SampleRef;
 use ferrite_tsdb::{Db, QuerySeries};
 use prost::Message;
 use tracing::warn;
@@ -208,11 +210,26 @@ fn samples_response(
     for q in queries {
         let mut result = QueryResult::default();
         for s in select(db, q).map_err(internal)? {
-            let mut samples = Vec::new();
-            s.for_each_sample(|timestamp, value| samples.push(v1::Sample { value, timestamp }))
-                .map_err(|e| internal(e.to_string()))?;
-            total += samples.len();
-            if opts.sample_limit > 0 && total > opts.sample_limit {
+            let (mut samples, mut histograms) = (Vec::new(), Vec::new());
+            // Floats and histograms count alike against the limit, which
+            // is checked as they are read (Prometheus' `ToQueryResult`).
+            let mut over = false;
+            s.for_each_value(|timestamp, v| {
+                total += 1;
+                if opts.sample_limit > 0 && total > opts.sample_limit {
+                    over = true;
+                }
+                if over {
+                    return;
+                }
+                match v {
+                    SampleRef::Float(value) => samples.push(v1::Sample { value, timestamp }),
+                    SampleRef::Histogram(h) => histograms.push(to_v1_int(timestamp, h)),
+                    SampleRef::FloatHistogram(h) => histograms.push(to_v1_float(timestamp, h)),
+                }
+            })
+            .map_err(|e| internal(e.to_string()))?;
+            if over {
                 return Err((
                     StatusCode::BAD_REQUEST,
                     format!("exceeded sample limit ({})", opts.sample_limit),
@@ -221,6 +238,7 @@ fn samples_response(
             result.timeseries.push(v1::TimeSeries {
                 labels: pb_labels(&s.labels),
                 samples,
+                histograms,
                 ..Default::default()
             });
         }
@@ -229,17 +247,20 @@ fn samples_response(
     Ok(encode_samples_response(&resp))
 }
 
-/// The remote read protocol's name of a chunk encoding. The protocol has
-/// no XOR2: such chunks go out as stored, marked unknown (the head does
-/// not write XOR2 yet, so only blocks written by a Prometheus configured
-/// for it hold them).
+/// The remote read protocol's number of a chunk encoding: Prometheus
+/// sends a chunk's encoding byte as it is (`prompb.Chunk_Encoding(
+/// chk.Chunk.Encoding())`), and v3.16's enum names every encoding its
+/// storage has.
 fn remote_chunk_encoding(e: ferrite_chunkenc::Encoding) -> ChunkEncoding {
     use ferrite_chunkenc::Encoding as E;
     match e {
         E::Xor => ChunkEncoding::Xor,
         E::Histogram => ChunkEncoding::Histogram,
         E::FloatHistogram => ChunkEncoding::FloatHistogram,
-        _ => ChunkEncoding::Unknown,
+        E::Xor2 => ChunkEncoding::Xor2,
+        E::HistogramSt => ChunkEncoding::HistogramSt,
+        E::FloatHistogramSt => ChunkEncoding::FloatHistogramSt,
+        E::None => ChunkEncoding::Unknown,
     }
 }
 

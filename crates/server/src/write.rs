@@ -28,9 +28,10 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::cell::RefCell;
 
+use ferrite_remote::text::labels_to_string;
 use ferrite_remote::{
-    decode_message, read_body, utf8_labels, DecodeOptions, MessageType, V1View, Verdict,
-    WriteRequest, WriteStats,
+    decode_message, read_body, utf8_labels, DecodeOptions, HistogramSample, HistogramValue,
+    MessageType, V1View, Verdict, WriteRequest, WriteStats,
 };
 use ferrite_tsdb::{AppendError, Db};
 use futures_util::StreamExt;
@@ -190,23 +191,32 @@ pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
     let mut found = Vec::new();
     app.find_existing(&sets, &mut found);
     let mut pairs = Vec::new();
+    let max_time = max_time_now();
     for ((&(_, _, s0, s1), kept), found) in series.iter().zip(&sets).zip(&found) {
         let mut series_ref = None;
         for &(t, v) in &all_samples[s0..s1] {
-            let res = match (found, series_ref) {
-                (Some(f), _) => app.append_found(f, t, v).map(|_| ()),
-                (None, Some(r)) => app.append_ref(r, t, v),
+            let res: Result<(), SampleError> = match (found, series_ref) {
                 // A known series' labels are valid; a new one's are checked.
                 (None, None) if !utf8_labels(kept, &mut pairs) => break,
-                (None, None) => app.append_pairs(&pairs, t, v).map(|r| series_ref = Some(r)),
+                _ if t > max_time => Err(SampleError::TooFarInFuture),
+                (Some(f), _) => app.append_found(f, t, v).map(|_| ()).map_err(Into::into),
+                (None, Some(r)) => app.append_ref(r, t, v).map_err(Into::into),
+                (None, None) => app
+                    .append_pairs(&pairs, t, v)
+                    .map(|r| series_ref = Some(r))
+                    .map_err(Into::into),
             };
             if let Err(e) = res {
-                if refused_sample(&e) {
+                if e.out_of_order() {
                     warn!(series = %ferrite_remote::text::labels_string(kept), timestamp = t, error = %e, "sample from remote write refused");
                 }
                 let _ = app.rollback();
                 return Answer {
-                    status: StatusCode::BAD_REQUEST,
+                    status: if e.bad_request() {
+                        StatusCode::BAD_REQUEST
+                    } else {
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    },
                     message: Some(e.to_string()),
                     stats: None,
                 };
@@ -269,41 +279,188 @@ impl IntoResponse for Answer {
     }
 }
 
+/// Prometheus' receiver refuses samples more than this far ahead of its
+/// clock (`maxAheadTime`).
+pub const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
+
+/// The newest timestamp a request arriving now may carry.
+pub fn max_time_now() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    now.saturating_add(MAX_AHEAD_MS)
+}
+
+/// Why one sample or histogram of a request was not appended.
+#[derive(Debug)]
+pub enum SampleError {
+    /// Its timestamp is more than [`MAX_AHEAD_MS`] ahead (Prometheus'
+    /// `ErrOutOfBounds`, wrapped).
+    TooFarInFuture,
+    /// A histogram whose reserved schema could not be reduced.
+    Histogram(ferrite_model::HistogramError),
+    /// The head refused it.
+    Append(AppendError),
+}
+
+impl std::fmt::Display for SampleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SampleError::TooFarInFuture => {
+                f.write_str("out of bounds: timestamp is too far in the future")
+            }
+            SampleError::Histogram(e) => e.fmt(f),
+            SampleError::Append(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<AppendError> for SampleError {
+    fn from(e: AppendError) -> Self {
+        SampleError::Append(e)
+    }
+}
+
+impl SampleError {
+    /// Prometheus' out-of-order family (out of order, out of bounds,
+    /// duplicate), which its receiver logs.
+    fn out_of_order(&self) -> bool {
+        match self {
+            SampleError::TooFarInFuture => true,
+            SampleError::Histogram(_) => false,
+            SampleError::Append(e) => {
+                refused_sample(e)
+                    || matches!(
+                        e,
+                        AppendError::DuplicateHistogram
+                            | AppendError::DuplicateHistogramToFloat { .. }
+                    )
+            }
+        }
+    }
+
+    /// A 400 (the sender's data is wrong: not retried) rather than a 500:
+    /// the out-of-order family and invalid histograms, as in Prometheus.
+    fn bad_request(&self) -> bool {
+        self.out_of_order()
+            || matches!(
+                self,
+                SampleError::Histogram(_) | SampleError::Append(AppendError::InvalidHistogram(_))
+            )
+    }
+}
+
+/// Appends one float sample as Prometheus' receiver does.
+fn append_float(
+    app: &mut ferrite_tsdb::HeadAppender<'_>,
+    labels: &ferrite_model::Labels,
+    t: i64,
+    v: f64,
+    max_time: i64,
+) -> Result<(), SampleError> {
+    if t > max_time {
+        return Err(SampleError::TooFarInFuture);
+    }
+    app.append(labels, t, v)?;
+    Ok(())
+}
+
+/// Appends one native histogram as Prometheus' receiver and head do: the
+/// time limit, then a reserved schema reduced to 8, then validation, then
+/// the head's bounds and order checks.
+fn append_histogram(
+    app: &mut ferrite_tsdb::HeadAppender<'_>,
+    labels: &ferrite_model::Labels,
+    h: HistogramSample,
+    max_time: i64,
+) -> Result<(), SampleError> {
+    if h.timestamp > max_time {
+        return Err(SampleError::TooFarInFuture);
+    }
+    let mut value = h.value;
+    value
+        .reduce_reserved_schema()
+        .map_err(SampleError::Histogram)?;
+    // Validated here first: Prometheus' head validates before its bounds
+    // check, the appender after it.
+    value
+        .validate()
+        .map_err(|e| SampleError::Append(AppendError::InvalidHistogram(e)))?;
+    match value {
+        HistogramValue::Int(x) => app.append_histogram(labels, h.timestamp, x)?,
+        HistogramValue::Float(x) => app.append_float_histogram(labels, h.timestamp, x)?,
+    };
+    Ok(())
+}
+
+fn log_refused(e: &SampleError, labels: &ferrite_model::Labels, t: i64, histogram: bool) {
+    if e.out_of_order() {
+        let what = if histogram { "histogram" } else { "sample" };
+        warn!(series = %labels, timestamp = t, error = %e, "{what} from remote write refused");
+    } else if matches!(
+        e,
+        SampleError::Histogram(_) | SampleError::Append(AppendError::InvalidHistogram(_))
+    ) {
+        warn!(series = %labels, timestamp = t, error = %e, "invalid histogram from remote write");
+    }
+}
+
 /// Appends a decoded request with Prometheus' all-or-nothing (1.0) or
-/// partial (2.0) semantics.
+/// partial (2.0) semantics: per series its float samples, then its native
+/// histograms. 1.0: the first refused sample or histogram rolls the request
+/// back (400 for the out-of-order family and invalid histograms, 500 for
+/// anything else). 2.0: those 400 errors are listed and the rest is
+/// written; anything else rolls back and answers 500.
 pub fn append(db: &Db, req: WriteRequest) -> Answer {
+    append_until(db, req, max_time_now())
+}
+
+/// [`append`] with the newest timestamp accepted given.
+pub fn append_until(db: &Db, req: WriteRequest, max_time: i64) -> Answer {
     let v2 = req.message == Some(MessageType::V2);
     let verdict = req.verdict();
-    if let Verdict::Refuse(msg) = verdict {
-        return Answer {
-            status: StatusCode::BAD_REQUEST,
-            message: Some(msg),
-            stats: None,
-        };
-    }
     let mut problems: Vec<String> = match verdict {
         Verdict::PartialWrite(msg) => vec![msg],
-        _ => Vec::new(),
+        Verdict::Accept => Vec::new(),
     };
     let mut app = db.appender();
-    let mut written = 0usize;
-    for series in &req.series {
+    let mut stats = WriteStats::default();
+    let fail = |app: ferrite_tsdb::HeadAppender<'_>, e: &SampleError| {
+        let _ = app.rollback();
+        Answer {
+            status: if e.bad_request() {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            },
+            message: Some(e.to_string()),
+            stats: v2.then(WriteStats::default),
+        }
+    };
+    for series in req.series {
+        let labels = &series.labels;
         for s in &series.samples {
-            match app.append(&series.labels, s.timestamp, s.value) {
-                Ok(_) => written += 1,
+            match append_float(&mut app, labels, s.timestamp, s.value, max_time) {
+                Ok(()) => stats.samples += 1,
                 Err(e) => {
-                    if refused_sample(&e) {
-                        warn!(series = %series.labels, timestamp = s.timestamp, error = %e, "sample from remote write refused");
+                    log_refused(&e, labels, s.timestamp, false);
+                    if !v2 || !e.bad_request() {
+                        return fail(app, &e);
                     }
-                    if !v2 {
-                        let _ = app.rollback();
-                        return Answer {
-                            status: StatusCode::BAD_REQUEST,
-                            message: Some(e.to_string()),
-                            stats: None,
-                        };
+                    problems.push(format!("{e} for series {}", labels_to_string(labels)));
+                }
+            }
+        }
+        for h in series.histograms {
+            let t = h.timestamp;
+            match append_histogram(&mut app, labels, h, max_time) {
+                Ok(()) => stats.histograms += 1,
+                Err(e) => {
+                    log_refused(&e, labels, t, true);
+                    if !v2 || !e.bad_request() {
+                        return fail(app, &e);
                     }
-                    problems.push(format!("{e} for series {}", series.labels));
+                    problems.push(format!("{e} for series {}", labels_to_string(labels)));
                 }
             }
         }
@@ -312,12 +469,12 @@ pub fn append(db: &Db, req: WriteRequest) -> Answer {
         return Answer {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: Some(e.to_string()),
-            stats: None,
+            stats: v2.then(WriteStats::default),
         };
     }
     let stats = v2.then_some(WriteStats {
-        samples: written,
-        histograms: 0,
+        samples: stats.samples,
+        histograms: stats.histograms,
         exemplars: 0,
     });
     if problems.is_empty() {
