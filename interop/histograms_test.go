@@ -23,16 +23,6 @@ import (
 	"ferrite.dev/interop/internal/e2e"
 )
 
-// histBoundsExact: whether bucket bounds of positive exponential schemas
-// must be bit for bit Prometheus'. Prometheus takes them from a table
-// (model/histogram's exponentialBounds) some of whose values are one ulp
-// off the correctly rounded 2^(i/2^schema) that ferrite_model's
-// exponential_bound computes (2^0.5: 1.414213562373095 there,
-// 1.4142135623730951 here). Until the model uses Prometheus' values, such
-// bounds may differ by one ulp (each difference is logged); everything
-// else of a raw histogram is compared exactly.
-const histBoundsExact = false
-
 // TestHistogramsThroughRemoteWrite: a real Prometheus v3.16.0 scrapes
 // native histograms — from a test exporter (client_golang, protobuf
 // exposition: schema 0 with negative and zero observations, schema 3, a
@@ -252,12 +242,8 @@ remote_write:
 						v, q.expr, q.tol, len(c.diffs), strings.Join(c.diffs[:min(3, len(c.diffs))], "; ")))
 					continue
 				}
-				if len(c.bounds) > 0 {
-					t.Logf("remote write %s: %s: %d known bound differences (see histBoundsExact), first: %s",
-						v, q.expr, len(c.bounds), c.bounds[0])
-				}
-				t.Logf("remote write %s: %s: agrees (%d series, %d values within tolerance only, %d bounds one ulp apart)",
-					v, q.expr, len(want.Result), c.inexact, len(c.bounds))
+				t.Logf("remote write %s: %s: agrees (%d series, %d values within tolerance only)",
+					v, q.expr, len(want.Result), c.inexact)
 			}
 		}
 		if len(failed) == 0 {
@@ -374,12 +360,11 @@ func histSeries(t *testing.T, base string, p url.Values) []string {
 
 // histCompare walks Prometheus' answer and Ferrite's side by side: the
 // shapes (keys, lengths, timestamps, labels) must be identical; number
-// strings equal, or within tol relative when tol > 0; bucket bounds of
-// positive schemas within one ulp unless histBoundsExact.
+// strings equal, or within tol relative when tol > 0; bucket bounds
+// exactly.
 type histCompare struct {
 	tol     float64
 	diffs   []string
-	bounds  []string
 	inexact int
 }
 
@@ -469,16 +454,9 @@ func (c *histCompare) buckets(path string, want, got any) {
 		for j := 1; j <= 2; j++ {
 			ws, _ := wb[j].(string)
 			gs, _ := gb[j].(string)
-			if ws == gs {
-				continue
+			if ws != gs {
+				c.fail(p+" bound", ws, gs)
 			}
-			wf, err1 := strconv.ParseFloat(ws, 64)
-			gf, err2 := strconv.ParseFloat(gs, 64)
-			if !histBoundsExact && err1 == nil && err2 == nil && histULPs(wf, gf) <= 1 {
-				c.bounds = append(c.bounds, fmt.Sprintf("%s bound %s vs %s", p, ws, gs))
-				continue
-			}
-			c.fail(p+" bound", ws, gs)
 		}
 		ws, _ := wb[3].(string)
 		gs, _ := gb[3].(string)
@@ -499,16 +477,4 @@ func (c *histCompare) number(path, want, got string) {
 		}
 	}
 	c.fail(path, want, got)
-}
-
-// histULPs: how many float64s apart a and b are (same sign only).
-func histULPs(a, b float64) uint64 {
-	if math.Signbit(a) != math.Signbit(b) {
-		return math.MaxUint64
-	}
-	x, y := math.Float64bits(math.Abs(a)), math.Float64bits(math.Abs(b))
-	if x > y {
-		return x - y
-	}
-	return y - x
 }

@@ -1296,7 +1296,6 @@ mod tests {
     /// schemas differ in the last digit until the model uses the same
     /// values.
     #[test]
-    #[ignore = "model's exponential bounds differ from Prometheus' table in the last bit"]
     fn prometheus_codec_histogram_renders_alike() {
         let h = FloatHistogram {
             schema: 2,
