@@ -15,14 +15,20 @@ func TestFerriteDirOpensInPrometheus(t *testing.T) {
 	cases := []struct {
 		sh   shape
 		comp string
-	}{{shape{500, 700}, "snappy"}, {shape{2000, 120}, "zstd"}, {shape{30, 3000}, "none"}}
+		enc  string // float chunk encoding
+	}{
+		{shape{500, 700}, "snappy", "xor"}, {shape{2000, 120}, "zstd", "xor"}, {shape{30, 3000}, "none", "xor"},
+		// storage.tsdb.chunk_encoding.floats: xor2.
+		{shape{500, 700}, "snappy", "xor2"}, {shape{30, 3000}, "none", "xor2"},
+	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/%s", c.sh, c.comp), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", c.sh, c.comp, c.enc), func(t *testing.T) {
 			base := t.TempDir()
 			dir := filepath.Join(base, "ferrite")
 			out := runFerrite(t, "tsdb", "synth", dir,
 				"--series", fmt.Sprint(c.sh.series), "--samples", fmt.Sprint(c.sh.samples),
-				"--wal-compression", c.comp, "--wal-segment-size", fmt.Sprint(128<<10))
+				"--wal-compression", c.comp, "--wal-segment-size", fmt.Sprint(128<<10),
+				"--float-encoding", c.enc)
 			want := modelDigest(c.sh.series, c.sh.samples)
 			sameDigest(t, "ferrite synth's totals vs the Go model", parseDigest(t, out), want)
 			if segs := walSegments(t, dir); len(segs) < 2 {
@@ -47,6 +53,15 @@ func TestFerriteDirOpensInPrometheus(t *testing.T) {
 			sameDigest(t, "prometheus server-style open of ferrite's dir", d, want)
 
 			sameDigest(t, "ferrite reads its own dir", ferriteDigest(t, dir), want)
+
+			if c.enc == "xor2" {
+				// Ferrite's XOR2 head chunks, persisted into blocks as
+				// they are.
+				compacted := filepath.Join(base, "compacted")
+				copyDir(t, dir, compacted)
+				runFerrite(t, "tsdb", "compact", compacted)
+				sameDigest(t, "prometheus (read-only) reads ferrite's XOR2 blocks", promDigest(t, compacted), want)
+			}
 		})
 	}
 }

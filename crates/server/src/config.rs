@@ -4,7 +4,9 @@
 //! What the `storage:` section sets, and where it goes:
 //! - `tsdb.retention` (`time`, `size`): replaces the retention flags when
 //!   the section is present, as in Prometheus v3.16;
-//! - `tsdb.out_of_order_time_window`, `tsdb.chunk_encoding.floats: xor2`,
+//! - `tsdb.chunk_encoding.floats`: the encoding of new float chunks, XOR
+//!   (the default) or XOR2;
+//! - `tsdb.out_of_order_time_window`,
 //!   `tsdb.retention.percentage`, `tsdb.stale_series_compaction_threshold`:
 //!   Ferrite does not implement these yet, and a file that sets them is
 //!   refused (at start and on reload) with a message naming the setting,
@@ -38,12 +40,6 @@ pub fn check_supported(cfg: &Config) -> Result<(), UnsupportedSetting> {
             reason: "out-of-order samples are not supported by Ferrite yet; remove the setting (or set it to 0s) to run",
         });
     }
-    if tsdb.float_chunk_encoding == Some(FloatChunkEncoding::Xor2) {
-        return Err(UnsupportedSetting {
-            setting: "storage.tsdb.chunk_encoding.floats",
-            reason: "Ferrite does not write XOR2 chunks yet; use 'xor' or omit the setting",
-        });
-    }
     if tsdb.retention.as_ref().is_some_and(|r| r.percentage > 0.0) {
         return Err(UnsupportedSetting {
             setting: "storage.tsdb.retention.percentage",
@@ -63,6 +59,12 @@ pub fn check_supported(cfg: &Config) -> Result<(), UnsupportedSetting> {
 /// flags set it): a `retention` section replaces the retention flags.
 pub fn apply_storage(cfg: &Config, db: &mut DbOptions) -> Result<(), UnsupportedSetting> {
     check_supported(cfg)?;
+    if let Some(e) = cfg.storage.tsdb.float_chunk_encoding {
+        db.head.float_chunk_encoding = match e {
+            FloatChunkEncoding::Xor => ferrite_chunkenc::Encoding::Xor,
+            FloatChunkEncoding::Xor2 => ferrite_chunkenc::Encoding::Xor2,
+        };
+    }
     if let Some(r) = &cfg.storage.tsdb.retention {
         db.retention_ms = r.time_ms;
         db.retention_bytes = r.size_bytes;
@@ -114,15 +116,30 @@ mod tests {
     }
 
     #[test]
+    fn float_chunk_encoding_is_applied() {
+        let mut db = DbOptions::default();
+        apply_storage(
+            &config("storage:\n  tsdb:\n    chunk_encoding:\n      floats: xor2\n"),
+            &mut db,
+        )
+        .expect("supported");
+        assert_eq!(
+            db.head.float_chunk_encoding,
+            ferrite_chunkenc::Encoding::Xor2
+        );
+        apply_storage(&config(""), &mut db).expect("supported");
+        assert_eq!(
+            db.head.float_chunk_encoding,
+            ferrite_chunkenc::Encoding::Xor2
+        );
+    }
+
+    #[test]
     fn unsupported_settings_are_refused_by_name() {
         for (text, setting) in [
             (
                 "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
                 "storage.tsdb.out_of_order_time_window",
-            ),
-            (
-                "storage:\n  tsdb:\n    chunk_encoding:\n      floats: xor2\n",
-                "storage.tsdb.chunk_encoding.floats",
             ),
             (
                 "storage:\n  tsdb:\n    retention:\n      percentage: 50\n",

@@ -260,7 +260,12 @@ impl Db {
                     "planned a block that is not open".into(),
                 ))));
             }
-            let meta = match compact_blocks(&self.dir, &chosen, self.write_limit) {
+            let meta = match compact_blocks(
+                &self.dir,
+                &chosen,
+                self.write_limit,
+                self.head.chunk_opts.float_encoding,
+            ) {
                 Ok(meta) => meta,
                 Err(e) => {
                     // As Prometheus: the planner leaves these blocks alone
@@ -438,8 +443,13 @@ impl Db {
             if b.tombstones().is_empty() {
                 continue;
             }
-            let meta = crate::compact::rewrite_block(&self.dir, &b, self.write_limit)
-                .map_err(compact_err)?;
+            let meta = crate::compact::rewrite_block(
+                &self.dir,
+                &b,
+                self.write_limit,
+                self.head.chunk_opts.float_encoding,
+            )
+            .map_err(compact_err)?;
             let mut blocks = self.blocks.write();
             blocks.retain(|x| x.ulid() != b.ulid());
             if let Some(m) = meta {

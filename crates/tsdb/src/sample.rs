@@ -155,6 +155,7 @@ pub struct BuiltChunk {
 pub struct ChunkBuilder {
     open: Option<(HeadChunk, i64, i64, u16)>,
     split: bool,
+    float_encoding: Encoding,
 }
 
 impl Default for ChunkBuilder {
@@ -169,6 +170,7 @@ impl ChunkBuilder {
         ChunkBuilder {
             open: None,
             split: true,
+            float_encoding: Encoding::Xor,
         }
     }
 
@@ -177,7 +179,15 @@ impl ChunkBuilder {
         ChunkBuilder {
             open: None,
             split: false,
+            float_encoding: Encoding::Xor,
         }
+    }
+
+    /// Float chunks in `e` (XOR, the default, or XOR2), as Prometheus
+    /// re-encodes with its configured float encoding.
+    pub fn with_float_encoding(mut self, e: Encoding) -> Self {
+        self.float_encoding = e;
+        self
     }
 
     /// Adds a sample (times must increase), handing finished chunks to
@@ -194,7 +204,7 @@ impl ChunkBuilder {
         };
         if cut {
             self.finish(out);
-            self.open = Some((HeadChunk::new(kind), t, t, 0));
+            self.open = Some((HeadChunk::new_with(kind, self.float_encoding), t, t, 0));
         }
         let Some((chunk, _, maxt, n)) = self.open.as_mut() else {
             return;
@@ -202,6 +212,10 @@ impl ChunkBuilder {
         let started = match (chunk, v) {
             (HeadChunk::Xor(c), SampleRef::Float(f)) => {
                 c.append(t, f);
+                None
+            }
+            (HeadChunk::Xor2(c), SampleRef::Float(f)) => {
+                c.append(0, t, f);
                 None
             }
             (HeadChunk::Histogram(c), SampleRef::Histogram(h)) => match c.append(None, t, h) {

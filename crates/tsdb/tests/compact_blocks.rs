@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrite_block::meta::Compaction;
-use ferrite_chunkenc::XorChunk;
+use ferrite_chunkenc::{Encoding, XorChunk};
 use ferrite_model::Labels;
 use ferrite_tsdb::block::{write_block, Block, BlockChunk};
 use ferrite_tsdb::compact::compact_blocks;
@@ -110,9 +110,14 @@ fn adjacent_blocks_merge_into_a_higher_level() {
         |_, t| t as f64 / 7.0,
         &mut model,
     );
-    let meta = compact_blocks(tmp.path(), &[a.clone(), b.clone(), c.clone()], None)
-        .unwrap()
-        .unwrap();
+    let meta = compact_blocks(
+        tmp.path(),
+        &[a.clone(), b.clone(), c.clone()],
+        None,
+        Encoding::Xor,
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!((meta.min_time, meta.max_time), (0, 3 * h));
     assert_eq!(meta.compaction.level, 2);
     assert_eq!(meta.compaction.parents.len(), 3);
@@ -150,7 +155,9 @@ fn overlapping_blocks_merge_samples_once() {
         |_, t| -(t as f64),
         &mut model,
     );
-    let meta = compact_blocks(tmp.path(), &[a, b], None).unwrap().unwrap();
+    let meta = compact_blocks(tmp.path(), &[a, b], None, Encoding::Xor)
+        .unwrap()
+        .unwrap();
     assert_eq!((meta.min_time, meta.max_time), (0, h + h / 2));
     let merged = Block::open(&tmp.path().join(meta.ulid.to_string())).unwrap();
     let got = read(&merged);

@@ -208,3 +208,42 @@ fn chunks_encoded_again_keep_their_kinds() {
     );
     db.close().expect("close");
 }
+
+/// `storage.tsdb.chunk_encoding.floats: xor2`: the head writes XOR2 float
+/// chunks, which survive a restart and go into blocks as they are.
+#[test]
+fn float_chunks_in_xor2() {
+    use ferrite_chunkenc::Encoding;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut opts = DbOptions::default();
+    opts.head.float_chunk_encoding = Encoding::Xor2;
+    let l = Labels::from_pairs(&[("__name__", "f")]);
+    let want: Vec<(i64, f64)> = (0..1000).map(|i| (i * 15_000, (i % 7) as f64)).collect();
+    let encodings = |db: &Db| {
+        let series = db.querier(i64::MIN, i64::MAX).select(&[]).expect("select");
+        let mut e = Vec::new();
+        series[0]
+            .for_each_chunk(|_, _, enc, _| e.push(enc))
+            .expect("reads");
+        e.dedup();
+        e
+    };
+    {
+        let db = Db::open(tmp.path(), opts.clone()).expect("open");
+        let mut app = db.appender();
+        for &(t, v) in &want {
+            app.append(&l, t, v).expect("appends");
+        }
+        app.commit().expect("commits");
+        assert_eq!(encodings(&db), vec![Encoding::Xor2]);
+        db.close().expect("close");
+    }
+    let db = Db::open(tmp.path(), opts).expect("open");
+    let series = db.querier(i64::MIN, i64::MAX).select(&[]).expect("select");
+    assert_eq!(series[0].samples().expect("reads"), want);
+    db.compact_head_fully().expect("compacts");
+    assert_eq!(encodings(&db), vec![Encoding::Xor2]);
+    let series = db.querier(i64::MIN, i64::MAX).select(&[]).expect("select");
+    assert_eq!(series[0].samples().expect("reads"), want);
+    db.close().expect("close");
+}

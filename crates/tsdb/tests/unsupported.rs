@@ -466,9 +466,14 @@ fn unknown_block_chunk_encodings_fail_reads_and_compaction_unchanged() {
     // Compaction fails and leaves the source block as it was.
     let blocks: Vec<Arc<_>> = db.blocks();
     let out = tempfile::tempdir().unwrap();
-    let err = ferrite_tsdb::compact::compact_blocks(out.path(), &[blocks[0].clone()], None)
-        .map(|_| ())
-        .unwrap_err();
+    let err = ferrite_tsdb::compact::compact_blocks(
+        out.path(),
+        &[blocks[0].clone()],
+        None,
+        ferrite_chunkenc::Encoding::Xor,
+    )
+    .map(|_| ())
+    .unwrap_err();
     assert!(err.to_string().contains("unsupported"), "{err}");
     assert!(snapshot(out.path()).is_empty(), "no partial block left");
     drop(blocks);

@@ -88,6 +88,9 @@ pub enum TsdbCommand {
         wal_compression: Compression,
         #[arg(long)]
         wal_segment_size: Option<usize>,
+        /// The encoding of float chunks: `xor` or `xor2`.
+        #[arg(long, default_value = "xor")]
+        float_encoding: String,
     },
 }
 
@@ -155,8 +158,14 @@ pub fn run(c: TsdbCommand) -> Result<()> {
             start_ms,
             wal_compression,
             wal_segment_size,
+            float_encoding,
         } => {
             let mut opts = tool_options();
+            opts.head.float_chunk_encoding = match float_encoding.as_str() {
+                "xor" => ferrite_chunkenc::Encoding::Xor,
+                "xor2" => ferrite_chunkenc::Encoding::Xor2,
+                other => anyhow::bail!("--float-encoding {other:?}: must be xor or xor2"),
+            };
             if let Some(wal) = opts.head.wal.as_mut() {
                 wal.compression = wal_compression;
                 if let Some(s) = wal_segment_size {

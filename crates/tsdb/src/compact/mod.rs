@@ -209,7 +209,8 @@ fn head_chunks_in_range(
         }
         // Straddles the range or has deleted samples: keep the samples
         // inside the range that are not deleted, in one chunk.
-        let mut builder = ChunkBuilder::single();
+        let mut builder =
+            ChunkBuilder::single().with_float_encoding(head.chunk_opts.float_encoding);
         let mut emit = |c: BuiltChunk| {
             out.push(BlockChunk {
                 mint: c.mint,
@@ -263,8 +264,14 @@ pub fn rewrite_block(
     dir: &Path,
     block: &Arc<Block>,
     bytes_per_sec: Option<u64>,
+    float_encoding: Encoding,
 ) -> Result<Option<BlockMeta>, CompactError> {
-    let mut meta = compact_blocks(dir, std::slice::from_ref(block), bytes_per_sec)?;
+    let mut meta = compact_blocks(
+        dir,
+        std::slice::from_ref(block),
+        bytes_per_sec,
+        float_encoding,
+    )?;
     if let Some(m) = meta.as_mut() {
         if m.compaction.level != block.meta().compaction.level {
             m.compaction.level = block.meta().compaction.level;
@@ -283,11 +290,14 @@ pub fn rewrite_block(
 /// set; a series' chunks copied as they are unless they overlap another
 /// block's or carry deleted samples, in which case its samples are merged
 /// (one per timestamp, the first block's) and re-encoded. Tombstones are
-/// applied. Returns `None` if nothing is left (every sample deleted).
+/// applied. Float chunks encoded again are in `float_encoding` (XOR or
+/// XOR2, Prometheus' configured float encoding). Returns `None` if nothing
+/// is left (every sample deleted).
 pub fn compact_blocks(
     dir: &Path,
     blocks: &[Arc<Block>],
     bytes_per_sec: Option<u64>,
+    float_encoding: Encoding,
 ) -> Result<Option<BlockMeta>, CompactError> {
     let mint = blocks.iter().map(|b| b.meta().min_time).min().unwrap_or(0);
     let maxt = blocks.iter().map(|b| b.meta().max_time).max().unwrap_or(0);
@@ -318,7 +328,7 @@ pub fn compact_blocks(
         ..Compaction::default()
     };
 
-    let mut source = MergeSource::new(blocks)?;
+    let mut source = MergeSource::new(blocks, float_encoding)?;
     let meta = write_block_from(dir, mint, maxt, compaction, &mut source, bytes_per_sec)?;
     Ok(meta)
 }
@@ -330,6 +340,7 @@ struct MergeSource<'a> {
     blocks: &'a [Arc<Block>],
     cursors: Vec<BlockCursor>,
     members: Vec<(usize, u64)>,
+    float_encoding: Encoding,
 }
 
 struct BlockCursor {
@@ -340,7 +351,10 @@ struct BlockCursor {
 }
 
 impl<'a> MergeSource<'a> {
-    fn new(blocks: &'a [Arc<Block>]) -> Result<MergeSource<'a>, BlockError> {
+    fn new(
+        blocks: &'a [Arc<Block>],
+        float_encoding: Encoding,
+    ) -> Result<MergeSource<'a>, BlockError> {
         let mut cursors = Vec::with_capacity(blocks.len());
         for b in blocks {
             let mut c = BlockCursor {
@@ -355,6 +369,7 @@ impl<'a> MergeSource<'a> {
             blocks,
             cursors,
             members: Vec::new(),
+            float_encoding,
         })
     }
 }
@@ -409,7 +424,7 @@ impl SeriesSource for MergeSource<'_> {
             }
         }
         *labels = min;
-        merged_chunks(self.blocks, &self.members, chunks)?;
+        merged_chunks(self.blocks, &self.members, self.float_encoding, chunks)?;
         Ok(true)
     }
 }
@@ -439,6 +454,7 @@ fn unsupported_encoding(block: &Block, r: u64, encoding: u8) -> BlockError {
 fn merged_chunks(
     blocks: &[Arc<Block>],
     members: &[(usize, u64)],
+    float_encoding: Encoding,
     out: &mut Vec<BlockChunk>,
 ) -> Result<(), BlockError> {
     let mut metas = Vec::new();
@@ -507,7 +523,7 @@ fn merged_chunks(
     }
     samples.sort_by_key(|s| (s.0, s.1));
     samples.dedup_by_key(|s| s.0);
-    let mut builder = ChunkBuilder::new();
+    let mut builder = ChunkBuilder::new().with_float_encoding(float_encoding);
     let mut emit = |c: BuiltChunk| {
         out.push(BlockChunk {
             mint: c.mint,

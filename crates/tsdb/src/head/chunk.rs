@@ -3,7 +3,7 @@
 //! histograms. A series switching between floats and histograms cuts a
 //! new chunk of the other encoding, as in Prometheus.
 
-use ferrite_chunkenc::{Encoding, FloatHistogramChunk, HistogramChunk, XorChunk};
+use ferrite_chunkenc::{Encoding, FloatHistogramChunk, HistogramChunk, Xor2Chunk, XorChunk};
 
 /// The kind of value a sample carries, which decides the chunk encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +31,8 @@ impl ValueKind {
 pub enum HeadChunk {
     /// Floats.
     Xor(XorChunk),
+    /// Floats, in v3.16's XOR2 encoding (`chunk_encoding.floats: xor2`).
+    Xor2(Xor2Chunk),
     /// Integer native histograms.
     Histogram(HistogramChunk),
     /// Float native histograms.
@@ -47,10 +49,21 @@ impl HeadChunk {
         }
     }
 
+    /// An empty chunk for samples of `kind`, floats in `float_encoding`
+    /// (XOR or XOR2).
+    pub fn new_with(kind: ValueKind, float_encoding: Encoding) -> Self {
+        match kind {
+            ValueKind::Float if float_encoding == Encoding::Xor2 => {
+                HeadChunk::Xor2(Xor2Chunk::new())
+            }
+            kind => HeadChunk::new(kind),
+        }
+    }
+
     /// The kind of samples it holds.
     pub fn kind(&self) -> ValueKind {
         match self {
-            HeadChunk::Xor(_) => ValueKind::Float,
+            HeadChunk::Xor(_) | HeadChunk::Xor2(_) => ValueKind::Float,
             HeadChunk::Histogram(_) => ValueKind::Histogram,
             HeadChunk::FloatHistogram(_) => ValueKind::FloatHistogram,
         }
@@ -58,13 +71,17 @@ impl HeadChunk {
 
     /// Its encoding byte on disk.
     pub fn encoding(&self) -> Encoding {
-        self.kind().encoding()
+        match self {
+            HeadChunk::Xor2(_) => Encoding::Xor2,
+            other => other.kind().encoding(),
+        }
     }
 
     /// The encoded bytes.
     pub fn bytes(&self) -> &[u8] {
         match self {
             HeadChunk::Xor(c) => c.bytes(),
+            HeadChunk::Xor2(c) => c.bytes(),
             HeadChunk::Histogram(c) => c.bytes(),
             HeadChunk::FloatHistogram(c) => c.bytes(),
         }
@@ -74,6 +91,7 @@ impl HeadChunk {
     pub fn num_samples(&self) -> u16 {
         match self {
             HeadChunk::Xor(c) => c.num_samples(),
+            HeadChunk::Xor2(c) => c.num_samples(),
             HeadChunk::Histogram(c) => c.num_samples(),
             HeadChunk::FloatHistogram(c) => c.num_samples(),
         }
@@ -83,6 +101,7 @@ impl HeadChunk {
     pub fn into_bytes(self) -> Vec<u8> {
         match self {
             HeadChunk::Xor(c) => c.into_bytes(),
+            HeadChunk::Xor2(c) => c.into_bytes(),
             HeadChunk::Histogram(c) => c.into_bytes(),
             HeadChunk::FloatHistogram(c) => c.into_bytes(),
         }
@@ -92,6 +111,7 @@ impl HeadChunk {
     pub fn tail_ptr(&self) -> *const u8 {
         match self {
             HeadChunk::Xor(c) => c.tail_ptr(),
+            HeadChunk::Xor2(c) => c.tail_ptr(),
             other => other.bytes().as_ptr_range().end,
         }
     }

@@ -45,6 +45,9 @@ pub const DEFAULT_SAMPLES_PER_CHUNK: u16 = 120;
 pub struct HeadOptions {
     pub chunk_range: i64,
     pub samples_per_chunk: u16,
+    /// The encoding of new float chunks (`storage.tsdb.chunk_encoding.floats`):
+    /// XOR (the default) or XOR2.
+    pub float_chunk_encoding: ferrite_chunkenc::Encoding,
     /// WAL settings; `None` runs without a WAL (nothing survives a restart).
     pub wal: Option<WalOptions>,
     pub head_chunks: HeadChunksOptions,
@@ -60,6 +63,7 @@ impl Default for HeadOptions {
         HeadOptions {
             chunk_range: DEFAULT_CHUNK_RANGE_MS,
             samples_per_chunk: DEFAULT_SAMPLES_PER_CHUNK,
+            float_chunk_encoding: ferrite_chunkenc::Encoding::Xor,
             wal: Some(WalOptions::default()),
             head_chunks: HeadChunksOptions::default(),
             replay_workers: 0,
@@ -110,6 +114,7 @@ impl Head {
             chunk_opts: ChunkOpts {
                 chunk_range: opts.chunk_range,
                 samples_per_chunk: opts.samples_per_chunk,
+                float_encoding: opts.float_chunk_encoding,
             },
             opts,
             symbols: SymbolTable::new(),

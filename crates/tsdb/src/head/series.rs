@@ -33,6 +33,9 @@ pub struct ChunkOpts {
     pub chunk_range: i64,
     /// Target samples per chunk (120 by default).
     pub samples_per_chunk: u16,
+    /// The encoding of new float chunks: XOR (the default) or XOR2. The
+    /// two are compatible, so a change does not cut the open chunk.
+    pub float_encoding: Encoding,
 }
 
 /// A closed chunk stored in the head chunks files.
@@ -228,7 +231,8 @@ impl MemSeries {
         let need_cut = match &self.open {
             None => true,
             Some(c) => match &c.chunk {
-                HeadChunk::Xor(x) => {
+                HeadChunk::Xor(_) | HeadChunk::Xor2(_) => {
+                    let x = &c.chunk;
                     let n = x.num_samples();
                     if x.bytes().len() > MAX_XOR_CHUNK_BYTES {
                         true
@@ -250,10 +254,12 @@ impl MemSeries {
         let Some(c) = self.open.as_mut() else {
             return false;
         };
-        let HeadChunk::Xor(x) = &mut c.chunk else {
-            return false;
-        };
-        x.append(t, v);
+        match &mut c.chunk {
+            HeadChunk::Xor(x) => x.append(t, v),
+            // No start timestamps stored (Prometheus' `st-storage` is off).
+            HeadChunk::Xor2(x) => x.append(0, t, v),
+            _ => return false,
+        }
         c.maxt = t;
         self.last = LastValue::Float(v);
         true
@@ -438,11 +444,19 @@ impl MemSeries {
             Some(old) => self.close_chunk(series_ref, old, mapper),
             None => None,
         };
+        let xor2 = opts.float_encoding == Encoding::Xor2;
         let (chunk, closed) = match (closed, kind) {
             // The closed chunk's buffer, once on disk, is the new chunk's.
-            (Some(HeadChunk::Xor(mut c)), ValueKind::Float) => {
+            (Some(HeadChunk::Xor(mut c)), ValueKind::Float) if !xor2 => {
                 c.reset();
                 (HeadChunk::Xor(c), None)
+            }
+            (Some(HeadChunk::Xor2(mut c)), ValueKind::Float) if xor2 => {
+                c.reset();
+                (HeadChunk::Xor2(c), None)
+            }
+            (_, ValueKind::Float) if xor2 => {
+                (HeadChunk::Xor2(ferrite_chunkenc::Xor2Chunk::new()), None)
             }
             (closed, kind) => (HeadChunk::new(kind), closed),
         };
@@ -580,6 +594,7 @@ mod tests {
         let opts = ChunkOpts {
             chunk_range: 7_200_000,
             samples_per_chunk: 120,
+            float_encoding: Encoding::Xor,
         };
         let mut s = MemSeries::new();
         assert_eq!(s.appendable(10, 1.0), Appendable::Yes);
@@ -601,6 +616,7 @@ mod tests {
         let opts = ChunkOpts {
             chunk_range: 7_200_000,
             samples_per_chunk: 120,
+            float_encoding: Encoding::Xor,
         };
         let mut s = MemSeries::new();
         // 15s interval over 4h: chunks must not cross the 2h boundary.
