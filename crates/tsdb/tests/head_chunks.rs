@@ -327,7 +327,7 @@ fn invalid_writes_and_closed_mapper() {
         m.write_chunk(0, 0, 1, 1, &[0, 1]),
         Err(HeadChunksError::ZeroSeriesRef)
     ));
-    for enc in [0u8, 4, 0x80, 0x84, 0xFF] {
+    for enc in [0u8, 7, 0x80, 0x87, 0xFF] {
         assert!(matches!(
             m.write_chunk(1, 0, 1, enc, &[0, 1]),
             Err(HeadChunksError::InvalidEncoding(e)) if e == enc

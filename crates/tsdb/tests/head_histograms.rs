@@ -239,6 +239,8 @@ fn float_chunks_in_xor2() {
         db.close().expect("close");
     }
     let db = Db::open(tmp.path(), opts).expect("open");
+    // Closed XOR2 chunks went to chunks_head/ and load from there.
+    assert!(db.replay_stats().mmapped_chunks > 0);
     let series = db.querier(i64::MIN, i64::MAX).select(&[]).expect("select");
     assert_eq!(series[0].samples().expect("reads"), want);
     db.compact_head_fully().expect("compacts");

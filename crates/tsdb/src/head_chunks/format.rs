@@ -37,13 +37,16 @@ const CRC_SIZE: usize = 4;
 /// Largest per-chunk overhead (everything but the data).
 pub const MAX_CHUNK_META_SIZE: usize = FIXED_PREFIX_SIZE + MAX_LEN_FIELD_SIZE + CRC_SIZE;
 
-/// Encodings Ferrite writes (Prometheus v3.9.1's `chunkenc.IsValidEncoding`):
-/// XOR, histogram, float histogram. `enc` is without the out-of-order bit.
-/// Reading reports chunks of every encoding byte (see [`parse_chunk`]);
-/// v3.16 adds 4 XOR2, 5 histogram and 6 float histogram with start
-/// timestamps (`tsdb/chunkenc/chunk.go` v0.316.0).
+/// Encodings that may be written (Prometheus v3.16's
+/// `chunkenc.IsValidEncoding`): XOR, histogram, float histogram, XOR2 and
+/// the two start-timestamp histogram encodings. `enc` is without the
+/// out-of-order bit. Reading reports chunks of every encoding byte (see
+/// [`parse_chunk`]).
 pub fn is_valid_encoding(enc: u8) -> bool {
-    matches!(enc, 1..=3)
+    !matches!(
+        ferrite_chunkenc::Encoding::from_u8(enc),
+        None | Some(ferrite_chunkenc::Encoding::None)
+    )
 }
 
 /// Bytes a chunk with `data_len` bytes of data occupies on disk.
@@ -355,8 +358,8 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert!(matches!(scan.damage, Some(DamageKind::Truncated { .. })));
 
-        // A valid chunk of an encoding v3.9.1 does not know (5 is v3.16's
-        // histogram with start timestamps) is not damage: it is reported.
+        // A valid chunk of any encoding byte (even one no Prometheus
+        // writes) is not damage: it is reported.
         let new_enc = file_with(&[(1, 10, 20, 5, &[0, 1]), (2, 10, 20, 0x7f, &[0, 1])]);
         let (m, scan) = collect(&new_enc);
         assert_eq!(scan.damage, None);
