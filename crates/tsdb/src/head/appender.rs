@@ -76,6 +76,83 @@ enum SampleKind {
     CustomBucketsFloatHistogram,
 }
 
+/// The two kinds of native histogram as the appender handles them.
+trait BatchedHistogram {
+    fn validate(&self) -> Result<(), HistogramError>;
+    /// The sum (a stale marker's is the stale NaN), for error texts.
+    fn sum(&self) -> f64;
+    /// Its kind for batching.
+    fn kind(&self) -> SampleKind;
+    /// The series' verdict on it at `t`.
+    fn appendable(&self, series: &MemSeries, t: i64) -> Appendable;
+    /// Adds it to the batch.
+    fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>);
+}
+
+impl BatchedHistogram for Histogram {
+    fn validate(&self) -> Result<(), HistogramError> {
+        Histogram::validate(self)
+    }
+
+    fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    fn kind(&self) -> SampleKind {
+        if self.uses_custom_buckets() {
+            SampleKind::CustomBucketsHistogram
+        } else {
+            SampleKind::Histogram
+        }
+    }
+
+    fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
+        series.appendable_histogram(t, self)
+    }
+
+    fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
+        b.histograms.push(RefHistogramSample {
+            series_ref,
+            st: 0,
+            t,
+            h: self,
+        });
+        b.histogram_series.push(entry);
+    }
+}
+
+impl BatchedHistogram for FloatHistogram {
+    fn validate(&self) -> Result<(), HistogramError> {
+        FloatHistogram::validate(self)
+    }
+
+    fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    fn kind(&self) -> SampleKind {
+        if self.uses_custom_buckets() {
+            SampleKind::CustomBucketsFloatHistogram
+        } else {
+            SampleKind::FloatHistogram
+        }
+    }
+
+    fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
+        series.appendable_float_histogram(t, self)
+    }
+
+    fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
+        b.float_histograms.push(RefFloatHistogramSample {
+            series_ref,
+            st: 0,
+            t,
+            h: self,
+        });
+        b.float_histogram_series.push(entry);
+    }
+}
+
 /// Samples logged and applied together: floats first, then histograms,
 /// then float histograms.
 #[derive(Default)]
@@ -327,16 +404,7 @@ impl<'h> HeadAppender<'h> {
         t: i64,
         h: Histogram,
     ) -> Result<u64, AppendError> {
-        labels.validate()?;
-        self.check_bounds(t)?;
-        h.validate()?;
-        let pairs = labels
-            .as_slice()
-            .iter()
-            .map(|l| (l.name.as_str(), l.value.as_str()));
-        let (r, entry) = self.get_or_create(pairs, labels.len());
-        self.append_histogram_entry(r, entry, t, h)?;
-        Ok(r)
+        self.append_any_histogram(labels, t, h)
     }
 
     /// [`HeadAppender::append_histogram`] for a float histogram.
@@ -346,6 +414,15 @@ impl<'h> HeadAppender<'h> {
         t: i64,
         h: FloatHistogram,
     ) -> Result<u64, AppendError> {
+        self.append_any_histogram(labels, t, h)
+    }
+
+    fn append_any_histogram<H: BatchedHistogram>(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        h: H,
+    ) -> Result<u64, AppendError> {
         labels.validate()?;
         self.check_bounds(t)?;
         h.validate()?;
@@ -353,63 +430,13 @@ impl<'h> HeadAppender<'h> {
             .as_slice()
             .iter()
             .map(|l| (l.name.as_str(), l.value.as_str()));
-        let (r, entry) = self.get_or_create(pairs, labels.len());
-        self.append_float_histogram_entry(r, entry, t, h)?;
-        Ok(r)
-    }
-
-    fn append_histogram_entry(
-        &mut self,
-        series_ref: u64,
-        entry: Arc<SeriesEntry>,
-        t: i64,
-        h: Histogram,
-    ) -> Result<(), AppendError> {
-        let verdict = entry.data.lock().appendable_histogram(t, &h);
-        if !self.accept(verdict, t, h.sum)? {
-            return Ok(());
+        let (series_ref, entry) = self.get_or_create(pairs, labels.len());
+        let verdict = h.appendable(&entry.data.lock(), t);
+        if self.accept(verdict, t, h.sum())? {
+            let b = self.batch_for(h.kind(), series_ref);
+            h.push(b, series_ref, t, entry);
         }
-        let kind = if h.uses_custom_buckets() {
-            SampleKind::CustomBucketsHistogram
-        } else {
-            SampleKind::Histogram
-        };
-        let b = self.batch_for(kind, series_ref);
-        b.histograms.push(RefHistogramSample {
-            series_ref,
-            st: 0,
-            t,
-            h,
-        });
-        b.histogram_series.push(entry);
-        Ok(())
-    }
-
-    fn append_float_histogram_entry(
-        &mut self,
-        series_ref: u64,
-        entry: Arc<SeriesEntry>,
-        t: i64,
-        h: FloatHistogram,
-    ) -> Result<(), AppendError> {
-        let verdict = entry.data.lock().appendable_float_histogram(t, &h);
-        if !self.accept(verdict, t, h.sum)? {
-            return Ok(());
-        }
-        let kind = if h.uses_custom_buckets() {
-            SampleKind::CustomBucketsFloatHistogram
-        } else {
-            SampleKind::FloatHistogram
-        };
-        let b = self.batch_for(kind, series_ref);
-        b.float_histograms.push(RefFloatHistogramSample {
-            series_ref,
-            st: 0,
-            t,
-            h,
-        });
-        b.float_histogram_series.push(entry);
-        Ok(())
+        Ok(series_ref)
     }
 
     /// Number of samples waiting for commit.
