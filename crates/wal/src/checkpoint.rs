@@ -583,16 +583,17 @@ impl<'k> Filter<'k> {
                 record::decode_histogram_samples(rec, &mut self.histograms)?;
                 let kept =
                     keep_histograms(&mut self.histograms, mint, |h| (h.h.schema, h.t), stats);
-                write_histograms(
-                    RecordType::of(rec),
-                    &mut self.histograms,
-                    |h| h.h.uses_custom_buckets(),
-                    (&mut self.out, record::encode_histogram_samples),
-                    (
-                        &mut self.out_custom,
-                        record::encode_custom_buckets_histogram_samples,
-                    ),
-                );
+                if RecordType::of(rec) == RecordType::CustomBucketsHistogramSamples {
+                    // A custom buckets record stays one, as in Prometheus.
+                    record::encode_custom_buckets_histogram_samples(
+                        &mut self.out,
+                        &self.histograms,
+                    );
+                } else {
+                    split_records(&mut self.out, &mut self.out_custom, |a, b| {
+                        record::encode_histogram_samples_split(a, b, &self.histograms)
+                    });
+                }
                 Ok(kept)
             }
             RecordType::FloatHistogramSamples
@@ -605,16 +606,16 @@ impl<'k> Filter<'k> {
                     |h| (h.h.schema, h.t),
                     stats,
                 );
-                write_histograms(
-                    RecordType::of(rec),
-                    &mut self.float_histograms,
-                    |h| h.h.uses_custom_buckets(),
-                    (&mut self.out, record::encode_float_histogram_samples),
-                    (
-                        &mut self.out_custom,
-                        record::encode_custom_buckets_float_histogram_samples,
-                    ),
-                );
+                if RecordType::of(rec) == RecordType::CustomBucketsFloatHistogramSamples {
+                    record::encode_custom_buckets_float_histogram_samples(
+                        &mut self.out,
+                        &self.float_histograms,
+                    );
+                } else {
+                    split_records(&mut self.out, &mut self.out_custom, |a, b| {
+                        record::encode_float_histogram_samples_split(a, b, &self.float_histograms)
+                    });
+                }
                 Ok(kept)
             }
             RecordType::Tombstones => {
@@ -697,42 +698,18 @@ fn keep_histograms<S>(
     !samples.is_empty()
 }
 
-/// A record encoder: clears the buffer, writes the record.
-type Encoder<S> = fn(&mut Vec<u8>, &[S]);
-
 /// Writes kept histogram samples as Prometheus v3.16's checkpoint does
-/// (v1 records): a custom buckets record stays one; from any other record
-/// the exponential histograms go to `exponential` and the custom buckets
-/// ones, in their order, to a second record in `custom` (no exponential
-/// record when there are none).
-fn write_histograms<S>(
-    typ: RecordType,
-    samples: &mut [S],
-    is_custom: impl Fn(&S) -> bool,
-    exponential: (&mut Vec<u8>, Encoder<S>),
-    custom: (&mut Vec<u8>, Encoder<S>),
+/// (v1 records) from any record but a custom buckets one: `encode` splits
+/// them into an exponential record and a custom buckets one; the first
+/// non-empty goes to `out`, a second one to `out_custom`.
+fn split_records(
+    out: &mut Vec<u8>,
+    out_custom: &mut Vec<u8>,
+    encode: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>),
 ) {
-    let (out, encode_exponential) = exponential;
-    let (out_custom, encode_custom) = custom;
-    out_custom.clear();
-    if matches!(
-        typ,
-        RecordType::CustomBucketsHistogramSamples | RecordType::CustomBucketsFloatHistogramSamples
-    ) {
-        encode_custom(out, samples);
-        return;
-    }
-    // A stable sort keeps each kind's order.
-    samples.sort_by_key(|s| is_custom(s));
-    let split = samples.partition_point(|s| !is_custom(s));
-    let (exp, cb) = samples.split_at(split);
-    if exp.is_empty() {
-        encode_custom(out, cb);
-        return;
-    }
-    encode_exponential(out, exp);
-    if !cb.is_empty() {
-        encode_custom(out_custom, cb);
+    encode(out, out_custom);
+    if out.is_empty() {
+        std::mem::swap(out, out_custom);
     }
 }
 

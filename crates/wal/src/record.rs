@@ -1199,6 +1199,8 @@ impl HistogramCodec for FloatHistogram {
 /// A histogram sample of either kind, for the shared record loop.
 trait HistogramSample: Default {
     type H: HistogramCodec;
+    /// Whether the histogram has custom buckets (schema -53).
+    fn custom_buckets(&self) -> bool;
     /// Ref, start time, time and histogram, to be overwritten.
     fn parts(&mut self) -> (&mut u64, &mut i64, &mut i64, &mut Self::H);
     fn ref_t(&self) -> (u64, i64);
@@ -1208,6 +1210,9 @@ trait HistogramSample: Default {
 
 impl HistogramSample for RefHistogramSample {
     type H = Histogram;
+    fn custom_buckets(&self) -> bool {
+        self.h.uses_custom_buckets()
+    }
     fn parts(&mut self) -> (&mut u64, &mut i64, &mut i64, &mut Histogram) {
         (&mut self.series_ref, &mut self.st, &mut self.t, &mut self.h)
     }
@@ -1224,6 +1229,9 @@ impl HistogramSample for RefHistogramSample {
 
 impl HistogramSample for RefFloatHistogramSample {
     type H = FloatHistogram;
+    fn custom_buckets(&self) -> bool {
+        self.h.uses_custom_buckets()
+    }
     fn parts(&mut self) -> (&mut u64, &mut i64, &mut i64, &mut FloatHistogram) {
         (&mut self.series_ref, &mut self.st, &mut self.t, &mut self.h)
     }
@@ -1297,13 +1305,92 @@ fn encode_histogram_record<S: HistogramSample>(buf: &mut Vec<u8>, typ: RecordTyp
     let Some(first) = samples.first() else {
         return;
     };
-    let base = first.ref_t();
+    put_histogram_entries(buf, first.ref_t(), samples.iter());
+}
+
+/// Writes the base (`base`: a ref and a time) and the entries of a v1
+/// histogram record after its type byte.
+fn put_histogram_entries<'a, S: HistogramSample + 'a>(
+    buf: &mut Vec<u8>,
+    base: (u64, i64),
+    samples: impl Iterator<Item = &'a S>,
+) {
     put_sample_base(buf, base.0, base.1);
     for s in samples {
         let (series_ref, t) = s.ref_t();
         put_sample_ref_t(buf, base, series_ref, t);
         s.histogram().encode(buf);
     }
+}
+
+/// Encodes histogram samples as Prometheus' v1 encoder does for a mix of
+/// kinds (`Encoder.HistogramSamples`, then `CustomBucketsHistogramSamples`
+/// for what it leaves over): the exponential ones into `exponential`, a
+/// record whose base is the first sample of all (custom or not), the
+/// custom-bucket ones into `custom`, a record of their own. Each buffer is
+/// cleared, and left empty when it has no samples.
+fn encode_histogram_records_split<S: HistogramSample>(
+    exponential: &mut Vec<u8>,
+    exponential_type: RecordType,
+    custom: &mut Vec<u8>,
+    custom_type: RecordType,
+    samples: &[S],
+) {
+    exponential.clear();
+    custom.clear();
+    let Some(first) = samples.first() else {
+        return;
+    };
+    if samples.iter().any(|s| !s.custom_buckets()) {
+        start_record(exponential, exponential_type);
+        put_histogram_entries(
+            exponential,
+            first.ref_t(),
+            samples.iter().filter(|s| !s.custom_buckets()),
+        );
+    }
+    if let Some(first_custom) = samples.iter().find(|s| s.custom_buckets()) {
+        start_record(custom, custom_type);
+        put_histogram_entries(
+            custom,
+            first_custom.ref_t(),
+            samples.iter().filter(|s| s.custom_buckets()),
+        );
+    }
+}
+
+/// [`RecordType::HistogramSamples`] and
+/// [`RecordType::CustomBucketsHistogramSamples`] records of a mix of
+/// histograms, as Prometheus writes them: see
+/// [`encode_histogram_records_split`] (the exponential record's base is the
+/// first sample of all, even a custom-bucket one).
+pub fn encode_histogram_samples_split(
+    exponential: &mut Vec<u8>,
+    custom: &mut Vec<u8>,
+    samples: &[RefHistogramSample],
+) {
+    encode_histogram_records_split(
+        exponential,
+        RecordType::HistogramSamples,
+        custom,
+        RecordType::CustomBucketsHistogramSamples,
+        samples,
+    );
+}
+
+/// [`encode_histogram_samples_split`] for float histograms.
+pub fn encode_float_histogram_samples_split(
+    exponential: &mut Vec<u8>,
+    custom: &mut Vec<u8>,
+    samples: &[RefFloatHistogramSample],
+) {
+    encode_histogram_records_split(
+        exponential,
+        RecordType::FloatHistogramSamples,
+        custom,
+        RecordType::CustomBucketsFloatHistogramSamples,
+        samples,
+    );
 }
 
 /// Decodes a [`RecordType::HistogramSamples`],

@@ -225,3 +225,55 @@ fn cut_v2_records_fail_or_give_a_prefix() {
         assert_eq!(prefixes, whole.len(), "{name}");
     }
 }
+
+/// v1 records of a mix of histogram kinds, as Prometheus' head and
+/// checkpoint write them: an exponential record whose base is the first
+/// sample of all (here a custom buckets one), then a custom buckets record.
+#[test]
+fn mixed_histogram_kinds_split_as_prometheus_does() {
+    let h = |series_ref, t, h| RefHistogramSample {
+        series_ref,
+        st: 0,
+        t,
+        h,
+    };
+    let mixed = vec![
+        h(5, 1000, custom_buckets()),
+        h(4, 1500, exponential()),
+        h(6, 900, custom_buckets()),
+        h(2, 2000, exponential()),
+    ];
+    let (mut exp, mut custom) = (Vec::new(), Vec::new());
+    encode_histogram_samples_split(&mut exp, &mut custom, &mixed);
+    assert_eq!(exp, testdata("histogram_samples_mixed.bin"));
+    assert_eq!(
+        custom,
+        testdata("custom_buckets_histogram_samples_mixed.bin")
+    );
+
+    let mut fexp_h = exponential().to_float();
+    fexp_h.counter_reset_hint = CounterResetHint::Gauge;
+    fexp_h.positive_buckets[1] = 2.5;
+    let fh = |series_ref, t, h| RefFloatHistogramSample {
+        series_ref,
+        st: 0,
+        t,
+        h,
+    };
+    let fmixed = vec![
+        fh(10, 3000, custom_buckets().to_float()),
+        fh(11, 2500, fexp_h),
+    ];
+    encode_float_histogram_samples_split(&mut exp, &mut custom, &fmixed);
+    assert_eq!(exp, testdata("float_histogram_samples_mixed.bin"));
+    assert_eq!(
+        custom,
+        testdata("custom_buckets_float_histogram_samples_mixed.bin")
+    );
+
+    // One kind only: the other buffer stays empty.
+    encode_histogram_samples_split(&mut exp, &mut custom, &mixed[1..2]);
+    assert!(!exp.is_empty() && custom.is_empty());
+    encode_histogram_samples_split(&mut exp, &mut custom, &mixed[..1]);
+    assert!(exp.is_empty() && !custom.is_empty());
+}

@@ -1,6 +1,7 @@
 // Command promrecords writes WAL records with Prometheus v3.16.0's own
-// record.Encoder, start timestamps on (its `st-storage` feature), for
-// crates/wal's byte-exact tests. The values are spelled out again in
+// record.Encoder, start timestamps on (its `st-storage` feature), and v1
+// records of mixed histogram kinds (start timestamps off), for crates/wal's
+// byte-exact tests. The values are spelled out again in
 // crates/wal/tests/records_v2.rs. Regenerate (from interop/):
 //
 //	go run ./cmd/promrecords ../crates/wal/testdata/records
@@ -91,4 +92,25 @@ func main() {
 	}
 	frec, _ := enc.FloatHistogramSamples(fhs, nil)
 	write("float_histogram_samples_v2.bin", frec)
+
+	// v1 records of a mix of kinds starting with a custom buckets one, as
+	// Prometheus' head and checkpoint write them (start timestamps off):
+	// the exponential record's base is the first sample of all.
+	v1 := record.Encoder{}
+	mixed := []record.RefHistogramSample{
+		{Ref: 5, T: 1000, H: nhcb},
+		{Ref: 4, T: 1500, H: exp},
+		{Ref: 6, T: 900, H: nhcb},
+		{Ref: 2, T: 2000, H: exp},
+	}
+	expRec, left := v1.HistogramSamples(mixed, nil)
+	write("histogram_samples_mixed.bin", expRec)
+	write("custom_buckets_histogram_samples_mixed.bin", v1.CustomBucketsHistogramSamples(left, nil))
+	fmixed := []record.RefFloatHistogramSample{
+		{Ref: 10, T: 3000, FH: fnhcb},
+		{Ref: 11, T: 2500, FH: fexp},
+	}
+	fexpRec, fleft := v1.FloatHistogramSamples(fmixed, nil)
+	write("float_histogram_samples_mixed.bin", fexpRec)
+	write("custom_buckets_float_histogram_samples_mixed.bin", v1.CustomBucketsFloatHistogramSamples(fleft, nil))
 }

@@ -20,8 +20,7 @@ use std::sync::Arc;
 use ferrite_model::gofloat::format_g;
 use ferrite_model::{FloatHistogram, Histogram, HistogramError, Labels, LabelsError};
 use ferrite_wal::record::{
-    encode_custom_buckets_float_histogram_samples, encode_custom_buckets_histogram_samples,
-    encode_float_histogram_samples, encode_histogram_samples, encode_samples,
+    encode_float_histogram_samples_split, encode_histogram_samples_split, encode_samples,
     RefFloatHistogramSample, RefHistogramSample, RefSample, SeriesRecordBuilder,
 };
 use parking_lot::Mutex;
@@ -561,52 +560,23 @@ fn encode_batch(b: &Batch, recs: &mut Vec<Vec<u8>>) {
         encode_samples(&mut rec, &b.floats);
         recs.push(rec);
     }
-    push_split(
-        recs,
-        &b.histograms,
-        |s| s.h.uses_custom_buckets(),
-        encode_histogram_samples,
-        encode_custom_buckets_histogram_samples,
-    );
-    push_split(
-        recs,
-        &b.float_histograms,
-        |s| s.h.uses_custom_buckets(),
-        encode_float_histogram_samples,
-        encode_custom_buckets_float_histogram_samples,
-    );
+    let (mut exponential, mut custom) = (Vec::new(), Vec::new());
+    if !b.histograms.is_empty() {
+        encode_histogram_samples_split(&mut exponential, &mut custom, &b.histograms);
+        push_non_empty(recs, &mut exponential, &mut custom);
+    }
+    if !b.float_histograms.is_empty() {
+        encode_float_histogram_samples_split(&mut exponential, &mut custom, &b.float_histograms);
+        push_non_empty(recs, &mut exponential, &mut custom);
+    }
 }
 
-/// Pushes the record of the exponential histograms of `samples`, then
-/// the record of the custom-bucket ones (each only if there are any).
-fn push_split<S: Clone>(
-    recs: &mut Vec<Vec<u8>>,
-    samples: &[S],
-    is_custom: impl Fn(&S) -> bool,
-    encode_exponential: fn(&mut Vec<u8>, &[S]),
-    encode_custom: fn(&mut Vec<u8>, &[S]),
-) {
-    if samples.is_empty() {
-        return;
-    }
-    let custom = samples.iter().filter(|s| is_custom(s)).count();
-    if custom == 0 {
-        let mut rec = Vec::new();
-        encode_exponential(&mut rec, samples);
-        recs.push(rec);
-        return;
-    }
-    if custom == samples.len() {
-        let mut rec = Vec::new();
-        encode_custom(&mut rec, samples);
-        recs.push(rec);
-        return;
-    }
-    let (cb, exp): (Vec<S>, Vec<S>) = samples.iter().cloned().partition(|s| is_custom(s));
-    for (encode, part) in [(encode_exponential, exp), (encode_custom, cb)] {
-        let mut rec = Vec::new();
-        encode(&mut rec, &part);
-        recs.push(rec);
+/// Moves the records that are not empty into `recs`, in order.
+fn push_non_empty(recs: &mut Vec<Vec<u8>>, first: &mut Vec<u8>, second: &mut Vec<u8>) {
+    for rec in [first, second] {
+        if !rec.is_empty() {
+            recs.push(std::mem::take(rec));
+        }
     }
 }
 
