@@ -60,6 +60,7 @@ use crate::error::{HeadError, Unsupported, UnsupportedKind};
 use crate::head::registry::{hash_labels, SeriesEntry};
 use crate::head::series::{MemSeries, MmappedChunk};
 use crate::head::Head;
+use crate::sample::SampleRef;
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -641,34 +642,16 @@ impl Worker<'_> {
         }
     }
 
-    /// Appends integer histogram samples in order (they are few next to
-    /// floats; no batching by series).
-    fn apply_histograms(&mut self, hs: &[record::RefHistogramSample]) {
+    /// Appends histogram samples in order (they are few next to floats;
+    /// no batching by series).
+    fn apply_histograms<'v>(&mut self, samples: impl Iterator<Item = (u64, i64, SampleRef<'v>)>) {
         let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
-        for s in hs {
-            match self.index.get(s.series_ref) {
+        for (series_ref, t, v) in samples {
+            match self.index.get(series_ref) {
                 NO_SLOT => self.res.unknown += 1,
                 i => {
                     let data = self.series[i as usize].data_mut();
-                    if data.append_histogram(s.series_ref, s.t, &s.h, opts, mapper) {
-                        self.res.samples += 1;
-                    } else {
-                        self.res.out_of_order += 1;
-                    }
-                }
-            }
-        }
-    }
-
-    /// [`Worker::apply_histograms`] for float histograms.
-    fn apply_float_histograms(&mut self, hs: &[record::RefFloatHistogramSample]) {
-        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
-        for s in hs {
-            match self.index.get(s.series_ref) {
-                NO_SLOT => self.res.unknown += 1,
-                i => {
-                    let data = self.series[i as usize].data_mut();
-                    if data.append_float_histogram(s.series_ref, s.t, &s.h, opts, mapper) {
+                    if data.append_histogram(series_ref, t, v, opts, mapper) {
                         self.res.samples += 1;
                     } else {
                         self.res.out_of_order += 1;
@@ -810,8 +793,14 @@ fn run_worker(
                 w.apply(&samples);
                 pool.give(samples);
             }
-            Msg::Histograms(hs) => w.apply_histograms(&hs),
-            Msg::FloatHistograms(hs) => w.apply_float_histograms(&hs),
+            Msg::Histograms(hs) => w.apply_histograms(
+                hs.iter()
+                    .map(|s| (s.series_ref, s.t, SampleRef::Histogram(&s.h))),
+            ),
+            Msg::FloatHistograms(hs) => w.apply_histograms(
+                hs.iter()
+                    .map(|s| (s.series_ref, s.t, SampleRef::FloatHistogram(&s.h))),
+            ),
         }
     }
     let (series, mut res) = (w.series, w.res);

@@ -218,20 +218,13 @@ impl ChunkBuilder {
                 c.append(0, t, f);
                 None
             }
-            (HeadChunk::Histogram(c), SampleRef::Histogram(h)) => match c.append(None, t, h) {
-                Ok(AppendOutcome::NewChunk(nc)) => Some(HeadChunk::Histogram(nc)),
-                // Validated histograms always go in; a refused one would
-                // already have been refused when it was first stored.
+            // Validated histograms always go in (a refused one would
+            // already have been refused when it was first stored); a kind
+            // change cut the chunk above.
+            (chunk, v) => match chunk.append_histogram(None, t, v) {
+                Some(Ok(AppendOutcome::NewChunk(nc))) => Some(nc),
                 _ => None,
             },
-            (HeadChunk::FloatHistogram(c), SampleRef::FloatHistogram(h)) => {
-                match c.append(None, t, h) {
-                    Ok(AppendOutcome::NewChunk(nc)) => Some(HeadChunk::FloatHistogram(nc)),
-                    _ => None,
-                }
-            }
-            // Not reached: a kind change cut the chunk above.
-            _ => None,
         };
         match started {
             Some(new_chunk) => {

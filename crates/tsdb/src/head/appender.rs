@@ -29,6 +29,7 @@ use super::registry::{hash_labels, SeriesEntry};
 use super::series::{Appendable, MemSeries};
 use super::Head;
 use crate::error::HeadError;
+use crate::sample::SampleRef;
 use crate::symbols::{Resolver, SymbolTable};
 
 /// Why a sample was refused. The messages are Prometheus' own.
@@ -451,7 +452,6 @@ impl<'h> HeadAppender<'h> {
         for b in &self.batches {
             self.commit_floats(b, &mut acc);
             self.commit_histograms(b, &mut acc);
-            self.commit_float_histograms(b, &mut acc);
         }
         let head = self.head;
         head.update_time_range(acc.mint, acc.maxt);
@@ -477,31 +477,25 @@ impl<'h> HeadAppender<'h> {
         }
     }
 
+    /// Applies histogram samples (integer, then float, as logged).
     fn commit_histograms(&self, b: &Batch, acc: &mut CommitStats) {
         let head = self.head;
-        for (s, e) in b.histograms.iter().zip(&b.histogram_series) {
-            let ok = e.data.lock().append_histogram(
-                s.series_ref,
-                s.t,
-                &s.h,
-                head.chunk_opts,
-                &head.mapper,
-            );
-            acc.record(ok, s.t);
-        }
-    }
-
-    fn commit_float_histograms(&self, b: &Batch, acc: &mut CommitStats) {
-        let head = self.head;
-        for (s, e) in b.float_histograms.iter().zip(&b.float_histogram_series) {
-            let ok = e.data.lock().append_float_histogram(
-                s.series_ref,
-                s.t,
-                &s.h,
-                head.chunk_opts,
-                &head.mapper,
-            );
-            acc.record(ok, s.t);
+        let integer = b
+            .histograms
+            .iter()
+            .map(|s| (s.series_ref, s.t, SampleRef::Histogram(&s.h)))
+            .zip(&b.histogram_series);
+        let float = b
+            .float_histograms
+            .iter()
+            .map(|s| (s.series_ref, s.t, SampleRef::FloatHistogram(&s.h)))
+            .zip(&b.float_histogram_series);
+        for ((series_ref, t, v), e) in integer.chain(float) {
+            let ok =
+                e.data
+                    .lock()
+                    .append_histogram(series_ref, t, v, head.chunk_opts, &head.mapper);
+            acc.record(ok, t);
         }
     }
 

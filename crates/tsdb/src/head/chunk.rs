@@ -3,7 +3,11 @@
 //! histograms. A series switching between floats and histograms cuts a
 //! new chunk of the other encoding, as in Prometheus.
 
-use ferrite_chunkenc::{Encoding, FloatHistogramChunk, HistogramChunk, Xor2Chunk, XorChunk};
+use ferrite_chunkenc::{
+    AppendError, AppendOutcome, Encoding, FloatHistogramChunk, HistogramChunk, Xor2Chunk, XorChunk,
+};
+
+use crate::sample::SampleRef;
 
 /// The kind of value a sample carries, which decides the chunk encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +108,45 @@ impl HeadChunk {
             HeadChunk::Xor2(c) => c.into_bytes(),
             HeadChunk::Histogram(c) => c.into_bytes(),
             HeadChunk::FloatHistogram(c) => c.into_bytes(),
+        }
+    }
+
+    /// Appends a histogram sample of the chunk's own kind by the chunk's
+    /// rules (appended, recoded, or a new chunk holding it). `prev`, the
+    /// series' previous chunk, counts only if it is of the same kind.
+    /// `None` for a float or a histogram of the other kind.
+    pub fn append_histogram(
+        &mut self,
+        prev: Option<&HeadChunk>,
+        t: i64,
+        v: SampleRef<'_>,
+    ) -> Option<Result<AppendOutcome<HeadChunk>, AppendError>> {
+        fn wrap<C>(
+            r: Result<AppendOutcome<C>, AppendError>,
+            f: impl FnOnce(C) -> HeadChunk,
+        ) -> Result<AppendOutcome<HeadChunk>, AppendError> {
+            r.map(|o| match o {
+                AppendOutcome::Appended => AppendOutcome::Appended,
+                AppendOutcome::Recoded => AppendOutcome::Recoded,
+                AppendOutcome::NewChunk(n) => AppendOutcome::NewChunk(f(n)),
+            })
+        }
+        match (self, v) {
+            (HeadChunk::Histogram(c), SampleRef::Histogram(h)) => {
+                let prev = match prev {
+                    Some(HeadChunk::Histogram(p)) => Some(p),
+                    _ => None,
+                };
+                Some(wrap(c.append(prev, t, h), HeadChunk::Histogram))
+            }
+            (HeadChunk::FloatHistogram(c), SampleRef::FloatHistogram(h)) => {
+                let prev = match prev {
+                    Some(HeadChunk::FloatHistogram(p)) => Some(p),
+                    _ => None,
+                };
+                Some(wrap(c.append(prev, t, h), HeadChunk::FloatHistogram))
+            }
+            _ => None,
         }
     }
 

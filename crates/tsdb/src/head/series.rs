@@ -17,7 +17,9 @@
 use ferrite_chunkenc::{
     AppendOutcome, Encoding, MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
 };
-use ferrite_model::{FloatHistogram, Histogram};
+use ferrite_model::{FloatHistogram, Histogram, SampleValue};
+
+use crate::sample::SampleRef;
 use tracing::error;
 
 pub use super::chunk::{HeadChunk, ValueKind};
@@ -63,22 +65,15 @@ pub struct UnmappedChunk {
     pub encoding: Encoding,
 }
 
-/// The newest sample's value, for the duplicate checks of appends at the
-/// same timestamp.
-#[derive(Debug, Clone, PartialEq)]
-enum LastValue {
-    Float(f64),
-    Histogram(Box<Histogram>),
-    FloatHistogram(Box<FloatHistogram>),
-}
-
 /// Sample data of one series.
 pub struct MemSeries {
     pub mmapped: Vec<MmappedChunk>,
     pub open: Option<OpenChunk>,
     pub unmapped: Option<Box<Vec<UnmappedChunk>>>,
     next_at: i64,
-    last: LastValue,
+    /// The newest sample's value, for the duplicate checks of appends at
+    /// its timestamp.
+    last: SampleValue,
     /// Whether the open histogram chunk's end time was estimated already
     /// (once per chunk, at a quarter of its target size).
     histogram_end_estimated: bool,
@@ -127,7 +122,7 @@ impl MemSeries {
             open: None,
             unmapped: None,
             next_at: i64::MIN,
-            last: LastValue::Float(0.0),
+            last: SampleValue::Float(0.0),
             histogram_end_estimated: false,
         }
     }
@@ -169,8 +164,8 @@ impl MemSeries {
     /// Checks a float sample the way Prometheus does before accepting it.
     pub fn appendable(&self, t: i64, v: f64) -> Appendable {
         self.appendable_at(t, |last| match last {
-            LastValue::Float(f) if f.to_bits() == v.to_bits() => Appendable::Duplicate,
-            LastValue::Float(f) => Appendable::Conflict { existing: *f },
+            SampleValue::Float(f) if f.to_bits() == v.to_bits() => Appendable::Duplicate,
+            SampleValue::Float(f) => Appendable::Conflict { existing: *f },
             _ => Appendable::ConflictWithHistogram,
         })
     }
@@ -178,7 +173,7 @@ impl MemSeries {
     /// Checks an integer histogram sample the way Prometheus does.
     pub fn appendable_histogram(&self, t: i64, h: &Histogram) -> Appendable {
         self.appendable_at(t, |last| match last {
-            LastValue::Histogram(l) if ferrite_model::histogram::same_histogram(l, h) => {
+            SampleValue::Histogram(l) if ferrite_model::histogram::same_histogram(l, h) => {
                 Appendable::Duplicate
             }
             _ => Appendable::HistogramConflict,
@@ -188,7 +183,7 @@ impl MemSeries {
     /// Checks a float histogram sample the way Prometheus does.
     pub fn appendable_float_histogram(&self, t: i64, h: &FloatHistogram) -> Appendable {
         self.appendable_at(t, |last| match last {
-            LastValue::FloatHistogram(l) if l.equals(h) => Appendable::Duplicate,
+            SampleValue::FloatHistogram(l) if l.equals(h) => Appendable::Duplicate,
             _ => Appendable::HistogramConflict,
         })
     }
@@ -198,7 +193,7 @@ impl MemSeries {
     fn appendable_at(
         &self,
         t: i64,
-        at_newest: impl FnOnce(&LastValue) -> Appendable,
+        at_newest: impl FnOnce(&SampleValue) -> Appendable,
     ) -> Appendable {
         let maxt = self.max_time();
         if maxt == i64::MIN || t > maxt {
@@ -261,80 +256,40 @@ impl MemSeries {
             _ => return false,
         }
         c.maxt = t;
-        self.last = LastValue::Float(v);
+        self.last = SampleValue::Float(v);
         true
     }
 
-    /// Appends an integer histogram sample (validated by the caller),
-    /// cutting, recoding and m-mapping chunks as Prometheus does. Returns
-    /// false (and stores nothing) if `t` is not after the newest sample.
+    /// Appends a histogram sample, integer or float (validated by the
+    /// caller), cutting, recoding and m-mapping chunks as Prometheus does.
+    /// Returns false (and stores nothing) if `t` is not after the newest
+    /// sample, or `v` is a float.
     pub fn append_histogram(
         &mut self,
         series_ref: u64,
         t: i64,
-        h: &Histogram,
+        v: SampleRef<'_>,
         opts: ChunkOpts,
         mapper: &ChunkDiskMapper,
     ) -> bool {
-        let Some(prev) =
-            self.prepare_histogram_append(series_ref, t, ValueKind::Histogram, opts, mapper)
+        let kind = match v {
+            SampleRef::Histogram(_) => ValueKind::Histogram,
+            SampleRef::FloatHistogram(_) => ValueKind::FloatHistogram,
+            SampleRef::Float(_) => return false,
+        };
+        let Some(prev) = self.prepare_histogram_append(series_ref, t, kind, opts, mapper) else {
+            return false;
+        };
+        let Some(outcome) = self
+            .open
+            .as_mut()
+            .and_then(|c| c.chunk.append_histogram(prev.as_ref(), t, v))
         else {
             return false;
         };
-        let Some(c) = self.open.as_mut() else {
-            return false;
-        };
-        let HeadChunk::Histogram(chunk) = &mut c.chunk else {
-            return false;
-        };
-        let prev = match &prev {
-            Some(HeadChunk::Histogram(p)) => Some(p),
-            _ => None,
-        };
-        let outcome = chunk.append(prev, t, h).map(|o| match o {
-            AppendOutcome::Appended => AppendOutcome::Appended,
-            AppendOutcome::Recoded => AppendOutcome::Recoded,
-            AppendOutcome::NewChunk(n) => AppendOutcome::NewChunk(HeadChunk::Histogram(n)),
-        });
         let appended = self.finish_histogram_append(series_ref, t, outcome, opts, mapper);
         if appended {
-            self.last = LastValue::Histogram(Box::new(h.clone()));
-        }
-        appended
-    }
-
-    /// [`MemSeries::append_histogram`] for a float histogram.
-    pub fn append_float_histogram(
-        &mut self,
-        series_ref: u64,
-        t: i64,
-        h: &FloatHistogram,
-        opts: ChunkOpts,
-        mapper: &ChunkDiskMapper,
-    ) -> bool {
-        let Some(prev) =
-            self.prepare_histogram_append(series_ref, t, ValueKind::FloatHistogram, opts, mapper)
-        else {
-            return false;
-        };
-        let Some(c) = self.open.as_mut() else {
-            return false;
-        };
-        let HeadChunk::FloatHistogram(chunk) = &mut c.chunk else {
-            return false;
-        };
-        let prev = match &prev {
-            Some(HeadChunk::FloatHistogram(p)) => Some(p),
-            _ => None,
-        };
-        let outcome = chunk.append(prev, t, h).map(|o| match o {
-            AppendOutcome::Appended => AppendOutcome::Appended,
-            AppendOutcome::Recoded => AppendOutcome::Recoded,
-            AppendOutcome::NewChunk(n) => AppendOutcome::NewChunk(HeadChunk::FloatHistogram(n)),
-        });
-        let appended = self.finish_histogram_append(series_ref, t, outcome, opts, mapper);
-        if appended {
-            self.last = LastValue::FloatHistogram(Box::new(h.clone()));
+            self.last = v.to_owned_value();
         }
         appended
     }
@@ -542,15 +497,15 @@ impl MemSeries {
     /// Approximate heap bytes held by this series' sample data.
     pub fn heap_bytes(&self) -> usize {
         let last = match &self.last {
-            LastValue::Float(_) => 0,
-            LastValue::Histogram(h) => {
+            SampleValue::Float(_) => 0,
+            SampleValue::Histogram(h) => {
                 std::mem::size_of::<Histogram>()
                     + 8 * (h.positive_buckets.len()
                         + h.negative_buckets.len()
                         + h.custom_values.len())
                     + 8 * (h.positive_spans.len() + h.negative_spans.len())
             }
-            LastValue::FloatHistogram(h) => {
+            SampleValue::FloatHistogram(h) => {
                 std::mem::size_of::<FloatHistogram>()
                     + 8 * (h.positive_buckets.len()
                         + h.negative_buckets.len()
