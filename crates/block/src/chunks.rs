@@ -140,12 +140,6 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Chu
     }
 }
 
-/// Encodings Prometheus v3.16.0 reads from a block: XOR, histogram, float
-/// histogram, XOR2, histogram ST, float histogram ST.
-pub fn is_valid_encoding(enc: u8) -> bool {
-    matches!(enc, 1..=6)
-}
-
 /// Where a chunk lives: segment index (position in the listing, from 0) in
 /// the upper 32 bits, byte offset in the lower 32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -259,7 +253,10 @@ impl ChunkWriter {
         chunks: &[RawChunk<'_>],
         refs: &mut Vec<ChunkRef>,
     ) -> Result<(), ChunksError> {
-        if let Some(c) = chunks.iter().find(|c| !is_valid_encoding(c.encoding)) {
+        if let Some(c) = chunks
+            .iter()
+            .find(|c| ferrite_chunkenc::Encoding::valid(c.encoding).is_none())
+        {
             return Err(ChunksError::WriteInvalidEncoding(c.encoding));
         }
         if self.file.is_none() {

@@ -90,6 +90,12 @@ impl Encoding {
         }
     }
 
+    /// The encoding of a byte a chunk may be stored with (Prometheus'
+    /// `IsValidEncoding`: 1-6); `None` for 0 and unknown bytes.
+    pub fn valid(b: u8) -> Option<Encoding> {
+        Encoding::from_u8(b).filter(|e| *e != Encoding::None)
+    }
+
     /// Prometheus' name of the encoding (`Encoding.String()`).
     pub fn name(self) -> &'static str {
         match self {

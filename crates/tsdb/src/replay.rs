@@ -106,16 +106,6 @@ impl ReplayStats {
     }
 }
 
-/// The encodings of head chunks replay loads (the chunks are read, never
-/// appended to: a series continues in a new open chunk).
-fn head_chunk_encoding(b: u8) -> Option<ferrite_chunkenc::Encoding> {
-    use ferrite_chunkenc::Encoding as E;
-    match E::from_u8(b) {
-        Some(E::None) | None => None,
-        Some(e) => Some(e),
-    }
-}
-
 /// WAL bytes per decoding range: small enough that the ranges in flight
 /// stay a few MB, large enough that handing them over costs nothing.
 const DEFAULT_RANGE_BYTES: u64 = 512 * 1024;
@@ -1138,7 +1128,9 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
             below_blocks += 1;
             return true;
         }
-        let Some(encoding) = head_chunk_encoding(m.encoding) else {
+        // The chunks are read, never appended to: a series continues in a
+        // new open chunk.
+        let Some(encoding) = ferrite_chunkenc::Encoding::valid(m.encoding) else {
             refused = Some(m);
             return false;
         };

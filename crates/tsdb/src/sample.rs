@@ -78,7 +78,7 @@ impl ChunkDecoder {
         bytes: &[u8],
         mut f: impl FnMut(i64, SampleRef<'_>) -> bool,
     ) -> Result<(), DecodeError> {
-        match Encoding::from_u8(encoding) {
+        match Encoding::valid(encoding) {
             Some(Encoding::Xor) => {
                 let mut it = XorIterator::new(bytes);
                 for (t, v) in it.by_ref() {
@@ -123,7 +123,7 @@ impl ChunkDecoder {
                 }
                 it.error().map_or(Ok(()), |e| Err(e.clone().into()))
             }
-            Some(Encoding::None) | None => Err(DecodeError::Unsupported(encoding)),
+            None | Some(Encoding::None) => Err(DecodeError::Unsupported(encoding)),
         }
     }
 }

@@ -434,8 +434,8 @@ impl SeriesSource for MergeSource<'_> {
 /// unknown byte is refused, so that a block is never rewritten with chunks
 /// no reader could make sense of.
 fn check_copyable(block: &Block, r: u64, encoding: u8) -> Result<(), BlockError> {
-    match Encoding::from_u8(encoding) {
-        Some(Encoding::None) | None => Err(unsupported_encoding(block, r, encoding)),
+    match Encoding::valid(encoding) {
+        None => Err(unsupported_encoding(block, r, encoding)),
         Some(_) => Ok(()),
     }
 }

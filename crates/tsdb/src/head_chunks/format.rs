@@ -37,18 +37,6 @@ const CRC_SIZE: usize = 4;
 /// Largest per-chunk overhead (everything but the data).
 pub const MAX_CHUNK_META_SIZE: usize = FIXED_PREFIX_SIZE + MAX_LEN_FIELD_SIZE + CRC_SIZE;
 
-/// Encodings that may be written (Prometheus v3.16's
-/// `chunkenc.IsValidEncoding`): XOR, histogram, float histogram, XOR2 and
-/// the two start-timestamp histogram encodings. `enc` is without the
-/// out-of-order bit. Reading reports chunks of every encoding byte (see
-/// [`parse_chunk`]).
-pub fn is_valid_encoding(enc: u8) -> bool {
-    !matches!(
-        ferrite_chunkenc::Encoding::from_u8(enc),
-        None | Some(ferrite_chunkenc::Encoding::None)
-    )
-}
-
 /// Bytes a chunk with `data_len` bytes of data occupies on disk.
 pub fn chunk_disk_size(data_len: usize) -> u64 {
     (FIXED_PREFIX_SIZE + uvarint_len(data_len as u64) + data_len + CRC_SIZE) as u64

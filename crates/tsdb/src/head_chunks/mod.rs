@@ -517,7 +517,9 @@ impl ChunkDiskMapper {
         if series_ref == 0 {
             return Err(HeadChunksError::ZeroSeriesRef);
         }
-        if !format::is_valid_encoding(encoding & !OOO_ENCODING_MASK) {
+        // Encodings that may be written (without the out-of-order bit);
+        // reading reports chunks of every encoding byte.
+        if ferrite_chunkenc::Encoding::valid(encoding & !OOO_ENCODING_MASK).is_none() {
             return Err(HeadChunksError::InvalidEncoding(encoding));
         }
         if u32::try_from(data.len()).is_err() {
