@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"ferrite.dev/interop/internal/histrecord"
 )
 
 // TestChunkEncodingsByteIdentical checks XOR2 (with start timestamps) and
@@ -135,10 +136,10 @@ func encodeSequence(t *testing.T, rng *rand.Rand, enc chunkenc.Encoding, n int, 
 		)
 		if float {
 			fh := h.ToFloat(nil)
-			fmt.Fprintf(input, "%d %d %s\n", sts[i], ts[i], floatHistogramRecord(fh))
+			fmt.Fprintf(input, "%d %d %s\n", sts[i], ts[i], histrecord.Float(fh))
 			nc, recoded, app, err = app.AppendFloatHistogram(nil, sts[i], ts[i], fh, false)
 		} else {
-			fmt.Fprintf(input, "%d %d %s\n", sts[i], ts[i], histogramRecord(h))
+			fmt.Fprintf(input, "%d %d %s\n", sts[i], ts[i], histrecord.Int(h))
 			nc, recoded, app, err = app.AppendHistogram(nil, sts[i], ts[i], h.Copy(), false)
 		}
 		if err != nil {
@@ -328,37 +329,4 @@ func spansAndDeltas(m map[int32]uint64) ([]histogram.Span, []int64) {
 		prevKey, prevCount = k, int64(m[k])
 	}
 	return spans, deltas
-}
-
-func recordList[T any](xs []T, f func(T) string) string {
-	if len(xs) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = f(x)
-	}
-	return strings.Join(parts, ",")
-}
-
-func hexFloat(f float64) string          { return fmt.Sprintf("%016x", math.Float64bits(f)) }
-func spanRecord(s histogram.Span) string { return fmt.Sprintf("%d:%d", s.Offset, s.Length) }
-func decimal(x int64) string             { return strconv.FormatInt(x, 10) }
-
-// histogramRecord is chunk-encode's `H` record of h.
-func histogramRecord(h *histogram.Histogram) string {
-	return fmt.Sprintf("H %d %d %s %d %d %s %s %s %s %s %s",
-		h.CounterResetHint, h.Schema, hexFloat(h.ZeroThreshold), h.Count, h.ZeroCount, hexFloat(h.Sum),
-		recordList(h.PositiveSpans, spanRecord), recordList(h.NegativeSpans, spanRecord),
-		recordList(h.PositiveBuckets, decimal), recordList(h.NegativeBuckets, decimal),
-		recordList(h.CustomValues, hexFloat))
-}
-
-// floatHistogramRecord is chunk-encode's `F` record of h.
-func floatHistogramRecord(h *histogram.FloatHistogram) string {
-	return fmt.Sprintf("F %d %d %s %s %s %s %s %s %s %s %s",
-		h.CounterResetHint, h.Schema, hexFloat(h.ZeroThreshold), hexFloat(h.Count), hexFloat(h.ZeroCount),
-		hexFloat(h.Sum), recordList(h.PositiveSpans, spanRecord), recordList(h.NegativeSpans, spanRecord),
-		recordList(h.PositiveBuckets, hexFloat), recordList(h.NegativeBuckets, hexFloat),
-		recordList(h.CustomValues, hexFloat))
 }

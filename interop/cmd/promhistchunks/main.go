@@ -51,12 +51,13 @@ import (
 	"math/rand"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"ferrite.dev/interop/internal/histrecord"
 )
 
 // event is one step of a sequence: a cut or a sample.
@@ -122,9 +123,9 @@ func run(v vector) {
 			cut("size")
 		}
 		if v.float {
-			fmt.Fprintf(out, "sample %d %s\n", e.t, floatRecord(e.fh))
+			fmt.Fprintf(out, "sample %d %s\n", e.t, histrecord.Float(e.fh))
 		} else {
-			fmt.Fprintf(out, "sample %d %s\n", e.t, intRecord(e.h))
+			fmt.Fprintf(out, "sample %d %s\n", e.t, histrecord.Int(e.h))
 		}
 		if cur.NumSamples() > 0 {
 			c, err := chunkenc.FromData(enc, append([]byte(nil), cur.Bytes()...))
@@ -181,13 +182,13 @@ func run(v vector) {
 			}
 			if v.float {
 				t, fh := it.AtFloatHistogram(nil)
-				fmt.Fprintf(out, "decoded %d %s\n", t, floatRecord(fh))
+				fmt.Fprintf(out, "decoded %d %s\n", t, histrecord.Float(fh))
 			} else {
 				t, h := it.AtHistogram(nil)
-				fmt.Fprintf(out, "decoded %d %s\n", t, intRecord(h))
+				fmt.Fprintf(out, "decoded %d %s\n", t, histrecord.Int(h))
 				if withFloatView(v.name) {
 					t, fh := it.AtFloatHistogram(nil)
-					fmt.Fprintf(out, "decodedf %d %s\n", t, floatRecord(fh))
+					fmt.Fprintf(out, "decodedf %d %s\n", t, histrecord.Float(fh))
 				}
 			}
 		}
@@ -216,36 +217,6 @@ func must(err error) {
 
 // ---------------------------------------------------------------------------
 // Records.
-
-func fbits(f float64) string { return fmt.Sprintf("%016x", math.Float64bits(f)) }
-
-func list[T any](xs []T, f func(T) string) string {
-	if len(xs) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = f(x)
-	}
-	return strings.Join(parts, ",")
-}
-
-func span(s histogram.Span) string { return fmt.Sprintf("%d:%d", s.Offset, s.Length) }
-func i64(x int64) string           { return strconv.FormatInt(x, 10) }
-
-func intRecord(h *histogram.Histogram) string {
-	return fmt.Sprintf("H %d %d %s %d %d %s %s %s %s %s %s",
-		h.CounterResetHint, h.Schema, fbits(h.ZeroThreshold), h.Count, h.ZeroCount, fbits(h.Sum),
-		list(h.PositiveSpans, span), list(h.NegativeSpans, span),
-		list(h.PositiveBuckets, i64), list(h.NegativeBuckets, i64), list(h.CustomValues, fbits))
-}
-
-func floatRecord(h *histogram.FloatHistogram) string {
-	return fmt.Sprintf("F %d %d %s %s %s %s %s %s %s %s %s",
-		h.CounterResetHint, h.Schema, fbits(h.ZeroThreshold), fbits(h.Count), fbits(h.ZeroCount), fbits(h.Sum),
-		list(h.PositiveSpans, span), list(h.NegativeSpans, span),
-		list(h.PositiveBuckets, fbits), list(h.NegativeBuckets, fbits), list(h.CustomValues, fbits))
-}
 
 // ---------------------------------------------------------------------------
 // A histogram model: absolute counts by bucket index. Buckets present in

@@ -49,7 +49,6 @@ import (
 	"bufio"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"math/rand"
 	"os"
 	"strconv"
@@ -57,6 +56,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"ferrite.dev/interop/internal/histrecord"
 )
 
 type step struct {
@@ -292,9 +293,9 @@ func run(s sequence) {
 			cut("size")
 		}
 		if s.float {
-			fmt.Fprintf(out, "sample %d %d %s\n", e.st, e.t, floatRecord(e.fh))
+			fmt.Fprintf(out, "sample %d %d %s\n", e.st, e.t, histrecord.Float(e.fh))
 		} else {
-			fmt.Fprintf(out, "sample %d %d %s\n", e.st, e.t, intRecord(e.h))
+			fmt.Fprintf(out, "sample %d %d %s\n", e.st, e.t, histrecord.Int(e.h))
 		}
 		if cur.NumSamples() > 0 {
 			c, err := chunkenc.FromData(enc, append([]byte(nil), cur.Bytes()...))
@@ -334,10 +335,10 @@ func run(s sequence) {
 		for it.Next() != chunkenc.ValNone {
 			if s.float {
 				t, fh := it.AtFloatHistogram(nil)
-				fmt.Fprintf(out, "decoded %d %d %s\n", it.AtST(), t, floatRecord(fh))
+				fmt.Fprintf(out, "decoded %d %d %s\n", it.AtST(), t, histrecord.Float(fh))
 			} else {
 				t, h := it.AtHistogram(nil)
-				fmt.Fprintf(out, "decoded %d %d %s\n", it.AtST(), t, intRecord(h))
+				fmt.Fprintf(out, "decoded %d %d %s\n", it.AtST(), t, histrecord.Int(h))
 			}
 		}
 		must(it.Err())
@@ -379,9 +380,13 @@ func readSequences(path string) []sequence {
 			last := &seqs[len(seqs)-1]
 			e := step{t: atoi(fields[1])}
 			if last.float {
-				e.fh = parseFloat(fields[2:])
+				fh, err := histrecord.ParseFloat(fields[2:])
+				must(err)
+				e.fh = fh
 			} else {
-				e.h = parseInt(fields[2:])
+				h, err := histrecord.ParseInt(fields[2:])
+				must(err)
+				e.h = h
 			}
 			last.steps = append(last.steps, e)
 		}
@@ -396,92 +401,5 @@ func atoi(s string) int64 {
 	return v
 }
 
-func unhex(s string) float64 {
-	v, err := strconv.ParseUint(s, 16, 64)
-	must(err)
-	return math.Float64frombits(v)
-}
-
-func parseList[T any](s string, f func(string) T) []T {
-	if s == "-" {
-		return nil
-	}
-	var res []T
-	for _, p := range strings.Split(s, ",") {
-		res = append(res, f(p))
-	}
-	return res
-}
-
-func parseSpan(s string) histogram.Span {
-	o, l, _ := strings.Cut(s, ":")
-	return histogram.Span{Offset: int32(atoi(o)), Length: uint32(atoi(l))}
-}
-
-// parseInt reads `H hint schema zt count zerocount sum pspans nspans
-// pbuckets nbuckets custom`.
-func parseInt(f []string) *histogram.Histogram {
-	return &histogram.Histogram{
-		CounterResetHint: histogram.CounterResetHint(atoi(f[1])),
-		Schema:           int32(atoi(f[2])),
-		ZeroThreshold:    unhex(f[3]),
-		Count:            uint64(atoi(f[4])),
-		ZeroCount:        uint64(atoi(f[5])),
-		Sum:              unhex(f[6]),
-		PositiveSpans:    parseList(f[7], parseSpan),
-		NegativeSpans:    parseList(f[8], parseSpan),
-		PositiveBuckets:  parseList(f[9], atoi),
-		NegativeBuckets:  parseList(f[10], atoi),
-		CustomValues:     parseList(f[11], unhex),
-	}
-}
-
-// parseFloat reads an F record: the fields of parseInt with float counts.
-func parseFloat(f []string) *histogram.FloatHistogram {
-	return &histogram.FloatHistogram{
-		CounterResetHint: histogram.CounterResetHint(atoi(f[1])),
-		Schema:           int32(atoi(f[2])),
-		ZeroThreshold:    unhex(f[3]),
-		Count:            unhex(f[4]),
-		ZeroCount:        unhex(f[5]),
-		Sum:              unhex(f[6]),
-		PositiveSpans:    parseList(f[7], parseSpan),
-		NegativeSpans:    parseList(f[8], parseSpan),
-		PositiveBuckets:  parseList(f[9], unhex),
-		NegativeBuckets:  parseList(f[10], unhex),
-		CustomValues:     parseList(f[11], unhex),
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Records, as promhistchunks writes them.
-
-func fbits(f float64) string { return fmt.Sprintf("%016x", math.Float64bits(f)) }
-
-func join[T any](xs []T, f func(T) string) string {
-	if len(xs) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = f(x)
-	}
-	return strings.Join(parts, ",")
-}
-
-func spanText(s histogram.Span) string { return fmt.Sprintf("%d:%d", s.Offset, s.Length) }
-func itoa(x int64) string              { return strconv.FormatInt(x, 10) }
-
-func intRecord(h *histogram.Histogram) string {
-	return fmt.Sprintf("H %d %d %s %d %d %s %s %s %s %s %s",
-		h.CounterResetHint, h.Schema, fbits(h.ZeroThreshold), h.Count, h.ZeroCount, fbits(h.Sum),
-		join(h.PositiveSpans, spanText), join(h.NegativeSpans, spanText),
-		join(h.PositiveBuckets, itoa), join(h.NegativeBuckets, itoa), join(h.CustomValues, fbits))
-}
-
-func floatRecord(h *histogram.FloatHistogram) string {
-	return fmt.Sprintf("F %d %d %s %s %s %s %s %s %s %s %s",
-		h.CounterResetHint, h.Schema, fbits(h.ZeroThreshold), fbits(h.Count), fbits(h.ZeroCount), fbits(h.Sum),
-		join(h.PositiveSpans, spanText), join(h.NegativeSpans, spanText),
-		join(h.PositiveBuckets, fbits), join(h.NegativeBuckets, fbits), join(h.CustomValues, fbits))
-}
