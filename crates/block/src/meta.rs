@@ -67,6 +67,11 @@ pub const META_FILENAME: &str = "meta.json";
 pub const META_VERSION_1: i64 = 1;
 /// Hint of a block compacted from out-of-order chunks.
 pub const HINT_FROM_OUT_OF_ORDER: &str = "from-out-of-order";
+/// Hint of a block made of series that went stale (Prometheus v3.16's
+/// stale-series compaction).
+pub const HINT_FROM_STALE_SERIES: &str = "from-stale-series";
+/// Hint of a block made of selected series only (Prometheus v3.16).
+pub const HINT_FROM_SELECTED_SERIES: &str = "from-selected-series";
 
 /// Errors reading or writing `meta.json`.
 #[derive(Debug, Error)]
@@ -204,6 +209,18 @@ impl Compaction {
     /// Whether the block was compacted from out-of-order chunks.
     pub fn from_out_of_order(&self) -> bool {
         self.hints.iter().any(|h| h == HINT_FROM_OUT_OF_ORDER)
+    }
+
+    /// Whether the block counts for the head's min valid time: Prometheus
+    /// leaves out blocks made wholly of out-of-order samples, of stale
+    /// series or of selected series (`inOrderBlocksMaxTime`), since the
+    /// head may still hold in-order samples of their time range.
+    pub fn bounds_in_order_data(&self) -> bool {
+        !self.hints.iter().any(|h| {
+            h == HINT_FROM_OUT_OF_ORDER
+                || h == HINT_FROM_STALE_SERIES
+                || h == HINT_FROM_SELECTED_SERIES
+        })
     }
 
     /// Adds the out-of-order hint (once) and sorts the hints, as Prometheus does.

@@ -6,8 +6,10 @@
 //!   the section is present, as in Prometheus v3.16;
 //! - `tsdb.chunk_encoding.floats`: the encoding of new float chunks, XOR
 //!   (the default) or XOR2;
-//! - `tsdb.out_of_order_time_window`,
-//!   `tsdb.retention.percentage`, `tsdb.stale_series_compaction_threshold`:
+//! - `tsdb.out_of_order_time_window`: how far behind the newest sample an
+//!   out-of-order sample is accepted (0, the default, refuses them); a
+//!   reload applies it at once, as Prometheus' does;
+//! - `tsdb.retention.percentage`, `tsdb.stale_series_compaction_threshold`:
 //!   Ferrite does not implement these yet, and a file that sets them is
 //!   refused (at start and on reload) with a message naming the setting,
 //!   rather than run without what it asks for;
@@ -15,8 +17,9 @@
 //!   accepts and drops them, `/api/v1/query_exemplars` answers empty), so
 //!   the size of a buffer it does not have is read and has no effect.
 //!
-//! A reload re-reads and re-validates the file; the storage settings it
-//! reads take effect at the next start.
+//! A reload re-reads and re-validates the file; of the storage settings,
+//! the out-of-order window takes effect at once ([`apply_on_reload`]), the
+//! others at the next start.
 
 use ferrite_config::{Config, FloatChunkEncoding};
 use ferrite_tsdb::DbOptions;
@@ -34,12 +37,6 @@ pub struct UnsupportedSetting {
 /// Checks that every storage setting of `cfg` is one Ferrite honours.
 pub fn check_supported(cfg: &Config) -> Result<(), UnsupportedSetting> {
     let tsdb = &cfg.storage.tsdb;
-    if tsdb.out_of_order_time_window_ms > 0 {
-        return Err(UnsupportedSetting {
-            setting: "storage.tsdb.out_of_order_time_window",
-            reason: "out-of-order samples are not supported by Ferrite yet; remove the setting (or set it to 0s) to run",
-        });
-    }
     if tsdb.retention.as_ref().is_some_and(|r| r.percentage > 0.0) {
         return Err(UnsupportedSetting {
             setting: "storage.tsdb.retention.percentage",
@@ -69,7 +66,17 @@ pub fn apply_storage(cfg: &Config, db: &mut DbOptions) -> Result<(), Unsupported
         db.retention_ms = r.time_ms;
         db.retention_bytes = r.size_bytes;
     }
+    db.head.out_of_order_time_window = cfg.storage.tsdb.out_of_order_time_window_ms.max(0);
     Ok(())
+}
+
+/// Applies what a reloaded file changes at once: the out-of-order window
+/// (opening the WBL if it was not open).
+pub fn apply_on_reload(cfg: &Config, db: &ferrite_tsdb::Db) -> Result<(), String> {
+    let window = cfg.storage.tsdb.out_of_order_time_window_ms.max(0);
+    db.head()
+        .set_out_of_order_time_window(window, &db.dir().join("wbl"))
+        .map_err(|e| format!("opening the out-of-order WAL: {e}"))
 }
 
 /// Re-reads the configuration file as a reload does: `Ok` if it loads and
@@ -116,6 +123,17 @@ mod tests {
     }
 
     #[test]
+    fn out_of_order_window_is_applied() {
+        let mut db = DbOptions::default();
+        apply_storage(
+            &config("storage:\n  tsdb:\n    out_of_order_time_window: 30m\n"),
+            &mut db,
+        )
+        .expect("supported");
+        assert_eq!(db.head.out_of_order_time_window, 1_800_000);
+    }
+
+    #[test]
     fn float_chunk_encoding_is_applied() {
         let mut db = DbOptions::default();
         apply_storage(
@@ -137,10 +155,6 @@ mod tests {
     #[test]
     fn unsupported_settings_are_refused_by_name() {
         for (text, setting) in [
-            (
-                "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
-                "storage.tsdb.out_of_order_time_window",
-            ),
             (
                 "storage:\n  tsdb:\n    retention:\n      percentage: 50\n",
                 "storage.tsdb.retention.percentage",

@@ -175,8 +175,10 @@ impl AppState {
     /// outcome; the error is Prometheus' text.
     pub fn reload_config(&self) -> Result<(), String> {
         use std::sync::atomic::Ordering::Relaxed;
-        match config::reload(&self.opts.config) {
-            Ok(_) => {
+        match config::reload(&self.opts.config)
+            .and_then(|fresh| config::apply_on_reload(&fresh, &self.db))
+        {
+            Ok(()) => {
                 self.reload.successful.store(true, Relaxed);
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

@@ -172,6 +172,26 @@ pub fn render(s: &AppState) -> String {
         &float,
         stats.out_of_order_samples.load(Relaxed) as f64,
     );
+    e.family(
+        "prometheus_tsdb_too_old_samples_total",
+        "counter",
+        "Total number of out of order samples ingestion failed attempts with out of support enabled, but sample outside of time window.",
+    )
+    .sample(
+        "prometheus_tsdb_too_old_samples_total",
+        &float,
+        stats.too_old_samples.load(Relaxed) as f64,
+    );
+    e.family(
+        "prometheus_tsdb_head_out_of_order_samples_appended_total",
+        "counter",
+        "Total number of appended out of order samples.",
+    )
+    .sample(
+        "prometheus_tsdb_head_out_of_order_samples_appended_total",
+        &float,
+        stats.out_of_order_samples_appended.load(Relaxed) as f64,
+    );
     // As Prometheus: the raw bounds, so an empty head reports the extremes.
     e.single(
         "prometheus_tsdb_head_min_time",

@@ -240,7 +240,10 @@ pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
 fn refused_sample(e: &AppendError) -> bool {
     matches!(
         e,
-        AppendError::OutOfOrder | AppendError::OutOfBounds | AppendError::DuplicateSample { .. }
+        AppendError::OutOfOrder
+            | AppendError::OutOfBounds
+            | AppendError::TooOld
+            | AppendError::DuplicateSample { .. }
     )
 }
 

@@ -307,7 +307,7 @@ async fn reload_rereads_the_configuration_file() {
 
     std::fs::write(
         &file,
-        "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
+        "storage:\n  tsdb:\n    stale_series_compaction_threshold: 0.5\n",
     )
     .unwrap();
     let r = reload().await.unwrap();
@@ -316,7 +316,19 @@ async fn reload_rereads_the_configuration_file() {
         .text()
         .await
         .unwrap()
-        .starts_with("failed to reload config: storage.tsdb.out_of_order_time_window: "));
+        .starts_with("failed to reload config: storage.tsdb.stale_series_compaction_threshold: "));
+
+    // The out-of-order window applies at once.
+    std::fs::write(
+        &file,
+        "storage:\n  tsdb:\n    out_of_order_time_window: 1h\n",
+    )
+    .unwrap();
+    let r = reload().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let state = server.state.upgrade().expect("running");
+    assert_eq!(state.db.head().out_of_order_time_window(), 3_600_000);
+    drop(state);
 
     std::fs::write(&file, "global: {}\n").unwrap();
     let r = reload().await.unwrap();

@@ -23,12 +23,14 @@ use parking_lot::{Mutex, RwLock};
 use tracing::{error, info, warn};
 
 use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
+use crate::compact::ooo::compact_ooo_head;
 use crate::compact::planner::{server_block_ranges, server_retention_ms, PlanBlock, Planner};
 use crate::compact::{compact_blocks, persist_head_range, CompactError};
-use crate::error::{DbError, HeadError, Unsupported, UnsupportedKind};
+use crate::error::{DbError, HeadError};
 use crate::head::{Head, HeadAppender, HeadOptions};
 use crate::querier::Querier;
 use crate::replay::{replay, ReplayStats};
+use crate::replay_wbl::check_wbl_kinds;
 use crate::retention::{blocks_to_delete, head_size_on_disk, RetentionBlock, RetentionLimits};
 
 /// Settings of a database.
@@ -113,7 +115,8 @@ impl Db {
             Some(lock_dir(dir)?)
         };
         // Before anything in the directory can change.
-        check_no_out_of_order_wal(&dir.join("wbl"))?;
+        let wbl_dir = dir.join("wbl");
+        check_wbl_kinds(&wbl_dir)?;
         let ranges = server_block_ranges(
             opts.head.chunk_range,
             opts.max_block_duration_ms,
@@ -137,11 +140,15 @@ impl Db {
         let blocks = open_blocks(dir)?;
         let wal_dir = dir.join("wal");
         let head = Head::new(opts.head, &dir.join("chunks_head"))?;
-        if let Some(maxt) = blocks.iter().map(|b| b.meta().max_time).max() {
+        if let Some(maxt) = in_order_blocks_max_time(&blocks) {
             head.set_min_valid_time(maxt);
         }
-        let replay = replay(&head, &wal_dir)?;
+        let replay = replay(&head, &wal_dir, &wbl_dir)?;
         head.attach_wal(&wal_dir)?;
+        // Prometheus keeps writing a WBL it found, window or not.
+        if head.out_of_order_time_window() > 0 || wbl_dir.is_dir() {
+            head.attach_wbl(&wbl_dir)?;
+        }
         info!(
             series = head.num_series(),
             samples = replay.samples,
@@ -215,11 +222,17 @@ impl Db {
     pub fn compact(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
+        let mut head_compacted = false;
         while self.head_compactable() {
             let mint = self.head.min_time();
             let range = self.head.options().chunk_range;
             let maxt = mint.div_euclid(range) * range + range;
             written.extend(self.persist_head(mint, maxt)?);
+            head_compacted = true;
+        }
+        // As Prometheus: out-of-order data follows a head compaction.
+        if head_compacted {
+            written.extend(self.compact_ooo_head()?);
         }
         written.extend(self.compact_blocks()?);
         self.apply_retention()?;
@@ -402,6 +415,43 @@ impl Db {
                 break;
             }
         }
+        written.extend(self.compact_ooo_head()?);
+        Ok(written)
+    }
+
+    /// Moves the head's out-of-order samples into blocks (one per block
+    /// range they touch, possibly overlapping others; see
+    /// [`crate::compact::ooo`]), then drops them from the head and the WBL.
+    fn compact_ooo_head(&self) -> Result<Vec<BlockUlid>, DbError> {
+        let Some(done) =
+            compact_ooo_head(&self.head, &self.dir, self.write_limit).map_err(compact_err)?
+        else {
+            return Ok(Vec::new());
+        };
+        let mut opened = Vec::with_capacity(done.blocks.len());
+        for m in &done.blocks {
+            opened.push(Arc::new(
+                Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?,
+            ));
+        }
+        let written: Vec<BlockUlid> = opened.iter().map(|b| b.ulid()).collect();
+        {
+            // Blocks in and head chunks out in one step for queries.
+            let _g = self.consistency.write();
+            let mut blocks = self.blocks.write();
+            blocks.extend(opened);
+            blocks.sort_by_key(|b| b.meta().min_time);
+            drop(blocks);
+            done.truncate_head(&self.head);
+        }
+        for m in &done.blocks {
+            info!(ulid = %m.ulid, mint = m.min_time, maxt = m.max_time, series = m.stats.num_series, samples = m.stats.num_samples, "out-of-order samples persisted as a block");
+        }
+        if let Some(seg) = done.wbl_segment {
+            if let Some(w) = self.head.wbl.lock().as_mut() {
+                w.truncate(seg).map_err(HeadError::from)?;
+            }
+        }
         Ok(written)
     }
 
@@ -498,6 +548,18 @@ impl Db {
     }
 }
 
+/// The newest end of the blocks holding in-order samples (Prometheus'
+/// `inOrderBlocksMaxTime`): the head's in-order samples start there.
+/// Blocks made only of out-of-order samples do not count, or the in-order
+/// samples the head still holds for their range would be dropped.
+fn in_order_blocks_max_time(blocks: &[Arc<Block>]) -> Option<i64> {
+    blocks
+        .iter()
+        .filter(|b| b.meta().compaction.bounds_in_order_data())
+        .map(|b| b.meta().max_time)
+        .max()
+}
+
 fn block_err(e: BlockError) -> DbError {
     DbError::Block(Box::new(e))
 }
@@ -566,31 +628,4 @@ impl Db {
     pub fn head_cardinality(&self, limit: usize) -> crate::head::CardinalityStats {
         self.head.cardinality_stats("__name__", limit)
     }
-}
-
-/// Refuses a `wbl/` (the out-of-order WAL Prometheus writes when
-/// `out_of_order_time_window` is set) whose segments hold any record:
-/// Ferrite cannot replay out-of-order samples yet, and opening without them
-/// would let compaction and WAL truncation lose them. Segments without
-/// records (Prometheus creates an empty one) are fine. A segment that cannot
-/// be read before its first record is a WAL error: it is not repaired.
-fn check_no_out_of_order_wal(wbl: &Path) -> Result<(), DbError> {
-    if !wbl.is_dir() {
-        return Ok(());
-    }
-    let segments = ferrite_wal::list_segments(wbl).map_err(HeadError::from)?;
-    for seg in segments {
-        let path = seg.path.clone();
-        let mut reader = ferrite_wal::RecordReader::new(vec![seg]);
-        if reader.next_record().map_err(HeadError::from)?.is_some() {
-            return Err(HeadError::from(Unsupported {
-                kind: UnsupportedKind::OutOfOrderWal,
-                file: path,
-                series: None,
-                series_ref: None,
-            })
-            .into());
-        }
-    }
-    Ok(())
 }

@@ -39,8 +39,6 @@ pub enum UnsupportedKind {
     HeadChunk(u8),
     /// A block chunk with this encoding byte.
     BlockChunk(u8),
-    /// A `wbl/` (out-of-order WAL) segment holding records.
-    OutOfOrderWal,
 }
 
 impl std::fmt::Display for UnsupportedKind {
@@ -66,7 +64,7 @@ impl std::fmt::Display for UnsupportedKind {
                 if raw & crate::head_chunks::OOO_ENCODING_MASK != 0 {
                     write!(
                         f,
-                        "out-of-order head chunk (out-of-order samples are not supported yet), encoding byte {raw:#04x} ({})",
+                        "out-of-order head chunk encoding byte {raw:#04x} ({})",
                         chunk_encoding_name(enc)
                     )
                 } else {
@@ -82,12 +80,6 @@ impl std::fmt::Display for UnsupportedKind {
                     f,
                     "block chunk encoding {enc} ({})",
                     chunk_encoding_name(enc)
-                )
-            }
-            UnsupportedKind::OutOfOrderWal => {
-                write!(
-                    f,
-                    "out-of-order samples (wbl/) are not supported yet: records"
                 )
             }
         }
@@ -137,6 +129,8 @@ pub enum HeadError {
     Checkpoint(#[from] ferrite_wal::checkpoint::CheckpointError),
     #[error(transparent)]
     Unsupported(Box<Unsupported>),
+    #[error("{0}")]
+    Options(String),
 }
 
 impl From<Unsupported> for HeadError {

@@ -5,6 +5,7 @@
 //! - [`head`]: the in-memory head block, its series and appender;
 //! - [`head_chunks`]: `chunks_head/`, closed head chunks on disk;
 //! - [`replay`]: rebuilding the head from `chunks_head/` and the WAL;
+//!   [`replay_wbl`]: then its out-of-order samples from the WBL;
 //! - [`querier`]: selecting series by label matchers;
 //! - [`postings`]: the inverted index; [`symbols`]: interned label sets
 //!   (label sets and matchers themselves are `ferrite-model`'s).
@@ -22,6 +23,7 @@ pub mod head_chunks;
 pub mod postings;
 pub mod querier;
 pub mod replay;
+pub mod replay_wbl;
 pub mod retention;
 pub mod sample;
 pub mod symbols;

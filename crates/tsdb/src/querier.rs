@@ -18,6 +18,7 @@ use ferrite_index::SymbolCache;
 
 use crate::block::Block;
 use crate::error::QueryError;
+use crate::head::ooo::OooFields;
 use crate::head::Head;
 use crate::head_chunks::{ChunkBytes, ChunkDiskMapper, ChunkDiskMapperRef};
 use crate::postings::{intersect, merge, subtract};
@@ -404,6 +405,38 @@ impl<'h> HeadQuerier<'h> {
         out
     }
 
+    /// A series' out-of-order chunks in range: those in `chunks_head/`,
+    /// those kept in memory, and the in-memory one encoded now. They may
+    /// overlap each other and the in-order chunks; reads merge by time.
+    fn ooo_chunks(&self, ooo: &OooFields, out: &mut Vec<ChunkHandle>) {
+        let in_range = |mint: i64, maxt: i64| maxt >= self.mint && mint <= self.maxt;
+        let handle = |source, mint, maxt| ChunkHandle {
+            source,
+            mint,
+            maxt,
+            tombstones: 0,
+        };
+        for c in ooo.mmapped.iter().filter(|c| in_range(c.mint, c.maxt)) {
+            let encoding = c.encoding as u8;
+            let source = match self.head.mapper.chunk(c.chunk_ref) {
+                Ok(bytes) => ChunkSource::MappedBytes(bytes, encoding),
+                Err(_) => ChunkSource::Mapped(c.chunk_ref, encoding),
+            };
+            out.push(handle(source, c.mint, c.maxt));
+        }
+        for c in ooo.unmapped.iter().filter(|c| in_range(c.mint, c.maxt)) {
+            let source = ChunkSource::Memory(c.bytes.clone(), c.encoding as u8);
+            out.push(handle(source, c.mint, c.maxt));
+        }
+        if let Some(h) = ooo.head.as_ref().filter(|h| in_range(h.mint, h.maxt)) {
+            let float_encoding = self.head.chunk_opts.float_encoding;
+            h.chunk.encode(float_encoding, &mut |c: BuiltChunk| {
+                let source = ChunkSource::Memory(c.bytes, c.encoding as u8);
+                out.push(handle(source, c.mint, c.maxt));
+            });
+        }
+    }
+
     /// Series matching all matchers that have samples in range, sorted by labels.
     pub fn select(&self, matchers: &[Matcher]) -> Vec<QuerySeries> {
         let head = self.head;
@@ -444,6 +477,9 @@ impl<'h> HeadQuerier<'h> {
                         let source = ChunkSource::Memory(bytes, c.chunk.encoding() as u8);
                         chunks.push(handle(source, c.mint, c.maxt));
                     }
+                }
+                if let Some(ooo) = &d.ooo {
+                    self.ooo_chunks(ooo, &mut chunks);
                 }
             }
             if chunks.is_empty() {

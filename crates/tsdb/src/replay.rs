@@ -60,6 +60,8 @@ use crate::error::{HeadError, Unsupported, UnsupportedKind};
 use crate::head::registry::{hash_labels, SeriesEntry};
 use crate::head::series::{MemSeries, MmappedChunk};
 use crate::head::Head;
+use crate::head_chunks::ChunkDiskMapperRef;
+use crate::replay_wbl::{attach_ooo_chunks, replay_wbl, WblReplayStats};
 use crate::sample::SampleRef;
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -72,8 +74,9 @@ pub struct ReplayStats {
     pub mmapped_chunks_dropped: u64,
     /// Head chunks older than the newest block (already persisted), skipped.
     pub mmapped_chunks_in_blocks: u64,
-    /// Always 0: out-of-order head chunks now stop the open (unsupported).
-    pub ooo_mmapped_chunks_skipped: u64,
+    /// The out-of-order part: `chunks_head/`'s out-of-order chunks and
+    /// the WBL (see [`crate::replay_wbl`]).
+    pub wbl: WblReplayStats,
     pub checkpoint: Option<u32>,
     /// The min valid time the newest checkpoint recorded (v3.16's
     /// `min_valid_time` record), if it has one.
@@ -1082,7 +1085,11 @@ fn corrupt(
 // ---------------------------------------------------------------------------
 
 /// Loads `chunks_head/` and replays the WAL in `wal_dir` into `head`.
-pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadError> {
+pub(crate) fn replay(
+    head: &Head,
+    wal_dir: &Path,
+    wbl_dir: &Path,
+) -> Result<ReplayStats, HeadError> {
     let start = Instant::now();
     let cores = match head.options().replay_workers {
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -1111,20 +1118,21 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     }
     let min_valid = head.min_valid_time();
     let mut below_blocks = 0u64;
-    // In-order chunks of the encodings Ferrite reads (every encoding of
-    // v3.16: XOR, XOR2, integer and float histograms and their
-    // start-timestamp variants) are loaded. Anything else (out-of-order
-    // chunks, unknown bytes) stops the open before any head chunk file is
+    // Chunks of the encodings Ferrite reads (every encoding of v3.16: XOR,
+    // XOR2, integer and float histograms and their start-timestamp
+    // variants) are loaded, in-order and out-of-order ones. Anything else
+    // (unknown bytes) stops the open before any head chunk file is
     // repaired or deleted.
     // Like Prometheus, in-order chunks wholly before the min valid time are
     // dropped first, whatever their encoding: blocks hold their samples.
+    // Out-of-order chunks are kept whatever their time: out-of-order
+    // compaction has not moved them into blocks yet.
     let mut refused: Option<crate::head_chunks::MappedChunkMeta> = None;
+    let mut ooo_chunks: FastMap<u64, Vec<MmappedChunk>> = FastMap::default();
+    let mut last_mmap_ref = ChunkDiskMapperRef(0);
     head.mapper.try_iterate_all_chunks(&mut |m| {
-        if m.is_ooo {
-            refused = Some(m);
-            return false;
-        }
-        if m.maxt < min_valid {
+        last_mmap_ref = m.chunk_ref;
+        if !m.is_ooo && m.maxt < min_valid {
             below_blocks += 1;
             return true;
         }
@@ -1134,17 +1142,22 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
             refused = Some(m);
             return false;
         };
+        let chunk = MmappedChunk {
+            chunk_ref: m.chunk_ref,
+            mint: m.mint,
+            maxt: m.maxt,
+            num_samples: m.num_samples,
+            encoding,
+        };
+        if m.is_ooo {
+            ooo_chunks.entry(m.series_ref).or_default().push(chunk);
+            return true;
+        }
         loaded += 1;
         mmapped[(m.series_ref as usize) % workers]
             .entry(m.series_ref)
             .or_default()
-            .push(MmappedChunk {
-                chunk_ref: m.chunk_ref,
-                mint: m.mint,
-                maxt: m.maxt,
-                num_samples: m.num_samples,
-                encoding,
-            });
+            .push(chunk);
         true
     })?;
     if let Some(m) = refused {
@@ -1228,6 +1241,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
     let read_result: Result<Option<ferrite_wal::Corruption>, HeadError>;
     let mut st_stats = ReplayStats::default();
     let mut max_ref = 0;
+    let mut aliases: FastMap<u64, u64> = FastMap::default();
     {
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| sync_channel::<Msg>(1)).unzip();
         let (res, rr) = std::thread::scope(|scope| {
@@ -1279,6 +1293,7 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
             }
             st_stats = std::mem::take(&mut st.stats);
             max_ref = st.max_ref;
+            aliases = std::mem::take(&mut st.aliases);
             drop(st); // closes the channels: workers finish
             let res: Vec<Option<WorkerResult>> = handles
                 .into_iter()
@@ -1345,6 +1360,10 @@ pub(crate) fn replay(head: &Head, wal_dir: &Path) -> Result<ReplayStats, HeadErr
             "head chunks of series absent from the WAL were dropped"
         );
     }
+    // 3. Out-of-order data, now that every series exists.
+    let resolve = |r: u64| aliases.get(&r).copied().unwrap_or(r);
+    attach_ooo_chunks(head, ooo_chunks, resolve, &mut stats.wbl);
+    replay_wbl(head, wbl_dir, last_mmap_ref, resolve, &mut stats.wbl)?;
     stats.duration = start.elapsed();
     Ok(stats)
 }

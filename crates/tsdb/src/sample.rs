@@ -140,6 +140,8 @@ pub struct BuiltChunk {
     pub maxt: i64,
     /// The encoding byte.
     pub encoding: Encoding,
+    /// The number of samples in it.
+    pub num_samples: u16,
     /// The chunk's bytes.
     pub bytes: Vec<u8>,
 }
@@ -246,6 +248,7 @@ impl ChunkBuilder {
                     mint,
                     maxt,
                     encoding: chunk.encoding(),
+                    num_samples: n,
                     bytes: chunk.into_bytes(),
                 });
             }

@@ -304,11 +304,7 @@ fn head_chunk_dir(dir: &Path, encoding: u8) -> PathBuf {
 
 #[test]
 fn head_chunks_of_other_encodings_stop_the_open() {
-    for (encoding, kind) in [
-        (0x7f, "unknown"),
-        (0x81, "out-of-order"),
-        (0x82, "out-of-order"),
-    ] {
+    for (encoding, kind) in [(0x7f, "unknown"), (0xff, "out-of-order")] {
         let tmp = tempfile::tempdir().unwrap();
         let file = head_chunk_dir(tmp.path(), encoding);
         let u = open_unsupported(tmp.path());
@@ -338,7 +334,7 @@ fn head_chunks_before_the_min_valid_time_are_dropped_not_refused() {
 }
 
 #[test]
-fn wbl_with_records_stops_the_open() {
+fn wbl_records_of_unknown_types_stop_the_open() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     fs::create_dir(dir.join("chunks_head")).unwrap();
@@ -347,19 +343,22 @@ fn wbl_with_records_stops_the_open() {
         &[series_record(1, "f"), samples_record(&[(1, 1000, 1.0)])],
     );
     let seg = dir.join("wbl/00000000");
-    write_segment(&seg, &[samples_record(&[(1, 900, 1.0)])]);
-    let u = open_unsupported(dir);
-    assert_eq!(u.kind, UnsupportedKind::OutOfOrderWal);
-    assert_eq!(u.file, seg);
-    let msg = u.to_string();
-    assert!(
-        msg.contains("out-of-order samples (wbl/) are not supported yet"),
-        "{msg}"
+    write_segment(
+        &seg,
+        &[samples_record(&[(1, 900, 1.0)]), vec![200, 1, 2, 3]],
     );
+    let u = open_unsupported(dir);
+    assert_eq!(u.kind, UnsupportedKind::WalRecord(200));
+    assert_eq!(u.file, seg);
 
-    // A wbl/ without records (Prometheus creates one) is fine.
-    write_segment(&seg, &[]);
-    Db::open(dir, options()).unwrap();
+    // Without it, the WBL's out-of-order sample is replayed.
+    write_segment(&seg, &[samples_record(&[(1, 900, 1.0)])]);
+    let db = Db::open(dir, options()).unwrap();
+    assert_eq!(db.replay_stats().wbl.samples, 1);
+    let got = db.querier(0, 2000).select(&[]).unwrap()[0]
+        .samples()
+        .unwrap();
+    assert_eq!(got, vec![(900, 1.0), (1000, 1.0)]);
 }
 
 /// A v3.16 checkpoint starts with a min_valid_time record: understood, and

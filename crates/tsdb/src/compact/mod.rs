@@ -7,6 +7,7 @@
 //! chunk straddling the range (possible after a change of block range) is
 //! cut, by re-encoding its samples inside the range.
 
+pub mod ooo;
 pub mod planner;
 
 use std::path::Path;
@@ -73,20 +74,7 @@ pub fn persist_head_range(
             entries.push((r, entry));
         }
     }
-    head.symbols.with_resolver(|res| {
-        entries.sort_by(|a, b| {
-            let (a, b) = (&a.1.labels, &b.1.labels);
-            for (x, y) in a.iter().zip(b.iter()) {
-                if x != y {
-                    let o = res.get(*x).cmp(res.get(*y));
-                    if o != std::cmp::Ordering::Equal {
-                        return o;
-                    }
-                }
-            }
-            a.len().cmp(&b.len())
-        })
-    });
+    sort_by_labels(head, &mut entries);
     let mut source = HeadSource {
         head,
         entries,
@@ -112,6 +100,46 @@ pub fn persist_head_range(
     Ok(meta?)
 }
 
+/// Sorts head series by their label sets (resolved from the head's
+/// interned symbols), as a block's index lists them.
+pub(crate) fn sort_by_labels(head: &Head, entries: &mut [(u64, Arc<SeriesEntry>)]) {
+    head.symbols.with_resolver(|res| {
+        entries.sort_by(|a, b| {
+            let (a, b) = (&a.1.labels, &b.1.labels);
+            for (x, y) in a.iter().zip(b.iter()) {
+                if x != y {
+                    let o = res.get(*x).cmp(res.get(*y));
+                    if o != std::cmp::Ordering::Equal {
+                        return o;
+                    }
+                }
+            }
+            a.len().cmp(&b.len())
+        })
+    });
+}
+
+/// The symbols of a block written from head series: their label names
+/// and values, and the empty string. Prometheus' head lists the empty
+/// string among its symbols (its all-series postings key is the empty
+/// label pair), so its head blocks carry it; so do ours, for
+/// byte-identical indexes.
+pub(crate) fn head_symbols(head: &Head, entries: &[(u64, Arc<SeriesEntry>)]) -> Vec<String> {
+    let mut ids: Vec<u32> = entries
+        .iter()
+        .flat_map(|(_, e)| e.labels.iter().copied())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out: Vec<String> = head
+        .symbols
+        .with_resolver(|res| ids.iter().map(|&i| res.get(i).to_owned()).collect());
+    out.push(String::new());
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// How often head compaction drops the chunk file pages it read.
 const RELEASE_EVERY_SERIES: usize = 4096;
 
@@ -128,24 +156,7 @@ struct HeadSource<'h> {
 
 impl SeriesSource for HeadSource<'_> {
     fn symbols(&mut self) -> Result<Vec<String>, BlockError> {
-        let mut ids: Vec<u32> = self
-            .entries
-            .iter()
-            .flat_map(|(_, e)| e.labels.iter().copied())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut out: Vec<String> = self
-            .head
-            .symbols
-            .with_resolver(|res| ids.iter().map(|&i| res.get(i).to_owned()).collect());
-        // Prometheus' head lists the empty string among its symbols (its
-        // all-series postings key is the empty label pair), so its head
-        // blocks carry it; so do ours, for byte-identical indexes.
-        out.push(String::new());
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        Ok(head_symbols(self.head, &self.entries))
     }
 
     fn next_series(
@@ -316,7 +327,7 @@ pub fn compact_blocks(
         })
         .collect();
     parents.sort_by_key(|p| p.min_time);
-    let compaction = Compaction {
+    let mut compaction = Compaction {
         level: blocks
             .iter()
             .map(|b| b.meta().compaction.level)
@@ -325,12 +336,37 @@ pub fn compact_blocks(
             + 1,
         sources,
         parents,
+        hints: merged_hints(blocks),
         ..Compaction::default()
     };
+    compaction.hints.sort();
 
     let mut source = MergeSource::new(blocks, float_encoding)?;
     let meta = write_block_from(dir, mint, maxt, compaction, &mut source, bytes_per_sec)?;
     Ok(meta)
+}
+
+/// The hints a merged block keeps, as Prometheus: from-out-of-order only
+/// when every parent has it (the merged block then holds no in-order
+/// sample); from-stale-series and from-selected-series when any has them
+/// (such blocks are only merged among themselves).
+fn merged_hints(blocks: &[Arc<Block>]) -> Vec<String> {
+    use ferrite_block::meta::{
+        HINT_FROM_OUT_OF_ORDER, HINT_FROM_SELECTED_SERIES, HINT_FROM_STALE_SERIES,
+    };
+    fn has(b: &Arc<Block>, hint: &str) -> bool {
+        b.meta().compaction.hints.iter().any(|h| h == hint)
+    }
+    let mut hints = Vec::new();
+    if !blocks.is_empty() && blocks.iter().all(|b| has(b, HINT_FROM_OUT_OF_ORDER)) {
+        hints.push(HINT_FROM_OUT_OF_ORDER.to_string());
+    }
+    for hint in [HINT_FROM_STALE_SERIES, HINT_FROM_SELECTED_SERIES] {
+        if blocks.iter().any(|b| has(b, hint)) {
+            hints.push(hint.to_string());
+        }
+    }
+    hints
 }
 
 /// The series of several blocks merged by label set, in label order: one

@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 
 use super::registry::{hash_labels, SeriesEntry};
 use super::series::{Appendable, MemSeries};
+use super::wbl::WblBatch;
 use super::Head;
 use crate::error::HeadError;
 use crate::sample::SampleRef;
@@ -39,6 +40,9 @@ pub enum AppendError {
     OutOfBounds,
     #[error("out of order sample")]
     OutOfOrder,
+    /// Out of order and older than the out-of-order window allows.
+    #[error("too old sample")]
+    TooOld,
     #[error("{}", duplicate_message(*t, format!("existing {}, new value {}", format_g(*existing), format_g(*new))))]
     DuplicateSample { t: i64, existing: f64, new: f64 },
     /// A float at the timestamp of a histogram sample.
@@ -178,6 +182,11 @@ impl Batch {
 pub struct HeadAppender<'h> {
     head: &'h Head,
     min_valid_time: i64,
+    /// The head's newest sample when the appender was made: out-of-order
+    /// samples may be up to `ooo_window` older.
+    head_max_time: i64,
+    /// The out-of-order window when the appender was made (0: none).
+    ooo_window: i64,
     new_series: Vec<u64>,
     batches: Vec<Batch>,
     done: bool,
@@ -188,6 +197,8 @@ impl<'h> HeadAppender<'h> {
         HeadAppender {
             head,
             min_valid_time: head.appendable_min_valid_time(),
+            head_max_time: head.max_time(),
+            ooo_window: head.out_of_order_time_window(),
             new_series: Vec::new(),
             batches: Vec::new(),
             done: false,
@@ -305,8 +316,10 @@ impl<'h> HeadAppender<'h> {
         self.append_entry(series_ref, entry, t, v)
     }
 
+    /// Refuses a sample before the min valid time at once when there is
+    /// no out-of-order window (with one, the sample may be out of order).
     fn check_bounds(&self, t: i64) -> Result<(), AppendError> {
-        if t < self.min_valid_time {
+        if self.ooo_window == 0 && t < self.min_valid_time {
             self.head
                 .stats
                 .out_of_bounds_samples
@@ -350,7 +363,7 @@ impl<'h> HeadAppender<'h> {
         t: i64,
         v: f64,
     ) -> Result<(), AppendError> {
-        let verdict = entry.data.lock().appendable(t, v);
+        let verdict = self.judge(t, |d| d.appendable(t, v), &entry.data.lock());
         if !self.accept(verdict, t, v)? {
             return Ok(());
         }
@@ -365,6 +378,26 @@ impl<'h> HeadAppender<'h> {
         Ok(())
     }
 
+    /// The verdict on a sample at `t`: out of order when it is before the
+    /// min valid time (only reached with an out-of-order window), else the
+    /// series' own (`series_verdict`).
+    fn judge(
+        &self,
+        t: i64,
+        series_verdict: impl FnOnce(&MemSeries) -> Appendable,
+        series: &MemSeries,
+    ) -> Appendable {
+        if t < self.min_valid_time {
+            return Appendable::OutOfOrder;
+        }
+        series_verdict(series)
+    }
+
+    /// Whether an out-of-order sample at `t` is inside the window.
+    fn in_ooo_window(&self, t: i64) -> bool {
+        self.ooo_window > 0 && t >= self.head_max_time.saturating_sub(self.ooo_window)
+    }
+
     /// Turns a series' verdict on a sample into: store it (`true`), drop it
     /// silently as a duplicate (`false`), or refuse it.
     fn accept(&self, verdict: Appendable, t: i64, v: f64) -> Result<bool, AppendError> {
@@ -372,6 +405,11 @@ impl<'h> HeadAppender<'h> {
         match verdict {
             Appendable::Yes => Ok(true),
             Appendable::Duplicate => Ok(false),
+            Appendable::OutOfOrder if self.in_ooo_window(t) => Ok(true),
+            Appendable::OutOfOrder if self.ooo_window > 0 => {
+                stats.too_old_samples.fetch_add(1, Ordering::Relaxed);
+                Err(AppendError::TooOld)
+            }
             Appendable::OutOfOrder => {
                 stats.out_of_order_samples.fetch_add(1, Ordering::Relaxed);
                 Err(AppendError::OutOfOrder)
@@ -431,7 +469,7 @@ impl<'h> HeadAppender<'h> {
             .iter()
             .map(|l| (l.name.as_str(), l.value.as_str()));
         let (series_ref, entry) = self.get_or_create(pairs, labels.len());
-        let verdict = h.appendable(&entry.data.lock(), t);
+        let verdict = self.judge(t, |d| h.appendable(d, t), &entry.data.lock());
         if self.accept(verdict, t, h.sum())? {
             let b = self.batch_for(h.kind(), series_ref);
             h.push(b, series_ref, t, entry);
@@ -444,42 +482,46 @@ impl<'h> HeadAppender<'h> {
         self.batches.iter().map(Batch::len).sum()
     }
 
-    /// Writes the batches to the WAL, then makes them visible.
+    /// Writes the batches to the WAL, then makes them visible; out-of-order
+    /// samples (with a window) go to their series' out-of-order chunks and
+    /// then to the WBL, as Prometheus does.
     pub fn commit(mut self) -> Result<(), HeadError> {
         self.done = true;
         self.log(true)?;
         let mut acc = CommitStats::new();
+        let mut wbl = WblBatch::new();
         for b in &self.batches {
-            self.commit_floats(b, &mut acc);
-            self.commit_histograms(b, &mut acc);
+            self.commit_floats(b, &mut acc, &mut wbl);
+            self.commit_histograms(b, &mut acc, &mut wbl);
         }
         let head = self.head;
         head.update_time_range(acc.mint, acc.maxt);
         head.stats
             .samples_appended
-            .fetch_add(acc.appended, Ordering::Relaxed);
+            .fetch_add(acc.appended + wbl.stored, Ordering::Relaxed);
         if acc.rejected > 0 {
             head.stats
                 .out_of_order_samples
                 .fetch_add(acc.rejected, Ordering::Relaxed);
         }
+        if wbl.stored > 0 {
+            head.stats
+                .out_of_order_samples_appended
+                .fetch_add(wbl.stored, Ordering::Relaxed);
+            head.update_ooo_time_range(wbl.mint, wbl.maxt);
+        }
+        self.log_wbl(wbl);
         Ok(())
     }
 
-    fn commit_floats(&self, b: &Batch, acc: &mut CommitStats) {
-        let head = self.head;
+    fn commit_floats(&self, b: &Batch, acc: &mut CommitStats, wbl: &mut WblBatch) {
         for (s, e) in b.floats.iter().zip(&b.float_series) {
-            let ok = e
-                .data
-                .lock()
-                .append(s.series_ref, s.t, s.v, head.chunk_opts, &head.mapper);
-            acc.record(ok, s.t);
+            self.commit_sample(s.series_ref, e, s.t, SampleRef::Float(s.v), acc, wbl);
         }
     }
 
     /// Applies histogram samples (integer, then float, as logged).
-    fn commit_histograms(&self, b: &Batch, acc: &mut CommitStats) {
-        let head = self.head;
+    fn commit_histograms(&self, b: &Batch, acc: &mut CommitStats, wbl: &mut WblBatch) {
         let integer = b
             .histograms
             .iter()
@@ -491,11 +533,70 @@ impl<'h> HeadAppender<'h> {
             .map(|s| (s.series_ref, s.t, SampleRef::FloatHistogram(&s.h)))
             .zip(&b.float_histogram_series);
         for ((series_ref, t, v), e) in integer.chain(float) {
-            let ok =
-                e.data
-                    .lock()
-                    .append_histogram(series_ref, t, v, head.chunk_opts, &head.mapper);
+            self.commit_sample(series_ref, e, t, v, acc, wbl);
+        }
+    }
+
+    /// Applies one sample: appended in order, inserted out of order (when
+    /// it is older than the series' newest sample or the min valid time
+    /// and inside the window), or dropped (a duplicate, or refused by a
+    /// commit that got in first).
+    fn commit_sample(
+        &self,
+        series_ref: u64,
+        entry: &SeriesEntry,
+        t: i64,
+        v: SampleRef<'_>,
+        acc: &mut CommitStats,
+        wbl: &mut WblBatch,
+    ) {
+        let head = self.head;
+        let mut d = entry.data.lock();
+        let out_of_order = self.ooo_window > 0 && (t < self.min_valid_time || t < d.max_time());
+        if !out_of_order {
+            let ok = match v {
+                SampleRef::Float(f) => d.append(series_ref, t, f, head.chunk_opts, &head.mapper),
+                _ => d.append_histogram(series_ref, t, v, head.chunk_opts, &head.mapper),
+            };
             acc.record(ok, t);
+            return;
+        }
+        if !self.in_ooo_window(t) {
+            acc.record(false, t);
+            return;
+        }
+        let res = d.insert_ooo(
+            series_ref,
+            t,
+            v,
+            head.chunk_opts.float_encoding,
+            usize::from(head.options().out_of_order_cap_max),
+            &head.mapper,
+        );
+        drop(d);
+        wbl.add(series_ref, t, v, &res);
+    }
+
+    /// Writes a commit's out-of-order records to the WBL. As in
+    /// Prometheus this comes after the samples are visible, so a failure
+    /// cannot undo the commit: it is logged and counted (the samples are
+    /// in the WAL, but replay takes out-of-order samples from the WBL).
+    fn log_wbl(&self, wbl: WblBatch) {
+        let records = wbl.finish();
+        if records.is_empty() {
+            return;
+        }
+        let head = self.head;
+        let mut guard = head.wbl.lock();
+        let Some(w) = guard.as_mut() else {
+            return;
+        };
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        if let Err(e) = w.log(&refs) {
+            head.stats
+                .wbl_write_failures
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::error!(error = %e, "writing out-of-order samples to the WBL failed");
         }
     }
 
@@ -535,7 +636,7 @@ impl<'h> HeadAppender<'h> {
         }
         if with_samples {
             for b in &self.batches {
-                encode_batch(b, &mut recs);
+                encode_sample_records(&b.floats, &b.histograms, &b.float_histograms, &mut recs);
             }
         }
         if !recs.is_empty() {
@@ -546,21 +647,26 @@ impl<'h> HeadAppender<'h> {
     }
 }
 
-/// Encodes a batch's WAL records in Prometheus' order: floats, histograms
+/// Encodes sample records in Prometheus' order: floats, histograms
 /// (exponential, then custom buckets), float histograms (likewise).
-fn encode_batch(b: &Batch, recs: &mut Vec<Vec<u8>>) {
-    if !b.floats.is_empty() {
+pub(super) fn encode_sample_records(
+    floats: &[RefSample],
+    histograms: &[RefHistogramSample],
+    float_histograms: &[RefFloatHistogramSample],
+    recs: &mut Vec<Vec<u8>>,
+) {
+    if !floats.is_empty() {
         let mut rec = Vec::new();
-        encode_samples(&mut rec, &b.floats);
+        encode_samples(&mut rec, floats);
         recs.push(rec);
     }
     let (mut exponential, mut custom) = (Vec::new(), Vec::new());
-    if !b.histograms.is_empty() {
-        encode_histogram_samples_split(&mut exponential, &mut custom, &b.histograms);
+    if !histograms.is_empty() {
+        encode_histogram_samples_split(&mut exponential, &mut custom, histograms);
         push_non_empty(recs, &mut exponential, &mut custom);
     }
-    if !b.float_histograms.is_empty() {
-        encode_float_histogram_samples_split(&mut exponential, &mut custom, &b.float_histograms);
+    if !float_histograms.is_empty() {
+        encode_float_histogram_samples_split(&mut exponential, &mut custom, float_histograms);
         push_non_empty(recs, &mut exponential, &mut custom);
     }
 }

@@ -12,9 +12,11 @@
 mod appender;
 mod cardinality;
 mod chunk;
+pub mod ooo;
 pub(crate) mod registry;
 pub mod series;
 mod truncate;
+mod wbl;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -56,6 +58,13 @@ pub struct HeadOptions {
     /// WAL bytes each replay decoder takes at a time; 0 means the default.
     /// Smaller values only matter to tests (many ranges from a small WAL).
     pub replay_range_bytes: u64,
+    /// `storage.tsdb.out_of_order_time_window` in milliseconds: how far
+    /// behind the head's newest sample an out-of-order sample may be. 0
+    /// refuses out-of-order samples.
+    pub out_of_order_time_window: i64,
+    /// Samples an in-memory out-of-order chunk holds before it is written
+    /// to `chunks_head/` (1-255, 32 by default).
+    pub out_of_order_cap_max: u8,
 }
 
 impl Default for HeadOptions {
@@ -68,6 +77,8 @@ impl Default for HeadOptions {
             head_chunks: HeadChunksOptions::default(),
             replay_workers: 0,
             replay_range_bytes: 0,
+            out_of_order_time_window: 0,
+            out_of_order_cap_max: ooo::DEFAULT_OUT_OF_ORDER_CAP_MAX,
         }
     }
 }
@@ -80,6 +91,12 @@ pub struct HeadStats {
     pub out_of_order_samples: AtomicU64,
     pub out_of_bounds_samples: AtomicU64,
     pub duplicate_samples: AtomicU64,
+    /// Out-of-order samples refused for being older than the window.
+    pub too_old_samples: AtomicU64,
+    /// Out-of-order samples accepted (within the window).
+    pub out_of_order_samples_appended: AtomicU64,
+    /// Out-of-order samples whose WBL write failed (lost on a restart).
+    pub wbl_write_failures: AtomicU64,
 }
 
 /// The head block.
@@ -91,6 +108,14 @@ pub struct Head {
     pub(crate) postings: RwLock<MemPostings>,
     pub(crate) mapper: Arc<ChunkDiskMapper>,
     pub(crate) wal: Mutex<Option<WalWriter>>,
+    /// The out-of-order WAL (`wbl/`), open while out-of-order samples are
+    /// accepted or the directory held any.
+    pub(crate) wbl: Mutex<Option<WalWriter>>,
+    /// The out-of-order window in effect (see [`HeadOptions`]).
+    ooo_window: AtomicI64,
+    /// Time range of the out-of-order samples in the head.
+    ooo_min_time: AtomicI64,
+    ooo_max_time: AtomicI64,
     next_ref: AtomicU64,
     min_time: AtomicI64,
     max_time: AtomicI64,
@@ -109,7 +134,13 @@ impl Head {
     /// Creates an empty head over `chunks_dir` (the `chunks_head/` directory).
     /// The WAL writer is attached after replay with [`Head::attach_wal`].
     pub(crate) fn new(opts: HeadOptions, chunks_dir: &Path) -> Result<Self, HeadError> {
+        if opts.out_of_order_cap_max == 0 {
+            return Err(HeadError::Options(
+                "OOOCapMax of 0 is invalid. must be > 0 and <= 255".into(),
+            ));
+        }
         let mapper = ChunkDiskMapper::open(chunks_dir, opts.head_chunks)?;
+        let window = opts.out_of_order_time_window.max(0);
         Ok(Head {
             chunk_opts: ChunkOpts {
                 chunk_range: opts.chunk_range,
@@ -122,6 +153,10 @@ impl Head {
             postings: RwLock::new(MemPostings::new()),
             mapper: Arc::new(mapper),
             wal: Mutex::new(None),
+            wbl: Mutex::new(None),
+            ooo_window: AtomicI64::new(window),
+            ooo_min_time: AtomicI64::new(i64::MAX),
+            ooo_max_time: AtomicI64::new(i64::MIN),
             next_ref: AtomicU64::new(1),
             min_time: AtomicI64::new(i64::MAX),
             max_time: AtomicI64::new(i64::MIN),
@@ -138,6 +173,73 @@ impl Head {
             *self.wal.lock() = Some(WalWriter::open(wal_dir, o.clone())?);
         }
         Ok(())
+    }
+
+    /// Opens the out-of-order WAL writer in `wbl_dir` (a new segment after
+    /// the existing ones) unless it is open already. Without a WAL (tests,
+    /// tools) there is no WBL either.
+    pub(crate) fn attach_wbl(&self, wbl_dir: &Path) -> Result<(), HeadError> {
+        let mut wbl = self.wbl.lock();
+        if wbl.is_none() {
+            if let Some(o) = &self.opts.wal {
+                *wbl = Some(WalWriter::open(wbl_dir, o.clone())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The out-of-order window in effect, in milliseconds (0: refused).
+    pub fn out_of_order_time_window(&self) -> i64 {
+        self.ooo_window.load(Ordering::Acquire)
+    }
+
+    /// Changes the out-of-order window (a config reload). Enabling it
+    /// opens the WBL in `wbl_dir` if it is not open yet.
+    pub fn set_out_of_order_time_window(
+        &self,
+        window_ms: i64,
+        wbl_dir: &Path,
+    ) -> Result<(), HeadError> {
+        if window_ms > 0 {
+            self.attach_wbl(wbl_dir)?;
+        }
+        self.ooo_window.store(window_ms.max(0), Ordering::Release);
+        Ok(())
+    }
+
+    /// Time range of the head's out-of-order samples, `None` if it has none.
+    pub fn out_of_order_time_range(&self) -> Option<(i64, i64)> {
+        let (min, max) = (
+            self.ooo_min_time.load(Ordering::Acquire),
+            self.ooo_max_time.load(Ordering::Acquire),
+        );
+        (min <= max).then_some((min, max))
+    }
+
+    pub(crate) fn update_ooo_time_range(&self, mint: i64, maxt: i64) {
+        if mint <= maxt {
+            self.ooo_min_time.fetch_min(mint, Ordering::AcqRel);
+            self.ooo_max_time.fetch_max(maxt, Ordering::AcqRel);
+        }
+    }
+
+    /// Sets the out-of-order time range from what the series hold (after
+    /// out-of-order compaction dropped some).
+    pub(crate) fn recompute_ooo_time_range(&self) {
+        let refs: Vec<u64> = self.postings.read().all().to_vec();
+        let (mut min, mut max) = (i64::MAX, i64::MIN);
+        for r in refs {
+            let Some(entry) = self.series.get(r) else {
+                continue;
+            };
+            let d = entry.data.lock();
+            if let Some((a, b)) = d.ooo.as_ref().and_then(|o| o.time_range()) {
+                min = min.min(a);
+                max = max.max(b);
+            }
+        }
+        self.ooo_min_time.store(min, Ordering::Release);
+        self.ooo_max_time.store(max, Ordering::Release);
     }
 
     pub fn options(&self) -> &HeadOptions {
@@ -265,8 +367,11 @@ impl Head {
     pub fn close(&self) -> Result<(), HeadError> {
         let wal = self.wal.lock().take();
         let wal_res = wal.map(|w| w.close()).transpose();
+        let wbl = self.wbl.lock().take();
+        let wbl_res = wbl.map(|w| w.close()).transpose();
         let mapper_res = self.mapper.close();
         wal_res?;
+        wbl_res?;
         mapper_res?;
         Ok(())
     }

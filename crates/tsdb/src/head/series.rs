@@ -23,6 +23,7 @@ use crate::sample::SampleRef;
 use tracing::error;
 
 pub use super::chunk::{HeadChunk, ValueKind};
+use super::ooo::OooFields;
 use crate::head_chunks::{ChunkDiskMapper, ChunkDiskMapperRef};
 
 /// Cut a chunk before it could exceed 1024 bytes with one more (19-byte worst case) sample.
@@ -77,6 +78,8 @@ pub struct MemSeries {
     /// Whether the open histogram chunk's end time was estimated already
     /// (once per chunk, at a quarter of its target size).
     histogram_end_estimated: bool,
+    /// Out-of-order samples, if any (see `super::ooo`).
+    pub ooo: Option<Box<OooFields>>,
 }
 
 /// Result of checking a sample against a series.
@@ -124,6 +127,7 @@ impl MemSeries {
             next_at: i64::MIN,
             last: SampleValue::Float(0.0),
             histogram_end_estimated: false,
+            ooo: None,
         }
     }
 
@@ -199,15 +203,15 @@ impl MemSeries {
         if maxt == i64::MIN || t > maxt {
             return Appendable::Yes;
         }
+        if t < maxt {
+            return Appendable::OutOfOrder;
+        }
         if self.open.is_none() {
             // Newest sample is in an m-mapped chunk (after a restart) and its
             // value is not at hand: like Prometheus, accept and drop silently.
             return Appendable::Duplicate;
         }
-        if t == maxt {
-            return at_newest(&self.last);
-        }
-        Appendable::OutOfOrder
+        at_newest(&self.last)
     }
 
     /// Appends a sample, cutting and m-mapping chunks as needed. Returns false
@@ -469,8 +473,9 @@ impl MemSeries {
         }
     }
 
-    /// Drops the chunks whose samples all lie before `mint` (head
-    /// truncation after compaction); returns whether anything is left.
+    /// Drops the in-order chunks whose samples all lie before `mint` (head
+    /// truncation after compaction); returns whether anything is left,
+    /// out-of-order samples included (out-of-order compaction drops those).
     pub fn truncate_chunks_before(&mut self, mint: i64) -> bool {
         self.mmapped.retain(|c| c.maxt >= mint);
         if let Some(u) = self.unmapped.as_mut() {
@@ -488,6 +493,7 @@ impl MemSeries {
         }
         !self.mmapped.is_empty()
             || self.unmapped.is_some()
+            || self.has_ooo()
             || self
                 .open
                 .as_ref()
@@ -513,7 +519,16 @@ impl MemSeries {
                     + 8 * (h.positive_spans.len() + h.negative_spans.len())
             }
         };
-        last + self.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
+        let ooo = self.ooo.as_ref().map_or(0, |o| {
+            std::mem::size_of::<OooFields>()
+                + o.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
+                + o.unmapped.iter().map(|c| c.bytes.len()).sum::<usize>()
+                + o.head.as_ref().map_or(0, |h| {
+                    h.chunk.len() * std::mem::size_of::<(i64, SampleValue)>()
+                })
+        });
+        last + ooo
+            + self.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
             + self.open.as_ref().map_or(0, |c| c.chunk.bytes().len())
             + self
                 .unmapped

@@ -44,6 +44,10 @@ impl Head {
                 if let Some(c) = d.mmapped.first() {
                     min_seq = min_seq.min(c.chunk_ref.seq());
                 }
+                // Out-of-order chunks stay until out-of-order compaction.
+                if let Some(c) = d.ooo.as_ref().and_then(|o| o.mmapped.first()) {
+                    min_seq = min_seq.min(c.chunk_ref.seq());
+                }
                 alive
             };
             if alive {
