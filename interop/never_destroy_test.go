@@ -1,11 +1,7 @@
 package interop_test
 
 import (
-	"crypto/sha256"
-	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +23,15 @@ import (
 //   - block-histograms: integer and float histograms in four aligned 2 h
 //     blocks written by Prometheus' compactor (the first three fill a 6 h
 //     range, so the leveled planner merges them), floats only in the head;
-//   - ooo: out-of-order float samples (wbl/ and out-of-order chunks in
-//     chunks_head/).
+//   - ooo: out-of-order floats, histograms and float histograms, some in
+//     out-of-order blocks (from Prometheus' out-of-order compaction), the
+//     rest in wbl/ and out-of-order chunks in chunks_head/.
 //
-// The histogram dirs Ferrite reads whole: `ferrite tsdb dump` prints what
+// Ferrite reads every dir whole: `ferrite tsdb dump` prints what
 // promtool's prints (histograms as their String()), and on a fresh copy of
-// each (and,
-// where chunks_head/ holds histogram chunks, on a copy without it, so the
-// WAL's histogram records are all replayed), `ferrite tsdb census` must
+// each (and, where chunks_head/ holds histogram or out-of-order chunks, on
+// a copy without it, so the WAL's histogram records and the WBL are all
+// replayed), `ferrite tsdb census` must
 // print exactly what Prometheus' read-only census of the same copy prints
 // (series, samples per kind, sums, and a hash of every series and sample:
 // timestamps, float bits, histograms' schema, counts, sums, bounds and
@@ -42,13 +39,6 @@ import (
 // blocks, the WAL checkpointed and truncated, the leveled compactions run)
 // must succeed, and afterwards both Prometheus and Ferrite must still read
 // exactly what was written.
-//
-// Out-of-order samples Ferrite does not store yet: `ferrite tsdb census`
-// and `ferrite tsdb compact` must each fail (non-zero exit, no panic), say
-// "unsupported" and name the kind ("out-of-order", "out of order" or "wbl";
-// case does not matter), and leave every file byte-identical (an empty
-// top-level `lock` file and added empty directories are tolerated and
-// logged), and Prometheus must still read every sample exactly.
 func TestPrometheusDirsOfEveryKind(t *testing.T) {
 	bin := ferriteBin(t)
 	pt := promtoolBin(t)
@@ -78,14 +68,10 @@ func TestPrometheusDirsOfEveryKind(t *testing.T) {
 
 	for _, u := range dirs {
 		t.Run(u.Kind, func(t *testing.T) {
-			if u.Kind == promtsdb.UnsupportedOOO {
-				checkRefusedUnchanged(t, bin, u, orig[u.Kind], filepath.Join(root, "run"))
-				return
-			}
 			// The census of Ferrite equals Prometheus' of the same copy.
 			copies := []string{filepath.Join(root, "run", u.Kind+"-census")}
 			copyDir(t, u.Dir, copies[0])
-			if u.Kind == promtsdb.UnsupportedHeadFloatHistograms || u.Kind == promtsdb.UnsupportedNHCB {
+			if u.Kind == promtsdb.UnsupportedHeadFloatHistograms || u.Kind == promtsdb.UnsupportedNHCB || u.Kind == promtsdb.UnsupportedOOO {
 				c := filepath.Join(root, "run", u.Kind+"-census-no-chunks-head")
 				copyWithoutChunksHead(t, u.Dir, c)
 				copies = append(copies, c)
@@ -98,8 +84,18 @@ func TestPrometheusDirsOfEveryKind(t *testing.T) {
 				checkFerriteCensus(t, bin, dir, want, filepath.Base(dir))
 			}
 			// promtool's dump, histograms printed as their String().
+			// promtool's read-only open starts the head after the newest
+			// block, out-of-order ones included, so under an out-of-order
+			// block it drops head samples (its server open does not):
+			// there, Ferrite's dump must print every sample instead.
 			f, p := runBoth(t, bin, pt, copies[0], "tsdb", "dump", copies[0])
-			if fl, pl := sortedLines(f), sortedLines(p); strings.Join(fl, "\n") != strings.Join(pl, "\n") {
+			fl, pl := sortedLines(f), sortedLines(p)
+			if u.Kind == promtsdb.UnsupportedOOO {
+				c := orig[u.Kind]
+				if want := c.Floats + c.Histograms + c.FloatHistograms; int64(len(fl)) != want {
+					t.Errorf("tsdb dump: ferrite printed %d samples, want %d", len(fl), want)
+				}
+			} else if strings.Join(fl, "\n") != strings.Join(pl, "\n") {
 				t.Errorf("tsdb dump: ferrite %d lines, promtool %d:\n%s", len(fl), len(pl),
 					lineDiff(strings.Join(pl, "\n"), strings.Join(fl, "\n")))
 			}
@@ -143,41 +139,6 @@ func checkFerriteCensus(t *testing.T, bin, dir string, want promtsdb.Census, wha
 	}
 }
 
-// checkRefusedUnchanged runs census and compact on fresh copies of a dir
-// Ferrite must refuse: each must fail naming the kind and change nothing.
-func checkRefusedUnchanged(t *testing.T, bin string, u promtsdb.UnsupportedDir, want promtsdb.Census, runRoot string) {
-	t.Helper()
-	for _, cmd := range []string{"census", "compact"} {
-		dir := filepath.Join(runRoot, u.Kind+"-"+cmd)
-		copyDir(t, u.Dir, dir)
-		before := fileHashes(t, dir)
-		r := run(bin, nil, "tsdb", cmd, dir)
-		out := r.stdout + r.stderr
-		t.Logf("ferrite tsdb %s (%v):\n%s", cmd, r.err, tail(out, 6))
-		checkNoPanicOrTimeout(t, "tsdb "+cmd, r)
-		switch {
-		case r.err == nil:
-			t.Errorf("ferrite tsdb %s accepted a dir with %s (exit 0); want a refusal saying \"unsupported\"", cmd, u.Kind)
-		case !containsFold(out, "unsupported") || !namesKind(u.Kind, out):
-			t.Errorf("ferrite tsdb %s refused the dir (%v) without saying \"unsupported\" and naming %s (%s); output:\n%s",
-				cmd, r.err, u.Kind, strings.Join(kindWords(u.Kind), " or "), tail(out, 10))
-		}
-		changes, tolerated := diffHashes(before, fileHashes(t, dir))
-		if changes != "" {
-			t.Errorf("ferrite tsdb %s (%v) changed the dir:\n%s", cmd, r.err, changes)
-		}
-		if tolerated != "" {
-			t.Logf("ferrite tsdb %s left (tolerated):\n%s", cmd, tolerated)
-		}
-		got, err := promtsdb.CensusReadOnly(dir)
-		if err != nil {
-			t.Errorf("after ferrite tsdb %s, prometheus (read-only) cannot read the dir: %v", cmd, err)
-		} else if !got.Equal(want) || got.Hash != want.Hash {
-			t.Errorf("after ferrite tsdb %s, prometheus reads\n  %s\nwant (as written)\n  %s", cmd, got, want)
-		}
-	}
-}
-
 func checkNoPanicOrTimeout(t *testing.T, what string, r cmdResult) {
 	t.Helper()
 	if strings.Contains(r.stderr, "panicked at") {
@@ -186,115 +147,4 @@ func checkNoPanicOrTimeout(t *testing.T, what string, r cmdResult) {
 	if r.err != nil && strings.Contains(r.err.Error(), "timed out") {
 		t.Fatalf("ferrite %s: %v", what, r.err)
 	}
-}
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}
-
-// kindWords are the words of which the refusal must contain one.
-func kindWords(kind string) []string {
-	if kind == promtsdb.UnsupportedOOO {
-		return []string{"out-of-order", "out of order", "wbl"}
-	}
-	return []string{"histogram"}
-}
-
-func namesKind(kind, out string) bool {
-	for _, w := range kindWords(kind) {
-		if containsFold(out, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// fileHashes maps every file of dir (relative path) to its size and sha256;
-// directories map to "dir".
-func fileHashes(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for _, line := range strings.Split(dirStateFull(t, dir), "\n") {
-		if line == "" {
-			continue
-		}
-		path, rest, _ := strings.Cut(line, " ")
-		m[path] = rest
-	}
-	return m
-}
-
-// dirStateFull is dirState with the whole sha256.
-func dirStateFull(t *testing.T, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		if info.IsDir() {
-			fmt.Fprintf(&b, "%s/ dir\n", rel)
-			return nil
-		}
-		sum, size, err := sha256File(p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s %d %s\n", rel, size, sum)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
-func sha256File(p string) (string, int, error) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return "", 0, err
-	}
-	return fmt.Sprintf("%x", sha256.Sum256(data)), len(data), nil
-}
-
-func subHashes(m map[string]string, prefix string) map[string]string {
-	out := map[string]string{}
-	for k, v := range m {
-		if strings.HasPrefix(k, prefix) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// diffHashes lists the files added, removed or changed (and the directories
-// removed). Not changes, but listed in tolerated: an empty top-level lock file
-// left behind, and directories added (empty ones: files added in them are
-// changes), e.g. the empty chunks_head/ an open creates before it refuses.
-func diffHashes(before, after map[string]string) (changes, tolerated string) {
-	var lines, notes []string
-	for k, v := range before {
-		if w, ok := after[k]; !ok {
-			lines = append(lines, fmt.Sprintf("  removed %s (%s)", k, v))
-		} else if w != v {
-			lines = append(lines, fmt.Sprintf("  changed %s (%s -> %s)", k, v, w))
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			line := fmt.Sprintf("  added %s (%s)", k, v)
-			if (k == "lock" && strings.HasPrefix(v, "0 ")) || v == "dir" {
-				notes = append(notes, line)
-				continue
-			}
-			lines = append(lines, line)
-		}
-	}
-	sort.Strings(lines)
-	sort.Strings(notes)
-	return strings.Join(lines, "\n"), strings.Join(notes, "\n")
 }

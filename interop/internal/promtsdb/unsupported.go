@@ -44,8 +44,10 @@ const (
 	// Native histograms with custom buckets (NHCB, schema -53), integer and
 	// float, in the WAL and in chunks_head/.
 	UnsupportedNHCB = "nhcb"
-	// Out-of-order float samples (OutOfOrderTimeWindow set): wbl/ segments
-	// and out-of-order chunks m-mapped into chunks_head/.
+	// Out-of-order floats, histograms and float histograms
+	// (OutOfOrderTimeWindow set): some moved into out-of-order blocks by
+	// Prometheus' out-of-order compaction, the rest in wbl/ segments and
+	// out-of-order chunks m-mapped into chunks_head/.
 	UnsupportedOOO = "ooo"
 	// Integer and float native histograms compacted by Prometheus into four
 	// aligned 2 h blocks (the first three fill a 6 h range, so the leveled
@@ -125,6 +127,13 @@ func (c *Census) addFloatHistogram(h *histogram.FloatHistogram) {
 // CensusReadOnly opens dir as DigestReadOnly does (tsdb.OpenDBReadOnly, dir
 // untouched: blocks, chunks_head/, WAL and WBL replayed in a sandbox next to
 // dir) and counts every sample by kind.
+//
+// Except for a dir holding blocks made by out-of-order compaction:
+// Prometheus' read-only open starts the head after the newest block's end
+// whatever the block, so it would drop the in-order head samples such a
+// block overlaps (its server open leaves those blocks out, see
+// inOrderBlocksMaxTime). Such a dir is copied into the sandbox and opened
+// the way a server does (tsdb.Open, compactions off); dir stays untouched.
 func CensusReadOnly(dir string) (Census, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -138,14 +147,30 @@ func CensusReadOnly(dir string) (Census, error) {
 		return Census{}, err
 	}
 	defer os.RemoveAll(sandbox)
-	db, err := tsdb.OpenDBReadOnly(abs, sandbox, Logger)
-	if err != nil {
-		return Census{}, err
-	}
-	defer db.Close()
-	q, err := db.Querier(math.MinInt64, math.MaxInt64)
-	if err != nil {
-		return Census{}, err
+	var q storage.Querier
+	if hasOutOfOrderBlock(abs) {
+		cp := filepath.Join(sandbox, "copy")
+		if err := CopyDir(abs, cp); err != nil {
+			return Census{}, err
+		}
+		db, err := tsdb.Open(cp, Logger, nil, tsdb.DefaultOptions(), nil)
+		if err != nil {
+			return Census{}, err
+		}
+		db.DisableCompactions()
+		defer db.Close()
+		if q, err = db.Querier(math.MinInt64, math.MaxInt64); err != nil {
+			return Census{}, err
+		}
+	} else {
+		db, err := tsdb.OpenDBReadOnly(abs, sandbox, Logger)
+		if err != nil {
+			return Census{}, err
+		}
+		defer db.Close()
+		if q, err = db.Querier(math.MinInt64, math.MaxInt64); err != nil {
+			return Census{}, err
+		}
 	}
 	defer q.Close()
 	var c Census
@@ -183,6 +208,23 @@ func CensusReadOnly(dir string) (Census, error) {
 	}
 	c.Hash = hex.EncodeToString(hw.h.Sum(nil))
 	return c, ss.Err()
+}
+
+// hasOutOfOrderBlock reports whether a block of dir was made from
+// out-of-order samples only (its meta carries the from-out-of-order hint).
+func hasOutOfOrderBlock(dir string) bool {
+	metas, _ := filepath.Glob(filepath.Join(dir, "*", "meta.json"))
+	for _, m := range metas {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		var meta tsdb.BlockMeta
+		if json.Unmarshal(b, &meta) == nil && meta.Compaction.FromOutOfOrder() {
+			return true
+		}
+	}
+	return false
 }
 
 type hashWriter struct {
@@ -584,25 +626,45 @@ func genNHCB(u *UnsupportedDir) error {
 	return db.Close()
 }
 
-// genOOO: out-of-order window 2 h; 100 float series x 300 in-order samples
-// (15 s), then 60 out-of-order samples per series half-way between in-order
-// ones (t - 7.5 s, within the last 15 min): they go to the WBL (wbl/) and the
-// out-of-order head chunks (32 samples each) m-mapped into chunks_head/.
+// genOOO: out-of-order window 2 h; 100 float, 10 integer and 10 float
+// histogram series x 300 in-order samples (15 s), then out-of-order samples
+// half-way between in-order ones (t - 7.5 s): 40 per series that
+// Prometheus' out-of-order compaction moves into blocks (marked
+// from-out-of-order, overlapping the head), then 60 more that stay in the
+// WBL (wbl/) and the out-of-order head chunks (32 samples each) m-mapped
+// into chunks_head/.
 func genOOO(u *UnsupportedDir) error {
 	db, err := openForGen(u.Dir, blockRangeMs)
 	if err != nil {
 		return err
 	}
 	floats := floatSeries("unsup_float", 100)
-	if err := appendSamples(appenderOf(db), floats, 0, 300, unsupportedStartMs, 15000, 0, &u.Want); err != nil {
-		db.Close()
-		return err
+	h := histSeries("unsup_ooo_histogram", 10, expHistogram)
+	fh := floatHistSeries("unsup_ooo_float_histogram", 10, expFloatHistogram)
+	all := append(append(floats, h...), fh...)
+	steps := []struct {
+		from, to, offset int64
+		compactOOO       bool
+	}{
+		{0, 300, 0, false},
+		// Out of order, then moved into out-of-order blocks.
+		{200, 240, -7500, true},
+		// Out of order, left in the WBL and chunks_head/.
+		{240, 300, -7500, false},
 	}
-	if err := appendSamples(appenderOf(db), floats, 240, 300, unsupportedStartMs, 15000, -7500, &u.Want); err != nil {
-		db.Close()
-		return err
+	for _, st := range steps {
+		if err := appendSamples(appenderOf(db), all, st.from, st.to, unsupportedStartMs, 15000, st.offset, &u.Want); err != nil {
+			db.Close()
+			return err
+		}
+		if st.compactOOO {
+			if err := db.CompactOOOHead(context.Background()); err != nil {
+				db.Close()
+				return fmt.Errorf("compact out-of-order head: %w", err)
+			}
+		}
 	}
-	u.Want.Series = countSeries(floats)
+	u.Want.Series = countSeries(all)
 	return db.Close()
 }
 
@@ -776,7 +838,7 @@ func (f dirFiles) check(kind string) error {
 	if kind != UnsupportedOOO {
 		want(f.wbl == nil, "a wbl/ dir")
 	}
-	if kind != UnsupportedBlockHistograms {
+	if kind != UnsupportedBlockHistograms && kind != UnsupportedOOO {
 		want(len(f.blocks) == 0, "blocks")
 	}
 	switch kind {
@@ -791,8 +853,12 @@ func (f dirFiles) check(kind string) error {
 		want(f.wal[record.CustomBucketsFloatHistogramSamples].samples > 0, "no custom-bucket float histogram samples in the WAL")
 		want(f.headChunks["histogram"] > 0 && f.headChunks["floathistogram"] > 0, "no integer and float histogram chunks in chunks_head/")
 	case UnsupportedOOO:
-		want(walHist == 0 && headHist == 0, "histograms")
 		want(f.wbl != nil && f.wbl[record.Samples].samples > 0, "no samples in wbl/")
+		want(f.wbl != nil && f.wbl[record.HistogramSamples].samples > 0, "no histograms in wbl/")
+		want(f.wbl != nil && f.wbl[record.FloatHistogramSamples].samples > 0, "no float histograms in wbl/")
+		want(f.wbl != nil && f.wbl[record.MmapMarkers].records > 0, "no mmap markers in wbl/")
+		want(f.headChunkCount("XOR") > 0 && headHist > 0, "no float and histogram chunks in chunks_head/")
+		want(len(f.blocks) > 0, "no out-of-order blocks")
 	case UnsupportedBlockHistograms:
 		want(walHist == 0 && headHist == 0, "histograms in the head")
 		want(len(f.histogramBlocks) == 4, "%d blocks with histograms, want 4", len(f.histogramBlocks))

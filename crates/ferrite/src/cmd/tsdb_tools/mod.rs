@@ -14,11 +14,10 @@
 //!   directory inside DIR (where promtool puts its own) holding links to the
 //!   blocks and a copy of `wal/`, removed afterwards. Nothing else in DIR is
 //!   written, and a server running on DIR is not disturbed. The head comes
-//!   from the WAL alone (`chunks_head/` only speeds a replay up); the copy
-//!   costs a read and a write of the WAL; `wbl/` is linked, so a `wbl/`
-//!   holding out-of-order samples stops the dump as "unsupported", as it
-//!   stops every open (histogram WAL records do too, from the copy). The sandbox
-//!   is opened without retention, so blocks older than 15 days are dumped
+//!   from the WAL alone (`chunks_head/` only speeds a replay up), its
+//!   out-of-order samples from a copy of `wbl/` (which holds them all); the
+//!   copies cost a read and a write of the WAL and WBL. The sandbox is
+//!   opened without retention, so blocks older than 15 days are dumped
 //!   too, as promtool dumps them.
 //!
 //! Where lists tie, promtool's order is unspecified (Go's unstable sort of
@@ -547,17 +546,13 @@ impl Sandbox {
                     .with_context(|| format!("linking {} into the sandbox", e.path().display()))?;
             }
         }
-        // Linked, so the open refuses a wbl/ holding records as
-        // unsupported, as it does for DIR itself (the open only reads it).
-        let wbl = abs.join("wbl");
-        if wbl.is_dir() {
-            symlink_dir(&wbl, &sandbox.path().join("wbl"))
-                .with_context(|| format!("linking {} into the sandbox", wbl.display()))?;
-        }
-        let wal = abs.join("wal");
-        if wal.is_dir() {
-            copy_dir(&wal, &sandbox.path().join("wal"))
-                .with_context(|| format!("copying {} into the sandbox", wal.display()))?;
+        // Copied: the open writes to both (a new segment, a repair).
+        for name in ["wal", "wbl"] {
+            let src = abs.join(name);
+            if src.is_dir() {
+                copy_dir(&src, &sandbox.path().join(name))
+                    .with_context(|| format!("copying {} into the sandbox", src.display()))?;
+            }
         }
         let db = Db::open(sandbox.path(), super::tsdb::tool_options())
             .with_context(|| format!("opening {}", dir.display()))?;
