@@ -1,10 +1,9 @@
 //! Error types of the storage engine.
 //!
 //! [`Unsupported`] is kept apart from corruption on purpose. Bytes that pass
-//! their checksum but are of a kind Ferrite cannot decode yet (native
-//! histograms, Prometheus v3.16's start-timestamp records and encodings,
-//! out-of-order data, anything newer) were written by a newer or more
-//! capable writer: treating them as damage would "repair" them away, and
+//! their checksum but are of a kind Ferrite cannot decode (a record type or
+//! chunk encoding newer than Prometheus v3.16's) were written by a newer or
+//! more capable writer: treating them as damage would "repair" them away, and
 //! skipping them would lose them when the WAL is next checkpointed. So they
 //! stop the open (or the read) with this error, before anything on disk is
 //! changed.

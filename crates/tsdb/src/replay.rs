@@ -22,13 +22,15 @@
 //! the rest of that segment and all later segments are dropped, and the open
 //! continues (as Prometheus does).
 //!
-//! Data Ferrite cannot store yet is never skipped or repaired away, since
-//! the next checkpoint and truncation would lose it for good: native
-//! histogram records (types 7-10), Prometheus v3.16's start-timestamp
-//! records (11-13) and unknown types, and head chunks other than in-order
-//! XOR (histogram encodings, v3.16's 4-6, unknown bytes, the out-of-order
-//! bit 0x80), stop the open with [`crate::error::Unsupported`] before
-//! anything is changed (head chunk files are checked before any is cut).
+//! Data Ferrite cannot store is never skipped or repaired away, since the
+//! next checkpoint and truncation would lose it for good: record types it
+//! does not know (from a newer writer), histograms of schemas 9-52 (which
+//! Prometheus reduces to 8 on replay) and head chunks of unknown encodings
+//! stop the open with [`crate::error::Unsupported`] before anything is
+//! changed (head chunk files are checked before any is cut). Every record
+//! type and chunk encoding of Prometheus v3.16 is read, out-of-order chunks
+//! included (their samples are attached after the WAL, with the WBL's:
+//! `crate::replay_wbl`).
 //! A record or chunk that fails its checksum, or a histogram record that
 //! does not decode, is damage as above. Exemplar, metadata and mmap marker
 //! records are skipped: the head does not keep them, but the checkpoint
