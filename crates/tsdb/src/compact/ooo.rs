@@ -42,14 +42,22 @@ pub struct OooCompaction {
     pub wbl_segment: Option<u32>,
     /// The series compacted.
     entries: Vec<(u64, Arc<SeriesEntry>)>,
+    /// Per series ref, how many of its in-memory (unwritable) chunks are
+    /// in the blocks: later ones came after the compaction started.
+    unmapped: UnmappedCounts,
 }
+
+type UnmappedCounts = std::collections::HashMap<u64, usize, foldhash::fast::RandomState>;
 
 impl OooCompaction {
     /// Drops the compacted chunks from the head's series and recomputes
     /// the head's out-of-order time range.
     pub fn truncate_head(&self, head: &Head) {
-        for (_, e) in &self.entries {
-            e.data.lock().drop_compacted_ooo(Some(self.last_mmap_ref));
+        for (r, e) in &self.entries {
+            let unmapped = self.unmapped.get(r).copied().unwrap_or(0);
+            e.data
+                .lock()
+                .drop_compacted_ooo(self.last_mmap_ref, unmapped);
         }
         head.recompute_ooo_time_range();
     }
@@ -69,8 +77,8 @@ pub fn compact_ooo_head(
         Some(w) => Some(w.next_segment().map_err(crate::error::HeadError::from)?),
         None => None,
     };
-    let (mut entries, last_mmap_ref) = mmap_all(head);
-    let Some((mint, maxt)) = time_range(&entries, last_mmap_ref) else {
+    let (mut entries, last_mmap_ref, unmapped) = mmap_all(head);
+    let Some((mint, maxt)) = time_range(&entries, last_mmap_ref, &unmapped) else {
         return Ok(None);
     };
     sort_by_labels(head, &mut entries);
@@ -85,6 +93,7 @@ pub fn compact_ooo_head(
             mint: start,
             last: start + range - 1,
             last_mmap_ref,
+            unmapped: &unmapped,
             failure: None,
         };
         let compaction = Compaction {
@@ -119,6 +128,7 @@ pub fn compact_ooo_head(
         last_mmap_ref,
         wbl_segment,
         entries,
+        unmapped,
     }))
 }
 
@@ -130,13 +140,20 @@ fn remove_written(dir: &Path, blocks: &[BlockMeta]) {
 }
 
 /// Writes every series' in-memory out-of-order chunk to `chunks_head/`;
-/// returns the series with out-of-order chunks and the newest chunk ref
-/// among them.
-fn mmap_all(head: &Head) -> (Vec<(u64, Arc<SeriesEntry>)>, ChunkDiskMapperRef) {
+/// returns the series with out-of-order chunks, the newest chunk ref among
+/// them, and how many chunks each keeps in memory (writes that failed).
+fn mmap_all(
+    head: &Head,
+) -> (
+    Vec<(u64, Arc<SeriesEntry>)>,
+    ChunkDiskMapperRef,
+    UnmappedCounts,
+) {
     let refs: Vec<u64> = head.postings.read().all().to_vec();
     let float_encoding = head.chunk_opts.float_encoding;
     let mut entries = Vec::new();
     let mut last = ChunkDiskMapperRef(0);
+    let mut unmapped = UnmappedCounts::default();
     for r in refs {
         let Some(entry) = head.series.get(r) else {
             continue;
@@ -151,19 +168,27 @@ fn mmap_all(head: &Head) -> (Vec<(u64, Arc<SeriesEntry>)>, ChunkDiskMapperRef) {
             if let Some(c) = newest {
                 last = last.max(c.chunk_ref);
             }
+            let kept = d.ooo.as_ref().map_or(0, |o| o.unmapped.len());
+            if kept > 0 {
+                unmapped.insert(r, kept);
+            }
             d.has_ooo()
         };
         if has {
             entries.push((r, entry));
         }
     }
-    (entries, last)
+    (entries, last, unmapped)
 }
 
 /// The time range of the chunks to compact.
-fn time_range(entries: &[(u64, Arc<SeriesEntry>)], last: ChunkDiskMapperRef) -> Option<(i64, i64)> {
+fn time_range(
+    entries: &[(u64, Arc<SeriesEntry>)],
+    last: ChunkDiskMapperRef,
+    unmapped: &UnmappedCounts,
+) -> Option<(i64, i64)> {
     let mut range: Option<(i64, i64)> = None;
-    for (_, e) in entries {
+    for (r, e) in entries {
         let d = e.data.lock();
         let Some(ooo) = d.ooo.as_ref() else {
             continue;
@@ -173,7 +198,8 @@ fn time_range(entries: &[(u64, Arc<SeriesEntry>)], last: ChunkDiskMapperRef) -> 
             .iter()
             .filter(|c| c.chunk_ref <= last)
             .map(|c| (c.mint, c.maxt));
-        let unmapped = ooo.unmapped.iter().map(|c| (c.mint, c.maxt));
+        let kept = unmapped.get(r).copied().unwrap_or(0);
+        let unmapped = ooo.unmapped.iter().take(kept).map(|c| (c.mint, c.maxt));
         for (a, b) in mmapped.chain(unmapped) {
             range = Some(match range {
                 None => (a, b),
@@ -192,6 +218,7 @@ struct OooSource<'h> {
     mint: i64,
     last: i64,
     last_mmap_ref: ChunkDiskMapperRef,
+    unmapped: &'h UnmappedCounts,
     failure: Option<CompactError>,
 }
 
@@ -211,7 +238,8 @@ impl SeriesSource for OooSource<'_> {
         self.next += 1;
         *labels = self.head.resolve_labels(&entry.labels);
         let deleted = self.head.tombstones_of(*r);
-        match self.samples_in_range(entry, &deleted) {
+        let unmapped = self.unmapped.get(r).copied().unwrap_or(0);
+        match self.samples_in_range(entry, &deleted, unmapped) {
             Ok(samples) => {
                 encode(&samples, self.head.chunk_opts.float_encoding, chunks);
                 Ok(true)
@@ -237,6 +265,7 @@ impl OooSource<'_> {
         &self,
         entry: &SeriesEntry,
         deleted: &[(i64, i64)],
+        unmapped: usize,
     ) -> Result<Vec<(i64, SampleValue)>, String> {
         let (mint, last) = (self.mint, self.last);
         let d = entry.data.lock();
@@ -264,7 +293,7 @@ impl OooSource<'_> {
                 .for_each(c.encoding as u8, &bytes, &mut take)
                 .map_err(|e| e.to_string())?;
         }
-        for c in &ooo.unmapped {
+        for c in ooo.unmapped.iter().take(unmapped) {
             if c.maxt >= mint && c.mint <= last {
                 decoder
                     .for_each(c.encoding as u8, &c.bytes, &mut take)

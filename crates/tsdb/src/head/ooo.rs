@@ -224,17 +224,15 @@ impl MemSeries {
     }
 
     /// Drops the out-of-order chunks out-of-order compaction moved into
-    /// blocks: those written at or before `last` (all if `None`), and the
-    /// in-memory ones. Returns whether any out-of-order sample is left.
-    pub fn drop_compacted_ooo(&mut self, last: Option<ChunkDiskMapperRef>) -> bool {
+    /// blocks: those written at or before `last`, and the first `unmapped`
+    /// of those kept in memory. Returns whether any
+    /// out-of-order sample is left.
+    pub fn drop_compacted_ooo(&mut self, last: ChunkDiskMapperRef, unmapped: usize) -> bool {
         let Some(ooo) = self.ooo.as_mut() else {
             return false;
         };
-        match last {
-            Some(last) => ooo.mmapped.retain(|c| c.chunk_ref > last),
-            None => ooo.mmapped.clear(),
-        }
-        ooo.unmapped.clear();
+        ooo.mmapped.retain(|c| c.chunk_ref > last);
+        ooo.unmapped.drain(..unmapped.min(ooo.unmapped.len()));
         if ooo.is_empty() {
             self.ooo = None;
             return false;
@@ -286,7 +284,7 @@ mod tests {
             .iterate_all_chunks(&mut |m| seen.push((m.series_ref, m.is_ooo, m.num_samples)))
             .unwrap();
         assert_eq!(seen, vec![(7, true, 32), (7, true, 32)]);
-        assert!(s.drop_compacted_ooo(Some(ooo.mmapped[1].chunk_ref)));
+        assert!(s.drop_compacted_ooo(ooo.mmapped[1].chunk_ref, 0));
         assert!(s.ooo.as_ref().unwrap().mmapped.is_empty());
         assert!(s.has_ooo());
     }
