@@ -216,3 +216,82 @@ fn a_duplicate_out_of_order_timestamp_keeps_the_first_value() {
     assert_eq!(v[0], (10 * HOUR - MIN, SampleValue::Float(5.0)));
     assert_eq!(v.len(), 2);
 }
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a stream of float appends must leave: every timestamp inside
+    /// the window when appended. Values are a function of the timestamp:
+    /// which of two different values at one timestamp wins when one is in
+    /// order and the other out of order is not defined (Prometheus keeps
+    /// both and its merges pick either).
+    fn expected(appends: &[(i64, f64)], window: i64) -> BTreeMap<i64, f64> {
+        let mut held = BTreeMap::new();
+        let mut newest = i64::MIN;
+        for &(t, v) in appends {
+            let in_window = newest == i64::MIN || t >= newest - window;
+            if !in_window {
+                continue;
+            }
+            held.entry(t).or_insert(v);
+            newest = newest.max(t);
+        }
+        held
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Random in-order and out-of-order appends (one per commit, so the
+        /// window moves with every sample, as the model's does) read back
+        /// as the model says, after a restart too, and after compaction.
+        #[test]
+        fn out_of_order_appends_match_the_model(
+            steps in proptest::collection::vec((0i64..400, -3i64..=1), 1..300)
+        ) {
+            let window = 40 * MIN;
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path();
+            let l = Labels::from_pairs(&[("__name__", "m")]);
+            // A mostly rising clock with jumps back of up to 3 slots.
+            let mut clock = 0i64;
+            let mut appends = Vec::new();
+            for (i, (jump, back)) in steps.iter().enumerate() {
+                clock += jump % 7;
+                let t = (clock + back).max(0) * MIN + (i as i64 % 3) * 1000;
+                appends.push((t, (t / 1000 % 13) as f64));
+            }
+            let want = expected(&appends, window);
+            {
+                let db = Db::open(dir, options(window)).expect("open");
+                for &(t, v) in &appends {
+                    let mut app = db.appender();
+                    // Refusals (too old) are the model's too.
+                    if app.append(&l, t, v).is_ok() {
+                        app.commit().expect("commits");
+                    }
+                }
+                prop_assert_eq!(floats(&db), want.clone());
+                db.close().expect("close");
+            }
+            let db = Db::open(dir, options(window)).expect("reopen");
+            prop_assert_eq!(floats(&db), want.clone());
+            db.compact_head_fully().expect("compacts");
+            prop_assert_eq!(floats(&db), want.clone());
+            db.close().expect("close");
+            let db = Db::open(dir, options(window)).expect("reopen");
+            prop_assert_eq!(floats(&db), want);
+        }
+    }
+
+    fn floats(db: &Db) -> BTreeMap<i64, f64> {
+        let mut out = BTreeMap::new();
+        for s in db.querier(i64::MIN, i64::MAX).select(&[]).expect("select") {
+            for (t, v) in s.samples().expect("reads") {
+                out.insert(t, v);
+            }
+        }
+        out
+    }
+}
