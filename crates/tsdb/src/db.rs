@@ -152,6 +152,7 @@ impl Db {
         info!(
             series = head.num_series(),
             samples = replay.samples,
+            out_of_order_samples = replay.wbl.samples,
             duration_ms = replay.duration.as_millis() as u64,
             "head loaded"
         );
@@ -444,6 +445,7 @@ impl Db {
             drop(blocks);
             done.truncate_head(&self.head);
         }
+        self.head.truncate_unreferenced_chunk_files()?;
         for m in &done.blocks {
             info!(ulid = %m.ulid, mint = m.min_time, maxt = m.max_time, series = m.stats.num_series, samples = m.stats.num_samples, "out-of-order samples persisted as a block");
         }

@@ -79,14 +79,7 @@ impl Head {
                 stones.remove(r);
             }
         }
-        // No chunk file below the oldest one still referenced is needed.
-        let files = self.mapper.files();
-        let keep_from = if min_seq == u32::MAX {
-            files.last().copied().unwrap_or(0)
-        } else {
-            min_seq
-        };
-        self.mapper.truncate_before(keep_from)?;
+        let keep_from = self.truncate_chunk_files_before(min_seq)?;
         // As Prometheus: the head starts at the truncation point, so the
         // next block persisted from it starts there too.
         self.min_time.store(mint, Ordering::Release);
@@ -98,6 +91,38 @@ impl Head {
             series_removed: removed.len() as u64,
             chunk_files_before: keep_from,
         })
+    }
+
+    /// Deletes the head chunk files no series refers to any more (after
+    /// out-of-order compaction dropped chunks).
+    pub(crate) fn truncate_unreferenced_chunk_files(&self) -> Result<u32, HeadError> {
+        let refs: Vec<u64> = self.postings.read().all().to_vec();
+        let mut min_seq = u32::MAX;
+        for r in refs {
+            let Some(entry) = self.series.get(r) else {
+                continue;
+            };
+            let d = entry.data.lock();
+            let in_order = d.mmapped.first();
+            let ooo = d.ooo.as_ref().and_then(|o| o.mmapped.first());
+            for c in in_order.into_iter().chain(ooo) {
+                min_seq = min_seq.min(c.chunk_ref.seq());
+            }
+        }
+        self.truncate_chunk_files_before(min_seq)
+    }
+
+    /// Deletes the head chunk files before `min_seq`, the oldest one still
+    /// referenced (`u32::MAX`: none is; the newest file is kept, it may be
+    /// the one being written). Returns the first file kept.
+    fn truncate_chunk_files_before(&self, min_seq: u32) -> Result<u32, HeadError> {
+        let keep_from = if min_seq == u32::MAX {
+            self.mapper.files().last().copied().unwrap_or(0)
+        } else {
+            min_seq
+        };
+        self.mapper.truncate_before(keep_from)?;
+        Ok(keep_from)
     }
 
     /// Checkpoints the older two thirds of the WAL segments (keeping series
