@@ -452,39 +452,13 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 	if b.ingestR != nil {
 		fmt.Println()
 		fmt.Printf("### Sustained ingest: %d active series, %v measured after %d warm-up rounds, %d shards x %d samples/request\n\n", *flagIngSer, *flagIngDur, *flagWarmup, *flagConc, *flagBatch)
-		fmt.Printf("| tool | samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | samples per CPU s | RSS after MB |\n")
-		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, t := range b.tools {
-			r, ok := b.ingestR[t.name]
-			if !ok {
-				continue
-			}
-			vs := "-"
-			if p, ok := b.ingestR["prometheus"]; ok && t.name != "prometheus" {
-				vs = ratio(r.res.SamplesPerS, p.res.SamplesPerS)
-			}
-			fmt.Printf("| %s | %.0f | %s | %.1f | %.1f | %.1f | %d | %.1f | %.0f | %.0f |\n", t.title, r.res.SamplesPerS, vs, r.res.LatP50Ms, r.res.LatP90Ms, r.res.LatP99Ms,
-				r.res.ErrorRequests, r.cpuS, float64(r.res.AcceptedSamples)/math.Max(r.cpuS, 0.01), r.rssMB)
-		}
+		b.ingestTable(b.ingestR, false)
 	}
 	if b.histR != nil {
 		fmt.Println()
 		fmt.Printf("### Sustained native histogram ingest: %d active series of integer native histograms (schema 3, 16 buckets in 2 spans), %v measured after %d warm-up rounds, %d shards x %d histograms/request\n\n", *flagHistSer, *flagIngDur, *flagWarmup, *flagConc, *flagBatch)
 		fmt.Printf("VictoriaMetrics is left out: v1.151.0 converts native histograms received by remote write into classic `_count`/`_sum`/`_bucket{vmrange}` float series and stores no native histograms.\n\n")
-		fmt.Printf("| tool | histogram samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | histogram samples per CPU s | VmRSS after MB | VmHWM MB | Prometheus HWM / tool HWM |\n")
-		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, t := range b.tools {
-			r, ok := b.histR[t.name]
-			if !ok {
-				continue
-			}
-			vs, vh := "-", "-"
-			if p, ok := b.histR["prometheus"]; ok && t.name != "prometheus" {
-				vs, vh = ratio(r.res.SamplesPerS, p.res.SamplesPerS), ratio(p.hwmMB, r.hwmMB)
-			}
-			fmt.Printf("| %s | %.0f | %s | %.1f | %.1f | %.1f | %d | %.1f | %.0f | %.0f | %.0f | %s |\n", t.title, r.res.SamplesPerS, vs, r.res.LatP50Ms, r.res.LatP90Ms, r.res.LatP99Ms,
-				r.res.ErrorRequests, r.cpuS, float64(r.res.AcceptedSamples)/math.Max(r.cpuS, 0.01), r.rssMB, r.hwmMB, vh)
-		}
+		b.ingestTable(b.histR, true)
 	}
 	if b.memR != nil {
 		fmt.Println()
@@ -606,6 +580,34 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 	}
 	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %.0f GiB RAM, %s/%s, %s; total %s.\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotalGiB(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
 	fmt.Printf("Command: `%s`\n", cmdline)
+}
+
+// ingestTable prints the ingest runs as a markdown table; for histograms
+// (hist) the columns name histogram samples and VmHWM is added.
+func (b *bench) ingestTable(runs map[string]ingestRun, hist bool) {
+	if hist {
+		fmt.Printf("| tool | histogram samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | histogram samples per CPU s | VmRSS after MB | VmHWM MB | Prometheus HWM / tool HWM |\n")
+		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	} else {
+		fmt.Printf("| tool | samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | samples per CPU s | RSS after MB |\n")
+		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	}
+	for _, t := range b.tools {
+		r, ok := runs[t.name]
+		if !ok {
+			continue
+		}
+		vs, vh := "-", "-"
+		if p, ok := runs["prometheus"]; ok && t.name != "prometheus" {
+			vs, vh = ratio(r.res.SamplesPerS, p.res.SamplesPerS), ratio(p.hwmMB, r.hwmMB)
+		}
+		line := fmt.Sprintf("| %s | %.0f | %s | %.1f | %.1f | %.1f | %d | %.1f | %.0f | %.0f |", t.title, r.res.SamplesPerS, vs, r.res.LatP50Ms, r.res.LatP90Ms, r.res.LatP99Ms,
+			r.res.ErrorRequests, r.cpuS, float64(r.res.AcceptedSamples)/math.Max(r.cpuS, 0.01), r.rssMB)
+		if hist {
+			line += fmt.Sprintf(" %.0f | %s |", r.hwmMB, vh)
+		}
+		fmt.Println(line)
+	}
 }
 
 func version(t *tool) string {
