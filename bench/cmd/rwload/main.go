@@ -9,6 +9,11 @@
 // It stops after -rounds rounds or -duration of wall time, and prints one JSON
 // object: accepted samples (2xx), errors, the sustained rate after the
 // -warmup rounds (series creation) and request latency percentiles.
+//
+// With -histograms every series carries integer native histograms
+// (prompb.Histogram: exponential schema 3, 16 buckets in 2 spans, counter-like;
+// latency and size histograms of an HTTP/gRPC service, 50 per target) instead
+// of float samples; -batch then counts histogram samples.
 package main
 
 import (
@@ -33,6 +38,7 @@ func main() {
 	flag.Int64Var(&cfg.Rounds, "rounds", 0, "rounds to send (0: until -duration)")
 	flag.DurationVar(&cfg.Duration, "duration", 0, "wall time to send for after the warm-up rounds (0: until -rounds)")
 	flag.Int64Var(&cfg.Warmup, "warmup", 1, "rounds excluded from the rate and latencies")
+	flag.BoolVar(&cfg.Histograms, "histograms", false, "send integer native histograms instead of float samples")
 	flag.Parse()
 	cfg.IntervalMs = interval.Milliseconds()
 	cfg.Log = os.Stderr

@@ -6,11 +6,22 @@
 //   - ingest: -ingest-series active series, pushed as fast as the server
 //     accepts for -ingest-duration (after -warmup rounds of series creation);
 //     sustained samples/s accepted, request latencies, server CPU.
+//
 //   - memory: -mem-series active series for -mem-rounds simulated scrape
 //     rounds (15 s apart in sample time); VmRSS and VmHWM of the server
 //     process afterwards, before any query.
+//
 //   - query: -query-days of -query-targets x 50 series in simulated time,
 //     then each query -query-runs times through the HTTP API (median, p90).
+//
+//   - hist-ingest (not in the default set): as ingest, but every series
+//     carries integer native histograms (prompb.Histogram, exponential
+//     schema 3, 16 buckets in 2 spans, counter-like) instead of float
+//     samples, -hist-series series; histogram samples/s, server CPU, VmRSS
+//     and VmHWM afterwards. Prometheus and Ferrite only: VictoriaMetrics
+//     (v1.151.0) converts native histograms received by remote write into
+//     classic _count/_sum/_bucket{vmrange} float series and stores no native
+//     histograms, so it is left out of this scenario.
 //
 // After every ingest it checks that the server holds exactly the series and
 // samples the load had accepted (count(count_over_time(...)) and
@@ -41,13 +52,14 @@ var (
 	flagVM       = flag.String("victoriametrics", "", "victoria-metrics binary")
 	flagVMVer    = flag.String("vm-version", "", "VictoriaMetrics module version (for the report)")
 	flagTools    = flag.String("tools", "prometheus,ferrite,victoriametrics", "tools to run, in this order")
-	flagScen     = flag.String("scenarios", "ingest,memory,query", "scenarios to run")
+	flagScen     = flag.String("scenarios", "ingest,memory,query", "scenarios to run: ingest, memory, query, hist-ingest (not in the default set)")
 	flagData     = flag.String("data", "bench-data/server", "scratch directory (data dirs, logs)")
 	flagQuick    = flag.Bool("quick", false, "small sizes (smoke test, under 3 minutes)")
 	flagConc     = flag.Int("concurrency", 4, "remote write shards")
 	flagBatch    = flag.Int("batch", 2000, "samples per remote write request")
 	flagIngSer   = flag.Int("ingest-series", 0, "ingest: active series (default 200000, quick 10000)")
 	flagIngDur   = flag.Duration("ingest-duration", 0, "ingest: measured wall time (default 60s, quick 8s)")
+	flagHistSer  = flag.Int("hist-series", 0, "hist-ingest: active native histogram series (default 50000, quick 2000)")
 	flagWarmup   = flag.Int64("warmup", 2, "ingest: rounds excluded from the rate (series creation)")
 	flagMemSer   = flag.Int("mem-series", 0, "memory: active series (default 1000000, quick 100000)")
 	flagMemRnd   = flag.Int64("mem-rounds", 0, "memory: scrape rounds (default 4, quick 3)")
@@ -71,6 +83,7 @@ func main() {
 		}
 	}
 	def(flagIngSer, 200000, 10000)
+	def(flagHistSer, 50000, 2000)
 	def(flagMemSer, 1000000, 100000)
 	def(flagQTargets, 20, 2)
 	def(flagQRuns, 10, 5)
@@ -113,7 +126,7 @@ func main() {
 	must(os.MkdirAll(scratch, 0o755))
 
 	memNote := ""
-	if strings.Contains(*flagScen, "memory") {
+	if hasScenario("memory") {
 		// Budget 6 KiB per series (Prometheus-like head) plus the load
 		// generator; scale down when the machine cannot hold it.
 		avail := memAvailableMB()
@@ -128,13 +141,16 @@ func main() {
 
 	b := &bench{tools: tools, scratch: scratch}
 	started := time.Now()
-	if strings.Contains(*flagScen, "ingest") {
-		b.ingest()
+	if hasScenario("ingest") {
+		b.ingestR = b.ingest("ingest", *flagIngSer, false)
 	}
-	if strings.Contains(*flagScen, "memory") {
+	if hasScenario("hist-ingest") {
+		b.histR = b.ingest("hist-ingest", *flagHistSer, true)
+	}
+	if hasScenario("memory") {
 		b.memory()
 	}
-	if strings.Contains(*flagScen, "query") {
+	if hasScenario("query") {
 		b.queries()
 	}
 	os.RemoveAll(scratch)
@@ -152,6 +168,7 @@ type bench struct {
 	tools    []*tool
 	scratch  string
 	ingestR  map[string]ingestRun
+	histR    map[string]ingestRun // hist-ingest
 	memR     map[string]memRun
 	queryR   map[string]map[string]queryRun // tool -> query name -> run
 	qList    []queryDef
@@ -227,8 +244,24 @@ func (b *bench) load(s *server, cfg rw.Config) rw.Result {
 	return res
 }
 
-// verify checks that the server holds exactly what the load got accepted.
+// hasScenario tells whether -scenarios lists name.
+func hasScenario(name string) bool {
+	for _, f := range strings.Split(*flagScen, ",") {
+		if strings.TrimSpace(f) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// verify checks that the server holds exactly what the load got accepted
+// (for histograms: count_over_time counts histogram samples in both
+// Prometheus and Ferrite).
 func (b *bench) verify(scenario string, s *server, res rw.Result, wantSeries int64) (int64, int64, time.Duration) {
+	names := rw.MetricNames()
+	if res.Histograms {
+		names = rw.HistMetricNames()
+	}
 	s.flush()
 	t0 := time.Now()
 	at := float64(res.MaxTs+1000) / 1000
@@ -239,7 +272,7 @@ func (b *bench) verify(scenario string, s *server, res rw.Result, wantSeries int
 		// One metric name at a time: count_over_time drops the name, and
 		// Prometheus refuses {__name__=~".+"} there (same labelset twice).
 		gotSer, gotSam, err = 0, 0, nil
-		for _, name := range rw.MetricNames() {
+		for _, name := range names {
 			var r apiResult
 			r, _, _, err = s.query("count(count_over_time("+name+"["+win+"]))", at, 0, 0, 0)
 			if err != nil {
@@ -281,14 +314,21 @@ func (b *bench) fail(format string, a ...any) {
 	b.failures = append(b.failures, msg)
 }
 
-func (b *bench) ingest() {
-	b.ingestR = map[string]ingestRun{}
+// ingest runs the sustained ingest of series active series (native
+// histograms with hist) on every tool (VictoriaMetrics left out for
+// histograms, see the package doc).
+func (b *bench) ingest(scenario string, series int, hist bool) map[string]ingestRun {
+	runs := map[string]ingestRun{}
 	for _, t := range b.tools {
-		logf("== ingest, %s: %d series, %v after %d warm-up rounds", t.name, *flagIngSer, *flagIngDur, *flagWarmup)
+		if hist && t.name == "victoriametrics" {
+			logf("== %s, %s: skipped (no native histogram storage: converted into classic float series)", scenario, t.name)
+			continue
+		}
+		logf("== %s, %s: %d series, %v after %d warm-up rounds", scenario, t.name, series, *flagIngDur, *flagWarmup)
 		s := start(t, b.scratch)
 		// Sample time: up to 2 days of rounds before now-1h.
 		maxRounds := int64(48 * 3600 * 1000 / intervalMs)
-		cfg := rw.Config{Series: *flagIngSer, StartMs: alignedStart(maxRounds), Rounds: maxRounds, Warmup: *flagWarmup}
+		cfg := rw.Config{Series: series, StartMs: alignedStart(maxRounds), Rounds: maxRounds, Warmup: *flagWarmup, Histograms: hist}
 		// The duration counts from the end of the warm-up rounds.
 		cpu0, self0 := s.cpuS(), selfCPUS()
 		cfg.Duration = *flagIngDur
@@ -297,19 +337,20 @@ func (b *bench) ingest() {
 		selfCPU := selfCPUS() - self0
 		rss, hwm := s.memMB()
 		r := ingestRun{res: res, cpuS: cpu, loadCPUS: selfCPU, rssMB: rss, hwmMB: hwm}
-		logf("ingest, %s: %.0f samples/s over %.1fs (%d samples accepted, %d rounds, %d failed requests), p50 %.1f ms, p99 %.1f ms, server CPU %.1fs, RSS %.0f MB",
-			t.name, res.SamplesPerS, res.MeasuredS, res.AcceptedSamples, res.MaxRound, res.ErrorRequests, res.LatP50Ms, res.LatP99Ms, cpu, rss)
+		logf("%s, %s: %.0f samples/s over %.1fs (%d samples accepted, %d rounds, %d failed requests), p50 %.1f ms, p99 %.1f ms, server CPU %.1fs, RSS %.0f MB, HWM %.0f MB",
+			scenario, t.name, res.SamplesPerS, res.MeasuredS, res.AcceptedSamples, res.MaxRound, res.ErrorRequests, res.LatP50Ms, res.LatP99Ms, cpu, rss, hwm)
 		if res.MinRound < *flagWarmup {
-			b.fail("ingest, %s: the warm-up (%d rounds of %d series) did not finish within the time limit", t.name, *flagWarmup, *flagIngSer)
+			b.fail("%s, %s: the warm-up (%d rounds of %d series) did not finish within the time limit", scenario, t.name, *flagWarmup, series)
 		}
-		wantSer := int64(*flagIngSer)
+		wantSer := int64(series)
 		if res.AcceptedSamples < wantSer {
 			wantSer = res.AcceptedSamples
 		}
-		r.verifySeries, r.verifySamples, r.verifyDuration = b.verify("ingest", s, res, wantSer)
+		r.verifySeries, r.verifySamples, r.verifyDuration = b.verify(scenario, s, res, wantSer)
 		s.stop()
-		b.ingestR[t.name] = r
+		runs[t.name] = r
 	}
+	return runs
 }
 
 func (b *bench) memory() {
@@ -411,20 +452,13 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 	if b.ingestR != nil {
 		fmt.Println()
 		fmt.Printf("### Sustained ingest: %d active series, %v measured after %d warm-up rounds, %d shards x %d samples/request\n\n", *flagIngSer, *flagIngDur, *flagWarmup, *flagConc, *flagBatch)
-		fmt.Printf("| tool | samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | samples per CPU s | RSS after MB |\n")
-		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, t := range b.tools {
-			r, ok := b.ingestR[t.name]
-			if !ok {
-				continue
-			}
-			vs := "-"
-			if p, ok := b.ingestR["prometheus"]; ok && t.name != "prometheus" {
-				vs = ratio(r.res.SamplesPerS, p.res.SamplesPerS)
-			}
-			fmt.Printf("| %s | %.0f | %s | %.1f | %.1f | %.1f | %d | %.1f | %.0f | %.0f |\n", t.title, r.res.SamplesPerS, vs, r.res.LatP50Ms, r.res.LatP90Ms, r.res.LatP99Ms,
-				r.res.ErrorRequests, r.cpuS, float64(r.res.AcceptedSamples)/math.Max(r.cpuS, 0.01), r.rssMB)
-		}
+		b.ingestTable(b.ingestR, false)
+	}
+	if b.histR != nil {
+		fmt.Println()
+		fmt.Printf("### Sustained native histogram ingest: %d active series of integer native histograms (schema 3, 16 buckets in 2 spans), %v measured after %d warm-up rounds, %d shards x %d histograms/request\n\n", *flagHistSer, *flagIngDur, *flagWarmup, *flagConc, *flagBatch)
+		fmt.Printf("VictoriaMetrics is left out: v1.151.0 converts native histograms received by remote write into classic `_count`/`_sum`/`_bucket{vmrange}` float series and stores no native histograms.\n\n")
+		b.ingestTable(b.histR, true)
 	}
 	if b.memR != nil {
 		fmt.Println()
@@ -503,10 +537,17 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 	fmt.Println("### Raw runs")
 	fmt.Println()
 	for _, t := range b.tools {
-		if r, ok := b.ingestR[t.name]; ok {
+		for _, sc := range []struct {
+			name string
+			runs map[string]ingestRun
+		}{{"ingest", b.ingestR}, {"hist-ingest", b.histR}} {
+			r, ok := sc.runs[t.name]
+			if !ok {
+				continue
+			}
 			x := r.res
-			fmt.Printf("- ingest, %s: measured %.0f samples in %.2fs; whole run %d requests, %d samples accepted, %d failed requests (%d samples), rounds %d..%d, wall %.2fs, server CPU %.2fs, load generator CPU %.2fs, VmRSS %.0f MB, VmHWM %.0f MB; latency p50/p90/p99/max %.1f/%.1f/%.1f/%.1f ms\n",
-				t.name, float64(x.MeasuredSamples), x.MeasuredS, x.Requests, x.AcceptedSamples, x.ErrorRequests, x.ErrorSamples, x.MinRound, x.MaxRound, x.WallS, r.cpuS, r.loadCPUS, r.rssMB, r.hwmMB, x.LatP50Ms, x.LatP90Ms, x.LatP99Ms, x.LatMaxMs)
+			fmt.Printf("- %s, %s: measured %.0f samples in %.2fs; whole run %d requests, %d samples accepted, %d failed requests (%d samples), rounds %d..%d, wall %.2fs, server CPU %.2fs, load generator CPU %.2fs, VmRSS %.0f MB, VmHWM %.0f MB; latency p50/p90/p99/max %.1f/%.1f/%.1f/%.1f ms\n",
+				sc.name, t.name, float64(x.MeasuredSamples), x.MeasuredS, x.Requests, x.AcceptedSamples, x.ErrorRequests, x.ErrorSamples, x.MinRound, x.MaxRound, x.WallS, r.cpuS, r.loadCPUS, r.rssMB, r.hwmMB, x.LatP50Ms, x.LatP90Ms, x.LatP99Ms, x.LatMaxMs)
 		}
 	}
 	for _, t := range b.tools {
@@ -533,8 +574,40 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 		"Ratios: throughput tool/Prometheus; memory and latency Prometheus/tool (higher is better for the tool). " +
 		"Query latency: wall time of the HTTP request through decoding the JSON body, loopback, one client. " +
 		"Each tool ran alone on a fresh data dir; the load generator shares the machine with the server. VictoriaMetrics ran with its result cache disabled (-search.disableCache).")
+	if b.histR != nil {
+		fmt.Println("Native histogram ingest: one integer native histogram (prompb.Histogram with 16 bucket deltas in 2 spans, a zero bucket, count and sum) per series per round instead of a float sample; -batch histograms per request; " +
+			"the data check counts histogram samples with count_over_time, which counts them in both servers.")
+	}
 	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %.0f GiB RAM, %s/%s, %s; total %s.\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotalGiB(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
 	fmt.Printf("Command: `%s`\n", cmdline)
+}
+
+// ingestTable prints the ingest runs as a markdown table; for histograms
+// (hist) the columns name histogram samples and VmHWM is added.
+func (b *bench) ingestTable(runs map[string]ingestRun, hist bool) {
+	if hist {
+		fmt.Printf("| tool | histogram samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | histogram samples per CPU s | VmRSS after MB | VmHWM MB | Prometheus HWM / tool HWM |\n")
+		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	} else {
+		fmt.Printf("| tool | samples/s | vs Prometheus | req p50 ms | req p90 ms | req p99 ms | failed req | server CPU s | samples per CPU s | RSS after MB |\n")
+		fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	}
+	for _, t := range b.tools {
+		r, ok := runs[t.name]
+		if !ok {
+			continue
+		}
+		vs, vh := "-", "-"
+		if p, ok := runs["prometheus"]; ok && t.name != "prometheus" {
+			vs, vh = ratio(r.res.SamplesPerS, p.res.SamplesPerS), ratio(p.hwmMB, r.hwmMB)
+		}
+		line := fmt.Sprintf("| %s | %.0f | %s | %.1f | %.1f | %.1f | %d | %.1f | %.0f | %.0f |", t.title, r.res.SamplesPerS, vs, r.res.LatP50Ms, r.res.LatP90Ms, r.res.LatP99Ms,
+			r.res.ErrorRequests, r.cpuS, float64(r.res.AcceptedSamples)/math.Max(r.cpuS, 0.01), r.rssMB)
+		if hist {
+			line += fmt.Sprintf(" %.0f | %s |", r.hwmMB, vh)
+		}
+		fmt.Println(line)
+	}
 }
 
 func version(t *tool) string {

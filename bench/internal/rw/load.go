@@ -28,6 +28,7 @@ type Config struct {
 	MaxLag      int64         // a shard waits before running more than MaxLag rounds ahead of the slowest (0: 20)
 	Timeout     time.Duration // per request (0: 60s)
 	Log         io.Writer     // progress lines (nil: none)
+	Histograms  bool          // send integer native histograms (histograms.go) instead of float samples
 }
 
 // Result is what a run measured.
@@ -36,7 +37,8 @@ type Result struct {
 	Concurrency     int     `json:"concurrency"`
 	BatchSize       int     `json:"batch_size"`
 	Requests        int64   `json:"requests"`
-	AcceptedSamples int64   `json:"accepted_samples"` // in 2xx requests, whole run
+	Histograms      bool    `json:"histograms,omitempty"` // samples are native histograms
+	AcceptedSamples int64   `json:"accepted_samples"`     // in 2xx requests, whole run
 	ErrorRequests   int64   `json:"error_requests"`
 	ErrorSamples    int64   `json:"error_samples"`
 	FirstError      string  `json:"first_error,omitempty"`
@@ -89,6 +91,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	instances := make([]string, cfg.Series/SeriesPerTarget+1)
 	for i := range instances {
 		instances[i] = Instance(i)
+	}
+	labelsFn := Labels
+	if cfg.Histograms {
+		labelsFn = HistLabels
 	}
 	client := &http.Client{
 		Timeout:   cfg.Timeout,
@@ -226,8 +232,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 				ts := cfg.StartMs + r*cfg.IntervalMs
 				for i, s := range mine {
-					v := Value(s, r, prev[i])
-					prev[i] = v
 					if pos[i] < 0 {
 						k := len(req.Timeseries)
 						if k < cap(req.Timeseries) {
@@ -238,14 +242,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 						if k >= len(lblBufs) {
 							lblBufs = append(lblBufs, nil)
 						}
-						lblBufs[k] = Labels(lblBufs[k], s, instances)
+						lblBufs[k] = labelsFn(lblBufs[k], s, instances)
 						req.Timeseries[k].Labels = lblBufs[k]
 						req.Timeseries[k].Samples = req.Timeseries[k].Samples[:0]
+						req.Timeseries[k].Histograms = req.Timeseries[k].Histograms[:0]
 						pos[i] = int32(k)
 						touched = append(touched, i)
 					}
 					t := &req.Timeseries[pos[i]]
-					t.Samples = append(t.Samples, prompb.Sample{Value: v, Timestamp: ts})
+					if cfg.Histograms {
+						k := len(t.Histograms)
+						if k < cap(t.Histograms) {
+							t.Histograms = t.Histograms[:k+1]
+						} else {
+							t.Histograms = append(t.Histograms, prompb.Histogram{})
+						}
+						FillHistogram(&t.Histograms[k], s, r, ts)
+					} else {
+						v := Value(s, r, prev[i])
+						prev[i] = v
+						t.Samples = append(t.Samples, prompb.Sample{Value: v, Timestamp: ts})
+					}
 					nSamples++
 					pending = ts
 					if nSamples >= cfg.BatchSize && !flush() {
@@ -282,7 +299,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	end := time.Now()
 
-	res := Result{Series: cfg.Series, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, MinTs: cfg.StartMs, WallS: end.Sub(start).Seconds()}
+	res := Result{Series: cfg.Series, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, Histograms: cfg.Histograms, MinTs: cfg.StartMs, WallS: end.Sub(start).Seconds()}
 	mu.Lock()
 	res.MinRound = minDone()
 	for _, d := range done {

@@ -38,26 +38,32 @@ type tmpl struct {
 
 var templates = buildTemplates()
 
+// newTmpl is a template of the given kind, rate/level, metric name and
+// extra label pairs; instance, job and cluster are filled per target.
+func newTmpl(k kind, rate float64, name string, kv ...string) tmpl {
+	ls := []prompb.Label{{Name: "__name__", Value: name}, {Name: "instance"}, {Name: "job"}, {Name: "cluster"}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		ls = append(ls, prompb.Label{Name: kv[i], Value: kv[i+1]})
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	t := tmpl{labels: ls, kind: k, rate: rate}
+	for i, l := range ls {
+		switch l.Name {
+		case "instance":
+			t.inst = i
+		case "job":
+			t.job = i
+		case "cluster":
+			t.clus = i
+		}
+	}
+	return t
+}
+
 func buildTemplates() []tmpl {
 	var ts []tmpl
 	add := func(k kind, rate float64, name string, kv ...string) {
-		ls := []prompb.Label{{Name: "__name__", Value: name}, {Name: "instance"}, {Name: "job"}, {Name: "cluster"}}
-		for i := 0; i+1 < len(kv); i += 2 {
-			ls = append(ls, prompb.Label{Name: kv[i], Value: kv[i+1]})
-		}
-		sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
-		t := tmpl{labels: ls, kind: k, rate: rate}
-		for i, l := range ls {
-			switch l.Name {
-			case "instance":
-				t.inst = i
-			case "job":
-				t.job = i
-			case "cluster":
-				t.clus = i
-			}
-		}
-		ts = append(ts, t)
+		ts = append(ts, newTmpl(k, rate, name, kv...))
 	}
 	modes := []struct {
 		m string
@@ -93,10 +99,12 @@ func buildTemplates() []tmpl {
 }
 
 // MetricNames are the metric names a target exposes, sorted.
-func MetricNames() []string {
+func MetricNames() []string { return metricNames(templates) }
+
+func metricNames(ts []tmpl) []string {
 	seen := map[string]bool{}
 	var ns []string
-	for _, t := range templates {
+	for _, t := range ts {
 		for _, l := range t.labels {
 			if l.Name == "__name__" && !seen[l.Value] {
 				seen[l.Value] = true
@@ -114,7 +122,11 @@ func Instance(t int) string { return fmt.Sprintf("host-%06d:9100", t) }
 // Labels fills buf with series s's labels (sorted by name) and returns it.
 // Series s is template s%SeriesPerTarget of target s/SeriesPerTarget.
 func Labels(buf []prompb.Label, s int, instances []string) []prompb.Label {
-	t := &templates[s%SeriesPerTarget]
+	return labelsOf(templates, buf, s, instances)
+}
+
+func labelsOf(ts []tmpl, buf []prompb.Label, s int, instances []string) []prompb.Label {
+	t := &ts[s%SeriesPerTarget]
 	target := s / SeriesPerTarget
 	buf = append(buf[:0], t.labels...)
 	buf[t.inst].Value = instances[target]

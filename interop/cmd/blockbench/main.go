@@ -7,7 +7,8 @@
 //     a RangeHead per range; `ferrite debug bench-compact DIR`:
 //     Db::compact_head_fully). Shapes: (a) 10,000 series x 1,000 samples and
 //     (b) 200,000 series x 120 samples (the replay benchmark's dirs, reused),
-//     and (n) a node_exporter-like data set (promcompact gen-node). Each tool
+//     (n) a node_exporter-like data set (promcompact gen-node), and, not in
+//     the default set, (h) the replay benchmark's histogram-heavy shape. Each tool
 //     reports its compaction seconds (the open excluded), its RSS after the
 //     open, its peak RSS during the compaction (VmHWM reset after the open)
 //     and its whole-process peak;
@@ -21,7 +22,11 @@
 //     read, a new querier each time; median of -read-runs reads;
 //  4. disk bytes per sample: the blocks each tool wrote in 1., du (allocated
 //     bytes) and apparent size, divided by the samples (sum of the blocks'
-//     meta.json numSamples).
+//     meta.json numSamples). For shape h (histogram-heavy: the replay
+//     benchmark's shape h, only when asked for with -shapes h) also the
+//     bytes per histogram sample: the apparent size of the blocks' chunks/
+//     files over the samples, all of them histogram samples, and the number
+//     of chunks written (meta.json numChunks).
 //
 // Every run gets a fresh copy of the data (both tools write into the dir they
 // open), the page cache is warmed with it first, and runs alternate
@@ -58,7 +63,10 @@ var (
 	flagData        = flag.String("data", "bench-data", "directory of the generated data (reused when present) and scratch copies")
 	flagRuns        = flag.Int("runs", 3, "runs per tool and case")
 	flagParts       = flag.String("parts", "compact,blocks", "parts to run: compact (head compaction + disk bytes per sample), blocks (opening N blocks + single series read)")
-	flagShapes      = flag.String("shapes", "a,b,n", "compaction shapes: a = 10000 series x 1000 samples, b = 200000 series x 120 samples, n = node_exporter-like")
+	flagShapes      = flag.String("shapes", "a,b,n", "compaction shapes: a = 10000 series x 1000 samples, b = 200000 series x 120 samples, n = node_exporter-like, h = histogram-heavy (the replay benchmark's shape h; not in the default set)")
+	flagHistSer     = flag.Int64("hist-series", 20000, "shape h: integer counter native histogram series")
+	flagGaugeSer    = flag.Int64("gauge-hist-series", 1000, "shape h: float gauge native histogram series")
+	flagHistSam     = flag.Int64("hist-samples", 240, "shape h: samples per series (15 s apart)")
 	flagNodeTargets = flag.Int("node-targets", 100, "shape n: node_exporter targets (~320 series each)")
 	flagNodeHours   = flag.Float64("node-hours", 4, "shape n: hours of 15 s scrapes")
 	flagBlocks      = flag.Int("blocks", 144, "blocks part: number of 2 h blocks")
@@ -85,6 +93,7 @@ type res struct {
 	index  int64 // apparent bytes of the index files
 	chunks int64 // apparent bytes of chunks/
 	metaN  int64 // sum of meta.json numSamples
+	metaC  int64 // sum of meta.json numChunks
 }
 
 func (r res) f(k string) float64 {
@@ -131,6 +140,7 @@ func main() {
 	load := loadAvg()
 
 	type compRow struct {
+		shape    string
 		label    string
 		expected int64
 		res      map[string][]res
@@ -142,20 +152,23 @@ func main() {
 			var src, label string
 			var expected int64
 			switch sh {
-			case "a":
-				src, expected = ensureSynth("a", 10000, 1000), 10000*1000
-				label = "(a) 10000 series x 1000 samples"
-			case "b":
-				src, expected = ensureSynth("b", 200000, 120), 200000*120
-				label = "(b) 200000 series x 120 samples"
+			case "a", "b", "h":
+				shp := benchutil.Shape{Name: "a", Series: 10000, Samples: 1000}
+				switch sh {
+				case "b":
+					shp = benchutil.Shape{Name: "b", Series: 200000, Samples: 120}
+				case "h":
+					shp = benchutil.HistShape(*flagHistSer, *flagGaugeSer, *flagHistSam)
+				}
+				src, expected, label = ensureSynth(shp), shp.TotalSamples(), shp.Label()
 			case "n":
 				var series int64
 				src, series, expected = ensureNode()
 				label = fmt.Sprintf("(n) node_exporter-like, %d targets x %gh: %d series", *flagNodeTargets, *flagNodeHours, series)
 			default:
-				benchutil.Fatalf("unknown shape %q (want a, b, n)", sh)
+				benchutil.Fatalf("unknown shape %q (want a, b, n, h)", sh)
 			}
-			row := compRow{label: label, expected: expected, res: map[string][]res{}}
+			row := compRow{shape: sh, label: label, expected: expected, res: map[string][]res{}}
 			for i := 0; i < *flagRuns; i++ {
 				for _, tl := range tools {
 					r := compactRun(tl, src, filepath.Join(scratch, sh+"-"+tl.name))
@@ -246,6 +259,28 @@ func main() {
 			fmt.Println(line)
 		}
 		fmt.Println()
+		for _, r := range comp {
+			if r.shape != "h" {
+				continue
+			}
+			// Shape h holds histogram samples only: chunks/ bytes over
+			// samples is the bytes per histogram sample.
+			fmt.Println("### Bytes per histogram sample (shape h: chunks/ files of the blocks written above)")
+			fmt.Println()
+			fmt.Println("| shape | histogram samples | Prometheus chunks | Ferrite chunks | Prometheus chunks/ bytes | Ferrite | Prometheus bytes/histogram sample | Ferrite | Ferrite / Prometheus |")
+			fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+			p := r.res["prometheus"][0]
+			n := float64(r.expected)
+			line := fmt.Sprintf("| %s | %d | %d |", r.label, r.expected, p.metaC)
+			if has(r.res, "ferrite") {
+				f := r.res["ferrite"][0]
+				line += fmt.Sprintf(" %d | %d | %d | %.3f | %.3f | %.3f |", f.metaC, p.chunks, f.chunks, float64(p.chunks)/n, float64(f.chunks)/n, float64(f.chunks)/float64(p.chunks))
+			} else {
+				line += fmt.Sprintf(" - | %d | - | %.3f | - | - |", p.chunks, float64(p.chunks)/n)
+			}
+			fmt.Println(line)
+			fmt.Println()
+		}
 	}
 	if blkRes != nil {
 		n := float64(*flagBlocks)
@@ -324,7 +359,8 @@ func main() {
 		"db.CompactHead(NewRangeHead(head, lo, hi-1)) per aligned 2 h range; Ferrite: Db::open, Db::compact_head_fully. "+
 		"Resident KB per block = (RSS after opening the blocks - RSS after opening an empty dir) / blocks. "+
 		"Read: a new querier, select by {__name__, instance} over all time, iterate all samples; median of %d reads in one process. "+
-		"Disk: du (allocated) and apparent bytes of the block dirs written by the compaction / samples (sum of meta.json numSamples). "+
+		"Disk: du (allocated) and apparent bytes of the block dirs written by the compaction / samples (sum of meta.json numSamples); "+
+		"bytes per histogram sample: apparent bytes of the blocks' chunks/ segment files (headers and per-chunk length, encoding and CRC included) / samples, chunks = sum of meta.json numChunks. "+
 		"Fresh copy of the data per run, warm page cache.\n", *flagRuns, *flagReadRuns)
 	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %s, %s/%s, load average at start %s, %s.\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), benchutil.MemTotal(), runtime.GOOS, runtime.GOARCH, load, time.Now().UTC().Format("2006-01-02"))
@@ -368,12 +404,14 @@ func compactRun(tl tool, src, dir string) res {
 		var meta struct {
 			Stats struct {
 				NumSamples int64 `json:"numSamples"`
+				NumChunks  int64 `json:"numChunks"`
 			} `json:"stats"`
 		}
 		mb, err := os.ReadFile(filepath.Join(b, "meta.json"))
 		benchutil.Must(err)
 		benchutil.Must(json.Unmarshal(mb, &meta))
 		r.metaN += meta.Stats.NumSamples
+		r.metaC += meta.Stats.NumChunks
 	}
 	return r
 }
@@ -427,8 +465,8 @@ func runTool(argv []string) res {
 
 // ensureSynth returns the replay benchmark's data dir of a shape, generating
 // it with promgen (as scripts/bench-replay does) when missing.
-func ensureSynth(name string, series, samples int64) string {
-	dir := filepath.Join(*flagData, fmt.Sprintf("%s-%dx%d-snappy", name, series, samples))
+func ensureSynth(sh benchutil.Shape) string {
+	dir := sh.Dir(*flagData)
 	if _, err := os.Stat(filepath.Join(dir, "wal")); err == nil {
 		fmt.Fprintf(os.Stderr, "reusing %s\n", dir)
 		return dir
@@ -436,8 +474,7 @@ func ensureSynth(name string, series, samples int64) string {
 	if *flagPromgen == "" {
 		benchutil.Fatalf("%s is missing and no -promgen was given to generate it", dir)
 	}
-	generate(dir, benchutil.Abs(*flagPromgen), "--series", fmt.Sprint(series), "--samples", fmt.Sprint(samples),
-		"--interval-ms", "15000", "--wal-compression", "snappy")
+	generate(dir, benchutil.Abs(*flagPromgen), sh.PromgenArgs()...)
 	return dir
 }
 

@@ -4,6 +4,14 @@
 // --checkpoint, the dir holds fewer samples than that: the checkpoint drops
 // the samples before its mint from the checkpointed segments).
 //
+// --histogram-series N and --gauge-histogram-series N add native histogram
+// series (promtsdb/benchhist.go: integer counter histograms, exponential
+// schema 3, 16 buckets in 2 spans; float gauge histograms), --samples samples
+// each, appended after the float series at every sample index (--series 0:
+// histograms only, the replay benchmark's shape h). The output line then
+// goes on with ` histogram_series=<n> histograms=<n> float_histograms=<n>`;
+// series= and samples= count the float series and samples only.
+//
 // With --unsupported KIND it writes instead one of the dirs of data Ferrite
 // does not support yet (promtsdb.UnsupportedKinds: native histograms in the
 // WAL, in chunks_head/ or in blocks, custom-bucket histograms, out-of-order
@@ -35,6 +43,8 @@ func main() {
 	flag.BoolVar(&o.NoChunksHead, "no-chunks-head", false, "remove chunks_head/ after the clean close (forces a full WAL replay)")
 	flag.BoolVar(&o.Compact, "compact", false, "before closing, compact the head as the server would (blocks, WAL checkpoint)")
 	flag.BoolVar(&o.Checkpoint, "checkpoint", false, "after the close, checkpoint and truncate the first half of the WAL segments (mint in the middle of the time range)")
+	flag.Int64Var(&o.HistogramSeries, "histogram-series", 0, "integer native histogram series (counter-like, schema 3, 16 buckets) in addition to --series")
+	flag.Int64Var(&o.GaugeHistogramSeries, "gauge-histogram-series", 0, "float gauge native histogram series in addition to --series")
 	unsupported := flag.String("unsupported", "", "write a dir of one kind of data Ferrite does not support yet instead: "+strings.Join(promtsdb.UnsupportedKinds, ", "))
 	flag.Parse()
 	if o.Dir == "" || flag.NArg() > 0 {
@@ -62,5 +72,10 @@ func main() {
 	chunkFiles, _ := filepath.Glob(filepath.Join(o.Dir, "chunks_head", "[0-9]*"))
 	fmt.Fprintf(os.Stderr, "promgen: wrote %s in %.1fs: %d WAL segments, %d chunks_head files\n",
 		o.Dir, time.Since(start).Seconds(), len(segs), len(chunkFiles))
-	fmt.Printf("series=%d samples=%d sum=%.12e\n", t.Series, t.Samples, t.Sum)
+	line := fmt.Sprintf("series=%d samples=%d sum=%.12e", t.Series, t.Samples, t.Sum)
+	if o.HistogramSeries+o.GaugeHistogramSeries > 0 {
+		line += fmt.Sprintf(" histogram_series=%d histograms=%d float_histograms=%d",
+			o.HistogramSeries+o.GaugeHistogramSeries, o.HistogramSeries*o.Samples, o.GaugeHistogramSeries*o.Samples)
+	}
+	fmt.Println(line)
 }

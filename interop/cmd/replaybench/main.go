@@ -6,6 +6,15 @@
 //   - full WAL replay: chunks_head/ removed, the whole WAL is replayed;
 //   - normal restart: chunks_head/ as a clean shutdown left it, plus the WAL.
 //
+// Shapes: (a) 10,000 float series x 1,000 samples, (b) 200,000 float series
+// x 120 samples (the default set), and (h) the histogram-heavy shape, only
+// when asked for (-shapes h or a,b,h): 20,000 integer counter native
+// histogram series (exponential schema 3, 16 buckets in 2 spans) and 1,000
+// float gauge histogram series x 240 samples (-hist-series,
+// -gauge-hist-series, -hist-samples size it). Shape h is not in the default
+// set so that the default command and its output stay the ones
+// docs/benchmarks.md quotes for the float shapes.
+//
 // The data dirs are generated once with promgen (snappy WAL, Prometheus'
 // default) under -data and reused. Every run is measured by runstat (wall
 // time and peak RSS from wait4); open_s is what each tool reports for its own
@@ -37,12 +46,7 @@ import (
 	"time"
 )
 
-type shape struct {
-	name            string
-	series, samples int64
-}
-
-var shapes = []shape{{"a", 10000, 1000}, {"b", 200000, 120}}
+type shape = benchutil.Shape
 
 // run is one measured open.
 type run struct {
@@ -69,7 +73,10 @@ var (
 	flagRunstat    = flag.String("runstat", "", "runstat binary (interop/cmd/runstat)")
 	flagData       = flag.String("data", "bench-data", "directory of the generated data dirs (reused when present) and scratch copies")
 	flagRuns       = flag.Int("runs", 3, "runs per tool and scenario")
-	flagShapes     = flag.String("shapes", "a,b", "shapes to run: a = 10000 series x 1000 samples, b = 200000 series x 120 samples")
+	flagShapes     = flag.String("shapes", "a,b", "shapes to run: a = 10000 series x 1000 samples, b = 200000 series x 120 samples, h = histogram-heavy (not in the default set)")
+	flagHistSer    = flag.Int64("hist-series", 20000, "shape h: integer counter native histogram series")
+	flagGaugeSer   = flag.Int64("gauge-hist-series", 1000, "shape h: float gauge native histogram series")
+	flagHistSam    = flag.Int64("hist-samples", 240, "shape h: samples per series (15 s apart)")
 	flagPromOnly   = flag.Bool("prom-only", false, "measure Prometheus only (no ferrite binary needed)")
 	flagCmdline    = flag.String("cmdline", "", "command line to print with the results (default: this one)")
 )
@@ -106,13 +113,15 @@ func main() {
 	}
 	var rows []row
 	failed := false
+	shapes := []shape{{Name: "a", Series: 10000, Samples: 1000}, {Name: "b", Series: 200000, Samples: 120},
+		benchutil.HistShape(*flagHistSer, *flagGaugeSer, *flagHistSam)}
 	for _, sh := range shapes {
-		if !benchutil.ContainsField(*flagShapes, sh.name) {
+		if !benchutil.ContainsField(*flagShapes, sh.Name) {
 			continue
 		}
 		src := ensureData(sh)
 		for _, scen := range []string{"full WAL replay", "normal restart"} {
-			prepared := filepath.Join(*flagData, "scratch", sh.name+"-"+strings.ReplaceAll(scen, " ", "-"))
+			prepared := filepath.Join(*flagData, "scratch", sh.Name+"-"+strings.ReplaceAll(scen, " ", "-"))
 			os.RemoveAll(prepared)
 			benchutil.Must(promtsdb.CopyDir(src, prepared))
 			if scen == "full WAL replay" {
@@ -123,9 +132,9 @@ func main() {
 				for _, tl := range tools {
 					res := measure(tl, prepared)
 					fmt.Fprintf(os.Stderr, "(%s) %s, %s, run %d: open_s=%.3f series=%d wall_s=%.3f user_s=%.2f sys_s=%.2f peak_rss_mb=%.0f\n",
-						sh.name, scen, tl.name, i+1, res.OpenS, res.Series, res.WallS, res.UserS, res.SysS, res.MaxRSSMB)
-					if res.Series != sh.series {
-						fmt.Fprintf(os.Stderr, "ERROR: %s read %d series, the dir holds %d\n", tl.name, res.Series, sh.series)
+						sh.Name, scen, tl.name, i+1, res.OpenS, res.Series, res.WallS, res.UserS, res.SysS, res.MaxRSSMB)
+					if res.Series != sh.TotalSeries() {
+						fmt.Fprintf(os.Stderr, "ERROR: %s read %d series, the dir holds %d\n", tl.name, res.Series, sh.TotalSeries())
 						failed = true
 					}
 					r.res[tl.name] = append(r.res[tl.name], res)
@@ -142,7 +151,7 @@ func main() {
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		p := summarize(r.res["prometheus"])
-		line := fmt.Sprintf("| (%s) %d series x %d samples | %s | %.3f |", r.shape.name, r.shape.series, r.shape.samples, r.scenario, p.OpenS)
+		line := fmt.Sprintf("| %s | %s | %.3f |", r.shape.Label(), r.scenario, p.OpenS)
 		if f, ok := r.res["ferrite"]; ok {
 			fs := summarize(f)
 			line += fmt.Sprintf(" %.3f | %s | %.0f | %.0f | %s |", fs.OpenS, benchutil.Ratio(p.OpenS, fs.OpenS), p.MaxRSSMB, fs.MaxRSSMB, benchutil.Ratio(p.MaxRSSMB, fs.MaxRSSMB))
@@ -160,7 +169,7 @@ func main() {
 			for _, x := range r.res[tl.name] {
 				parts = append(parts, fmt.Sprintf("%.3f/%.3f/%.2f/%.0f", x.OpenS, x.WallS, x.UserS+x.SysS, x.MaxRSSMB))
 			}
-			fmt.Printf("- (%s) %s, %s: %s\n", r.shape.name, r.scenario, tl.name, strings.Join(parts, ", "))
+			fmt.Printf("- (%s) %s, %s: %s\n", r.shape.Name, r.scenario, tl.name, strings.Join(parts, ", "))
 		}
 	}
 	fmt.Println()
@@ -176,7 +185,7 @@ func main() {
 
 // ensureData generates the shape's data dir with promgen unless it exists.
 func ensureData(sh shape) string {
-	dir := filepath.Join(*flagData, fmt.Sprintf("%s-%dx%d-snappy", sh.name, sh.series, sh.samples))
+	dir := sh.Dir(*flagData)
 	if _, err := os.Stat(filepath.Join(dir, "wal")); err == nil {
 		fmt.Fprintf(os.Stderr, "reusing %s\n", dir)
 		return dir
@@ -184,8 +193,7 @@ func ensureData(sh shape) string {
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
 	fmt.Fprintf(os.Stderr, "generating %s with Prometheus (promgen)...\n", dir)
-	gen := exec.Command(benchutil.Abs(*flagPromgen), "--dir", tmp, "--series", fmt.Sprint(sh.series), "--samples", fmt.Sprint(sh.samples),
-		"--interval-ms", "15000", "--wal-compression", "snappy")
+	gen := exec.Command(benchutil.Abs(*flagPromgen), append([]string{"--dir", tmp}, sh.PromgenArgs()...)...)
 	gen.Stdout = os.Stderr
 	gen.Stderr = os.Stderr
 	if err := gen.Run(); err != nil {

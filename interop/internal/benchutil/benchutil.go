@@ -1,6 +1,6 @@
 // Package benchutil holds what the side-by-side benchmark drivers
 // (cmd/replaybench, cmd/blockbench) share: page-cache warming, machine
-// facts, small formatting helpers and fatal errors.
+// facts, small formatting helpers, fatal errors and the replay shapes.
 package benchutil
 
 import (
@@ -89,4 +89,56 @@ func Must(err error) {
 func Fatalf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, Name+": "+format+"\n", a...)
 	os.Exit(1)
+}
+
+// Shape is a data dir of the replay benchmark, written by promgen and reused
+// by the block benchmark: Series float series of the synth model plus, for
+// the histogram-heavy shape h, HistSeries integer counter histogram series
+// and GaugeHistSeries float gauge histogram series, Samples samples each at
+// 15 s, snappy WAL.
+type Shape struct {
+	Name                        string
+	Series, Samples             int64
+	HistSeries, GaugeHistSeries int64
+}
+
+// HistShape is shape h with the given sizes.
+func HistShape(hist, gauge, samples int64) Shape {
+	return Shape{Name: "h", HistSeries: hist, GaugeHistSeries: gauge, Samples: samples}
+}
+
+// TotalSeries counts the series of every kind.
+func (s Shape) TotalSeries() int64 { return s.Series + s.HistSeries + s.GaugeHistSeries }
+
+// TotalSamples counts the samples of every kind.
+func (s Shape) TotalSamples() int64 { return s.TotalSeries() * s.Samples }
+
+// Label describes the shape in a table row.
+func (s Shape) Label() string {
+	if s.HistSeries+s.GaugeHistSeries == 0 {
+		return fmt.Sprintf("(%s) %d series x %d samples", s.Name, s.Series, s.Samples)
+	}
+	l := fmt.Sprintf("(%s) %d histogram + %d gauge float histogram", s.Name, s.HistSeries, s.GaugeHistSeries)
+	if s.Series > 0 {
+		l += fmt.Sprintf(" + %d float", s.Series)
+	}
+	return l + fmt.Sprintf(" series x %d samples", s.Samples)
+}
+
+// Dir is the shape's data dir under data (the float shapes' names are
+// unchanged from before shape h, so their generated dirs are reused).
+func (s Shape) Dir(data string) string {
+	if s.HistSeries+s.GaugeHistSeries == 0 {
+		return filepath.Join(data, fmt.Sprintf("%s-%dx%d-snappy", s.Name, s.Series, s.Samples))
+	}
+	return filepath.Join(data, fmt.Sprintf("%s-%df-%dh-%dg-x%d-snappy", s.Name, s.Series, s.HistSeries, s.GaugeHistSeries, s.Samples))
+}
+
+// PromgenArgs are promgen's flags (without --dir) that write the shape.
+func (s Shape) PromgenArgs() []string {
+	args := []string{"--series", fmt.Sprint(s.Series), "--samples", fmt.Sprint(s.Samples), "--interval-ms", "15000", "--wal-compression", "snappy"}
+	if s.HistSeries+s.GaugeHistSeries > 0 {
+		args = append(args, "--histogram-series", fmt.Sprint(s.HistSeries), "--gauge-histogram-series", fmt.Sprint(s.GaugeHistSeries))
+	}
+	return args
 }

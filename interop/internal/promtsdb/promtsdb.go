@@ -48,6 +48,11 @@ type GenOptions struct {
 	NoChunksHead bool   // remove chunks_head/ after the clean close: forces a full WAL replay
 	Checkpoint   bool   // after the close, checkpoint and truncate the first half of the WAL segments
 	Compact      bool   // before the close, let Prometheus compact the head (blocks, WAL checkpoint, truncation)
+	// Native histogram series (benchhist.go) appended after the float
+	// series at every sample index, Samples samples each: integer counter
+	// histograms and float gauge histograms.
+	HistogramSeries      int64
+	GaugeHistogramSeries int64
 }
 
 // WALCompression maps a flag value to Prometheus' WAL compression type.
@@ -67,8 +72,9 @@ func (o *GenOptions) fill() error {
 	if o.Dir == "" {
 		return errors.New("no dir")
 	}
-	if o.Series <= 0 || o.Samples <= 0 {
-		return fmt.Errorf("want series > 0 and samples > 0, have %d and %d", o.Series, o.Samples)
+	if o.Series < 0 || o.HistogramSeries < 0 || o.GaugeHistogramSeries < 0 || o.Series+o.HistogramSeries+o.GaugeHistogramSeries <= 0 || o.Samples <= 0 {
+		return fmt.Errorf("want series > 0 and samples > 0, have %d (+ %d histogram + %d gauge histogram) and %d",
+			o.Series, o.HistogramSeries, o.GaugeHistogramSeries, o.Samples)
 	}
 	if o.IntervalMs == 0 {
 		o.IntervalMs = synth.DefaultIntervalMs
@@ -90,7 +96,9 @@ func (o *GenOptions) fill() error {
 
 // Generate writes the synth model into a new data dir with the Prometheus
 // TSDB: WAL plus chunks_head, no blocks. It returns the model's totals
-// (before any checkpoint, which drops samples).
+// (before any checkpoint, which drops samples) of the float series only; the
+// histogram series add o.HistogramSeries*o.Samples integer and
+// o.GaugeHistogramSeries*o.Samples float histogram samples.
 func Generate(o GenOptions) (synth.Totals, error) {
 	if err := o.fill(); err != nil {
 		return synth.Totals{}, err
@@ -151,9 +159,26 @@ func appendModel(db *tsdb.DB, o GenOptions) error {
 		lsets[i] = labels.FromStrings(synth.Labels(int64(i))...)
 	}
 	refs := make([]storage.SeriesRef, o.Series)
+	hists := make([]*genSeries, 0, o.HistogramSeries+o.GaugeHistogramSeries)
+	for i := int64(0); i < o.HistogramSeries; i++ {
+		hists = append(hists, &genSeries{lset: BenchHistogramLabels(i)})
+	}
+	for i := int64(0); i < o.GaugeHistogramSeries; i++ {
+		hists = append(hists, &genSeries{lset: BenchGaugeHistogramLabels(i)})
+	}
 	ctx := context.Background()
 	app := db.Appender(ctx)
 	n := 0
+	// next counts an append, committing every synth.DefaultCommitEvery.
+	next := func() error {
+		if n++; n%synth.DefaultCommitEvery == 0 {
+			if err := app.Commit(); err != nil {
+				return err
+			}
+			app = db.Appender(ctx)
+		}
+		return nil
+	}
 	for j := int64(0); j < o.Samples; j++ {
 		for i := int64(0); i < o.Series; i++ {
 			ref, err := app.Append(refs[i], lsets[i], synth.Timestamp(i, j, o.StartMs, o.IntervalMs), synth.Value(i, j))
@@ -162,12 +187,28 @@ func appendModel(db *tsdb.DB, o GenOptions) error {
 				return fmt.Errorf("append series %d sample %d: %w", i, j, err)
 			}
 			refs[i] = ref
-			n++
-			if n%synth.DefaultCommitEvery == 0 {
-				if err := app.Commit(); err != nil {
-					return err
-				}
-				app = db.Appender(ctx)
+			if err := next(); err != nil {
+				return err
+			}
+		}
+		for k, s := range hists {
+			var (
+				ref storage.SeriesRef
+				err error
+			)
+			if i := int64(k); i < o.HistogramSeries {
+				ref, err = app.AppendHistogram(s.ref, s.lset, synth.Timestamp(i, j, o.StartMs, o.IntervalMs), BenchHistogram(i, j), nil)
+			} else {
+				i -= o.HistogramSeries
+				ref, err = app.AppendHistogram(s.ref, s.lset, synth.Timestamp(i, j, o.StartMs, o.IntervalMs), nil, BenchGaugeFloatHistogram(i, j))
+			}
+			if err != nil {
+				app.Rollback()
+				return fmt.Errorf("append %s sample %d: %w", s.lset, j, err)
+			}
+			s.ref = ref
+			if err := next(); err != nil {
+				return err
 			}
 		}
 		if err := app.Commit(); err != nil {
