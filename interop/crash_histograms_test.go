@@ -8,7 +8,6 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -201,21 +200,25 @@ type crashValue struct {
 // stored is what the head keeps of the value: reserved exponential
 // schemas (9..52) reduced to 8 by Prometheus' own ReduceResolution.
 func (v crashValue) stored() fmt.Stringer {
+	reserved := func(schema int32) bool {
+		return schema > histogram.ExponentialSchemaMax && schema <= histogram.ExponentialSchemaMaxReserved
+	}
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
 	switch {
 	case v.h != nil:
 		h := v.h.Copy()
-		if h.Schema > histogram.ExponentialSchemaMax && h.Schema <= histogram.ExponentialSchemaMaxReserved {
-			if err := h.ReduceResolution(histogram.ExponentialSchemaMax); err != nil {
-				panic(err)
-			}
+		if reserved(h.Schema) {
+			must(h.ReduceResolution(histogram.ExponentialSchemaMax))
 		}
 		return h
 	case v.fh != nil:
 		h := v.fh.Copy()
-		if h.Schema > histogram.ExponentialSchemaMax && h.Schema <= histogram.ExponentialSchemaMaxReserved {
-			if err := h.ReduceResolution(histogram.ExponentialSchemaMax); err != nil {
-				panic(err)
-			}
+		if reserved(h.Schema) {
+			must(h.ReduceResolution(histogram.ExponentialSchemaMax))
 		}
 		return h
 	default:
@@ -274,9 +277,9 @@ func crashIntHistogram(k int64, schema int32) *histogram.Histogram {
 		Count:           count,
 		Sum:             float64(j)*1.25 - 3,
 		PositiveSpans:   spans,
-		PositiveBuckets: crashDeltas(pos),
+		PositiveBuckets: promtsdb.Deltas(pos),
 		NegativeSpans:   []histogram.Span{{Offset: 0, Length: 2}},
-		NegativeBuckets: crashDeltas(neg),
+		NegativeBuckets: promtsdb.Deltas(neg),
 	}
 }
 
@@ -318,19 +321,9 @@ func crashNHCB(k int64) *histogram.Histogram {
 		Count:           count,
 		Sum:             float64(j) * 0.5,
 		PositiveSpans:   []histogram.Span{{Offset: 0, Length: 2}, {Offset: 1, Length: 2}},
-		PositiveBuckets: crashDeltas(abs),
+		PositiveBuckets: promtsdb.Deltas(abs),
 		CustomValues:    crashNHCBBounds,
 	}
-}
-
-func crashDeltas(abs []int64) []int64 {
-	out := make([]int64, len(abs))
-	prev := int64(0)
-	for i, c := range abs {
-		out[i] = c - prev
-		prev = c
-	}
-	return out
 }
 
 // crashSender sends one request per timestamp (10 ms apart), one sample
@@ -550,20 +543,12 @@ func TestHistogramCompactionSurvivesKill9(t *testing.T) {
 		dir := filepath.Join(root, fmt.Sprintf("trial-%d-%s", i, kind))
 		copyDir(t, s.dir, dir)
 		delay := time.Duration(rng.Int63n(int64(full) + 1))
-		cmd := exec.Command(bin, append(args, dir)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		stderr, err := runKilledAfter(t, delay, bin, append(args, dir)...)
 		if err != nil {
 			killedMidway++
 		}
-		if strings.Contains(stderr.String(), "panicked at") {
-			t.Errorf("trial %d: compaction panicked:\n%s", i, tail(stderr.String(), 20))
+		if strings.Contains(stderr, "panicked at") {
+			t.Errorf("trial %d: compaction panicked:\n%s", i, tail(stderr, 20))
 		}
 		what := fmt.Sprintf("trial %d (%s, capped %v, kill after %v of %v, exit %v, %d blocks)", i, kind, capped, delay, full, err, len(blockDirs(dir)))
 		t.Log(what)

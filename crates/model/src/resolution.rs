@@ -15,8 +15,7 @@
 //! for finer resolution (9..=52, [`is_reserved_finer_schema`]) to 8 when it
 //! decodes WAL records, receives remote write and reads remote-read
 //! responses and chunks, both kinds of histogram keeping their kind
-//! ([`Histogram::reduce_reserved_schema`],
-//! [`FloatHistogram::reduce_reserved_schema`]).
+//! ([`ReduceResolution::reduce_reserved_schema`]).
 
 use crate::histogram::{
     is_custom_buckets_schema, FloatHistogram, Histogram, HistogramError, HistogramErrorKind, Span,
@@ -168,74 +167,66 @@ fn reduces(from: i32, to: i32) -> bool {
 }
 
 /// One side of a histogram: its spans and bucket counts.
-type Side<'a, C> = (&'a mut Vec<Span>, &'a mut Vec<C>);
+pub type Side<'a, C> = (&'a mut Vec<Span>, &'a mut Vec<C>);
 
-/// A histogram's schema and both sides reduced to the lower `to`, all or
-/// nothing.
-fn reduce_histogram<C: BucketCount>(
-    schema: &mut i32,
-    positive: Side<'_, C>,
-    negative: Side<'_, C>,
-    to: i32,
-) -> Result<(), HistogramError> {
-    if !reduces(*schema, to) {
-        return Ok(());
-    }
-    let reduced_positive = reduce_buckets(positive.0, positive.1, *schema, to)?;
-    let reduced_negative = reduce_buckets(negative.0, negative.1, *schema, to)?;
-    (*positive.0, *positive.1) = reduced_positive;
-    (*negative.0, *negative.1) = reduced_negative;
-    *schema = to;
-    Ok(())
-}
+/// Reducing the resolution of either kind of histogram.
+pub trait ReduceResolution {
+    /// How its buckets count.
+    type Count: BucketCount;
 
-impl Histogram {
+    /// Its schema and its positive and negative sides.
+    fn schema_and_sides(&mut self) -> (&mut i32, Side<'_, Self::Count>, Side<'_, Self::Count>);
+
     /// The histogram with its buckets merged into those of the lower
-    /// exponential `schema` (Prometheus' `ReduceResolution`); unchanged when
-    /// it has custom buckets or `schema` is not lower. On an error (see
-    /// [`reduce_buckets`]) the histogram is unchanged.
-    pub fn reduce_resolution(&mut self, schema: i32) -> Result<(), HistogramError> {
-        reduce_histogram(
-            &mut self.schema,
-            (&mut self.positive_spans, &mut self.positive_buckets),
-            (&mut self.negative_spans, &mut self.negative_buckets),
-            schema,
-        )
+    /// exponential `schema` (Prometheus' `ReduceResolution`), with
+    /// Prometheus' checks of the layout (see [`reduce_buckets`]); unchanged
+    /// when it has custom buckets, when `schema` is not lower, and on an
+    /// error. (A float histogram's [`FloatHistogram::reduce_resolution`]
+    /// is the arithmetic's, on histograms already checked.)
+    fn try_reduce_resolution(&mut self, schema: i32) -> Result<(), HistogramError> {
+        let (current, positive, negative) = self.schema_and_sides();
+        if !reduces(*current, schema) {
+            return Ok(());
+        }
+        let reduced_positive = reduce_buckets(positive.0, positive.1, *current, schema)?;
+        let reduced_negative = reduce_buckets(negative.0, negative.1, *current, schema)?;
+        (*positive.0, *positive.1) = reduced_positive;
+        (*negative.0, *negative.1) = reduced_negative;
+        *current = schema;
+        Ok(())
     }
 
     /// What Prometheus does with a histogram of a newer writer: a schema
-    /// of 9..=52 ([`is_reserved_finer_schema`]) reduced to 8; any other
-    /// left as it is.
-    pub fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
-        if !is_reserved_finer_schema(self.schema) {
-            return Ok(());
-        }
-        self.reduce_resolution(EXPONENTIAL_SCHEMA_MAX)
-    }
-}
-
-impl FloatHistogram {
-    /// [`Histogram::reduce_resolution`] for float histograms, with
-    /// Prometheus' checks of the layout (what data from outside needs;
-    /// [`FloatHistogram::reduce_resolution`] is the arithmetic's, on
-    /// histograms already checked).
-    pub fn try_reduce_resolution(&mut self, schema: i32) -> Result<(), HistogramError> {
-        reduce_histogram(
-            &mut self.schema,
-            (&mut self.positive_spans, &mut self.positive_buckets),
-            (&mut self.negative_spans, &mut self.negative_buckets),
-            schema,
-        )
-    }
-
-    /// [`Histogram::reduce_reserved_schema`] for float histograms.
-    pub fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
-        if !is_reserved_finer_schema(self.schema) {
+    /// of 9..=52 ([`is_reserved_finer_schema`]) reduced to 8, the kind
+    /// kept; any other left as it is.
+    fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
+        let (schema, _, _) = self.schema_and_sides();
+        if !is_reserved_finer_schema(*schema) {
             return Ok(());
         }
         self.try_reduce_resolution(EXPONENTIAL_SCHEMA_MAX)
     }
 }
+
+/// The one implementation, for both kinds (the same fields, other counts).
+macro_rules! reduce_resolution_for {
+    ($histogram:ty, $count:ty) => {
+        impl ReduceResolution for $histogram {
+            type Count = $count;
+
+            fn schema_and_sides(&mut self) -> (&mut i32, Side<'_, $count>, Side<'_, $count>) {
+                (
+                    &mut self.schema,
+                    (&mut self.positive_spans, &mut self.positive_buckets),
+                    (&mut self.negative_spans, &mut self.negative_buckets),
+                )
+            }
+        }
+    };
+}
+
+reduce_resolution_for!(Histogram, i64);
+reduce_resolution_for!(FloatHistogram, f64);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -269,7 +260,7 @@ mod tests {
             let got = if input.starts_with('H') {
                 ints += 1;
                 let mut h = parse_int_record(input).unwrap();
-                h.reduce_resolution(target).map(|()| int_record(&h))
+                h.try_reduce_resolution(target).map(|()| int_record(&h))
             } else {
                 floats += 1;
                 let mut h = parse_float_record(input).unwrap();
@@ -329,7 +320,7 @@ mod tests {
             positive_buckets: vec![3, -1, 4], // 3 2 6 at 1 2 7
             ..Histogram::default()
         };
-        h.reduce_resolution(8).unwrap();
+        h.try_reduce_resolution(8).unwrap();
         assert_eq!(h.positive_spans, spans(&[(1, 1), (2, 1)]));
         assert_eq!(h.positive_buckets, [5, 1]); // 5 at 1, 6 at 4
     }
@@ -368,7 +359,7 @@ mod tests {
         };
         let before = h.clone();
         for target in [3, 4, crate::histogram::CUSTOM_BUCKETS_SCHEMA] {
-            h.reduce_resolution(target).unwrap();
+            h.try_reduce_resolution(target).unwrap();
             assert_eq!(h, before);
         }
     }
@@ -449,7 +440,7 @@ mod tests {
             (h, to) in schemas().prop_flat_map(|(from, to)| (int_histogram(from), Just(to)))
         ) {
             let mut reduced = h.clone();
-            reduced.reduce_resolution(to).unwrap();
+            reduced.try_reduce_resolution(to).unwrap();
             let mut converted = h.to_float();
             converted.try_reduce_resolution(to).unwrap();
             prop_assert_eq!(reduced.to_float(), converted.clone());
@@ -472,7 +463,7 @@ mod tests {
             prop_assume!(to < h.schema);
             prop_assert_eq!(h.validate(), Ok(()));
             let mut r = h.clone();
-            r.reduce_resolution(to).unwrap();
+            r.try_reduce_resolution(to).unwrap();
             prop_assert_eq!(total(&r.positive_buckets), total(&h.positive_buckets));
             prop_assert_eq!(total(&r.negative_buckets), total(&h.negative_buckets));
             prop_assert_eq!(r.validate(), Ok(()));

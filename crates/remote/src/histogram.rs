@@ -16,6 +16,7 @@
 //! -53, bucket layouts, counts — is the head's `Validate`
 //! ([`HistogramValue::validate`]).
 
+use ferrite_model::resolution::ReduceResolution;
 use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};
 
 use crate::proto::{v1, v2};

@@ -48,6 +48,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
+use ferrite_model::resolution::ReduceResolution;
 use ferrite_model::HistogramError;
 use ferrite_wal::checkpoint::{read_min_valid_time, replay_sources};
 use ferrite_wal::record::{self, RecordType, RefSample};

@@ -6,6 +6,7 @@
 use std::fs;
 use std::path::Path;
 
+use ferrite_model::resolution::ReduceResolution;
 use ferrite_model::{FloatHistogram, Histogram, Labels, SampleValue, Span};
 use ferrite_tsdb::{Db, DbOptions};
 use ferrite_wal::record::*;
@@ -65,6 +66,22 @@ fn samples_record(r: u64, t: i64, v: f64) -> Vec<u8> {
         }],
     );
     buf
+}
+
+/// A v1 integer histogram record of `(series ref, time, histogram)`s.
+fn int_histogram_record(samples: Vec<(u64, i64, Histogram)>) -> Vec<u8> {
+    let samples: Vec<RefHistogramSample> = samples
+        .into_iter()
+        .map(|(series_ref, t, h)| RefHistogramSample {
+            series_ref,
+            st: 0,
+            t,
+            h,
+        })
+        .collect();
+    let mut rec = Vec::new();
+    encode_histogram_samples(&mut rec, &samples);
+    rec
 }
 
 /// Every sample of every series, by metric name.
@@ -306,14 +323,12 @@ fn histograms_of_finer_schemas_replay_reduced_to_8() {
         t,
         h,
     };
-    let mut in_checkpoint = Vec::new();
-    encode_histogram_samples(&mut in_checkpoint, &[sample(1000, int(1, 10))]);
+    let in_checkpoint = int_histogram_record(vec![(1, 1000, int(1, 10))]);
     write_segment(
         &dir.join("wal/checkpoint.00000000/00000000"),
         &[series_record(1, "h"), series_record(2, "f"), in_checkpoint],
     );
-    let mut v1 = Vec::new();
-    encode_histogram_samples(&mut v1, &[sample(2000, int(2, 52))]);
+    let v1 = int_histogram_record(vec![(1, 2000, int(2, 52))]);
     let mut v2 = Vec::new();
     encode_histogram_samples_v2(&mut v2, &[sample(3000, int(3, 9))]);
     let mut floats = Vec::new();
@@ -371,36 +386,10 @@ fn histograms_of_finer_schemas_replay_reduced_to_8() {
 fn a_finer_schema_histogram_that_cannot_be_reduced_is_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut good = Vec::new();
-    encode_histogram_samples(
-        &mut good,
-        &[RefHistogramSample {
-            series_ref: 1,
-            st: 0,
-            t: 1000,
-            h: histogram(1, 12),
-        }],
-    );
+    let good = int_histogram_record(vec![(1, 1000, histogram(1, 12))]);
     let mut bad_layout = histogram(2, 12);
     bad_layout.positive_buckets.pop();
-    let mut bad = Vec::new();
-    encode_histogram_samples(
-        &mut bad,
-        &[
-            RefHistogramSample {
-                series_ref: 1,
-                st: 0,
-                t: 2000,
-                h: histogram(2, 12),
-            },
-            RefHistogramSample {
-                series_ref: 1,
-                st: 0,
-                t: 3000,
-                h: bad_layout,
-            },
-        ],
-    );
+    let bad = int_histogram_record(vec![(1, 2000, histogram(2, 12)), (1, 3000, bad_layout)]);
     write_segment(
         &dir.join("wal/00000000"),
         &[

@@ -124,47 +124,45 @@ func schemas(r *rand.Rand) (from, to int32) {
 	return from, to
 }
 
-func reduceInt(h *histogram.Histogram, to int32) {
-	in := histrecord.Int(h)
-	out := h.Copy()
-	if err := out.ReduceResolution(to); err != nil {
-		fmt.Printf("%d\t%s\terror: %s\n", to, in, err)
-		return
-	}
-	fmt.Printf("%d\t%s\t%s\n", to, in, histrecord.Int(out))
+// reducible is either kind of Prometheus histogram.
+type reducible[H any] interface {
+	Copy() H
+	ReduceResolution(targetSchema int32) error
 }
 
-func reduceFloat(h *histogram.FloatHistogram, to int32) {
-	in := histrecord.Float(h)
+// reduce prints one case: the target, the input's record, and the reduced
+// histogram's record or Prometheus' error.
+func reduce[H reducible[H]](h H, to int32, record func(H) string) {
+	in := record(h)
 	out := h.Copy()
 	if err := out.ReduceResolution(to); err != nil {
 		fmt.Printf("%d\t%s\terror: %s\n", to, in, err)
 		return
 	}
-	fmt.Printf("%d\t%s\t%s\n", to, in, histrecord.Float(out))
+	fmt.Printf("%d\t%s\t%s\n", to, in, record(out))
 }
 
 func main() {
 	r := rand.New(rand.NewSource(20260316))
 	for i := 0; i < 250; i++ {
 		from, to := schemas(r)
-		reduceInt(randomInt(r, from), to)
+		reduce(randomInt(r, from), to, histrecord.Int)
 		from, to = schemas(r)
-		reduceFloat(randomFloat(r, from), to)
+		reduce(randomFloat(r, from), to, histrecord.Float)
 	}
 	// Layouts the reduction refuses: a later span with a negative offset,
 	// too few buckets, too many.
 	sp := func(offset int32, length uint32) histogram.Span {
 		return histogram.Span{Offset: offset, Length: length}
 	}
-	reduceInt(&histogram.Histogram{Schema: 9, PositiveSpans: []histogram.Span{sp(0, 1), sp(-1, 1)}, PositiveBuckets: []int64{1, 1}}, 8)
-	reduceInt(&histogram.Histogram{Schema: 12, NegativeSpans: []histogram.Span{sp(4, 3)}, NegativeBuckets: []int64{1, 1}}, 8)
-	reduceInt(&histogram.Histogram{Schema: 52, PositiveSpans: []histogram.Span{sp(4, 1)}, PositiveBuckets: []int64{1, 1}}, 8)
-	reduceFloat(&histogram.FloatHistogram{Schema: 30, NegativeSpans: []histogram.Span{sp(2, 1), sp(-5, 2)}, NegativeBuckets: []float64{1, 2, 3}}, 8)
-	reduceFloat(&histogram.FloatHistogram{Schema: 9, PositiveSpans: []histogram.Span{sp(0, 2)}, PositiveBuckets: []float64{1}}, 8)
-	reduceFloat(&histogram.FloatHistogram{Schema: 9, PositiveSpans: []histogram.Span{sp(0, 1)}, PositiveBuckets: []float64{1, 2}}, 8)
+	reduce(&histogram.Histogram{Schema: 9, PositiveSpans: []histogram.Span{sp(0, 1), sp(-1, 1)}, PositiveBuckets: []int64{1, 1}}, 8, histrecord.Int)
+	reduce(&histogram.Histogram{Schema: 12, NegativeSpans: []histogram.Span{sp(4, 3)}, NegativeBuckets: []int64{1, 1}}, 8, histrecord.Int)
+	reduce(&histogram.Histogram{Schema: 52, PositiveSpans: []histogram.Span{sp(4, 1)}, PositiveBuckets: []int64{1, 1}}, 8, histrecord.Int)
+	reduce(&histogram.FloatHistogram{Schema: 30, NegativeSpans: []histogram.Span{sp(2, 1), sp(-5, 2)}, NegativeBuckets: []float64{1, 2, 3}}, 8, histrecord.Float)
+	reduce(&histogram.FloatHistogram{Schema: 9, PositiveSpans: []histogram.Span{sp(0, 2)}, PositiveBuckets: []float64{1}}, 8, histrecord.Float)
+	reduce(&histogram.FloatHistogram{Schema: 9, PositiveSpans: []histogram.Span{sp(0, 1)}, PositiveBuckets: []float64{1, 2}}, 8, histrecord.Float)
 	// Indices at the ends of int32, where the target index wraps.
-	reduceInt(&histogram.Histogram{Schema: 20, PositiveSpans: []histogram.Span{sp(math.MaxInt32-2, 6)}, PositiveBuckets: []int64{1, 1, 1, 1, 1, 1}}, 8)
-	reduceInt(&histogram.Histogram{Schema: 52, NegativeSpans: []histogram.Span{sp(math.MinInt32, 3), sp(7, 2)}, NegativeBuckets: []int64{5, -1, 2, 0, -3}}, 8)
-	reduceFloat(&histogram.FloatHistogram{Schema: 40, PositiveSpans: []histogram.Span{sp(math.MaxInt32-1, 4)}, PositiveBuckets: []float64{1, 2, 3, 4}}, 8)
+	reduce(&histogram.Histogram{Schema: 20, PositiveSpans: []histogram.Span{sp(math.MaxInt32-2, 6)}, PositiveBuckets: []int64{1, 1, 1, 1, 1, 1}}, 8, histrecord.Int)
+	reduce(&histogram.Histogram{Schema: 52, NegativeSpans: []histogram.Span{sp(math.MinInt32, 3), sp(7, 2)}, NegativeBuckets: []int64{5, -1, 2, 0, -3}}, 8, histrecord.Int)
+	reduce(&histogram.FloatHistogram{Schema: 40, PositiveSpans: []histogram.Span{sp(math.MaxInt32-1, 4)}, PositiveBuckets: []float64{1, 2, 3, 4}}, 8, histrecord.Float)
 }
