@@ -1,6 +1,7 @@
 package interop_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"os"
@@ -48,13 +49,7 @@ func TestCompactionSurvivesKill9(t *testing.T) {
 		dir := filepath.Join(base, fmt.Sprintf("trial-%d", i))
 		copyDir(t, src, dir)
 		delay := time.Duration(rng.Int63n(int64(full) + 1))
-		cmd := exec.Command(bin, "tsdb", "compact", dir)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		_, err := runKilledAfter(t, delay, bin, "tsdb", "compact", dir)
 		if err != nil {
 			killedMidway++
 		}
@@ -117,13 +112,7 @@ func TestOutOfOrderCompactionSurvivesKill9(t *testing.T) {
 		dir := filepath.Join(base, fmt.Sprintf("trial-%d", i))
 		copyDir(t, u.Dir, dir)
 		delay := time.Duration(rng.Int63n(int64(full) + 1))
-		cmd := exec.Command(bin, "tsdb", "compact", dir)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		if cmd.Wait() != nil {
+		if _, err := runKilledAfter(t, delay, bin, "tsdb", "compact", dir); err != nil {
 			killedMidway++
 		}
 		t.Logf("trial %d: kill after %v (compaction takes %v), blocks %d", i, delay, full, len(blockDirs(dir)))
@@ -134,4 +123,20 @@ func TestOutOfOrderCompactionSurvivesKill9(t *testing.T) {
 	if killedMidway == 0 {
 		t.Errorf("no kill landed during a compaction in %d trials", trials)
 	}
+}
+
+// runKilledAfter runs bin with args and sends it SIGKILL after delay; it
+// returns its stderr and how it ended (nil: it finished before the kill).
+func runKilledAfter(t *testing.T, delay time.Duration, bin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	err := cmd.Wait()
+	return stderr.String(), err
 }

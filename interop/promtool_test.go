@@ -15,8 +15,9 @@ import (
 // TestPromtool: `ferrite tsdb list | analyze | dump` print what the real
 // promtool (built from the Prometheus module this suite pins, v3.16.0) prints
 // for the same data dir: a dir Ferrite wrote and compacted, the same dir
-// while everything is still in the head, and a dir Prometheus wrote with
-// blocks and a head. Ferrite's tools must not change the dir.
+// while everything is still in the head, a dir Prometheus wrote with
+// blocks and a head, and Prometheus' blocks of native histograms (list and
+// analyze). Ferrite's tools must not change the dir.
 //
 // Where promtool's output order is unspecified (ties in analyze's ranked
 // lists, which Go sorts unstably from map order; dump's series order), the
@@ -39,6 +40,17 @@ func TestPromtool(t *testing.T) {
 		compareList(t, fer, pt, dir)
 		compareAnalyzes(t, fer, pt, dir)
 		compareDumps(t, fer, pt, dir)
+	})
+
+	// Blocks of integer and float native histograms written by
+	// Prometheus' compactor: analyze --extended's histogram chunk figures.
+	t.Run("PrometheusHistogramBlocks", func(t *testing.T) {
+		u, err := promtsdb.GenerateUnsupported(promtsdb.UnsupportedBlockHistograms, filepath.Join(t.TempDir(), "prom"))
+		if err != nil {
+			t.Fatalf("prometheus: %v", err)
+		}
+		compareList(t, fer, pt, u.Dir)
+		compareAnalyzes(t, fer, pt, u.Dir)
 	})
 
 	t.Run("PrometheusDir", func(t *testing.T) {

@@ -15,7 +15,8 @@ use ferrite_chunkenc::{
     FloatHistogramStChunk, HistogramChunk, HistogramIterator, HistogramStChunk,
     MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
 };
-use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
+use ferrite_model::histogram_record::{self, float_record, int_record};
+use ferrite_model::{FloatHistogram, Histogram};
 
 const VECTORS: &str = include_str!("../testdata/prometheus_histogram_vectors.txt");
 const ST_VECTORS: &str = include_str!("../testdata/prometheus_histogram_st_vectors.txt");
@@ -138,116 +139,14 @@ fn parse_vectors(text: &str, with_st: bool) -> Vec<Vector> {
     out
 }
 
-// Records, as the generator writes them.
-
-fn bits(s: &str) -> f64 {
-    f64::from_bits(u64::from_str_radix(s, 16).expect("float bits"))
-}
-
-fn list<T>(s: &str, f: impl Fn(&str) -> T) -> Vec<T> {
-    if s == "-" {
-        Vec::new()
-    } else {
-        s.split(',').map(f).collect()
-    }
-}
-
-fn span(s: &str) -> Span {
-    let (o, l) = s.split_once(':').expect("offset:length");
-    Span {
-        offset: o.parse().expect("offset"),
-        length: l.parse().expect("length"),
-    }
-}
-
-fn hint(s: &str) -> CounterResetHint {
-    CounterResetHint::from_bits(s.parse().expect("hint"))
-}
+// Records, as the generator writes them (ferrite-model's text form).
 
 fn parse_int(record: &str) -> Histogram {
-    let f: Vec<&str> = record.split(' ').collect();
-    assert_eq!((f.len(), f[0]), (12, "H"), "{record}");
-    Histogram {
-        counter_reset_hint: hint(f[1]),
-        schema: f[2].parse().expect("schema"),
-        zero_threshold: bits(f[3]),
-        count: f[4].parse().expect("count"),
-        zero_count: f[5].parse().expect("zero count"),
-        sum: bits(f[6]),
-        positive_spans: list(f[7], span),
-        negative_spans: list(f[8], span),
-        positive_buckets: list(f[9], |x| x.parse().expect("bucket")),
-        negative_buckets: list(f[10], |x| x.parse().expect("bucket")),
-        custom_values: list(f[11], bits),
-    }
+    histogram_record::parse_int_record(record).expect("H record")
 }
 
 fn parse_float(record: &str) -> FloatHistogram {
-    let f: Vec<&str> = record.split(' ').collect();
-    assert_eq!((f.len(), f[0]), (12, "F"), "{record}");
-    FloatHistogram {
-        counter_reset_hint: hint(f[1]),
-        schema: f[2].parse().expect("schema"),
-        zero_threshold: bits(f[3]),
-        count: bits(f[4]),
-        zero_count: bits(f[5]),
-        sum: bits(f[6]),
-        positive_spans: list(f[7], span),
-        negative_spans: list(f[8], span),
-        positive_buckets: list(f[9], bits),
-        negative_buckets: list(f[10], bits),
-        custom_values: list(f[11], bits),
-    }
-}
-
-fn fmt_list<T>(xs: &[T], f: impl Fn(&T) -> String) -> String {
-    if xs.is_empty() {
-        "-".to_string()
-    } else {
-        xs.iter().map(f).collect::<Vec<_>>().join(",")
-    }
-}
-
-fn fb(f: &f64) -> String {
-    format!("{:016x}", f.to_bits())
-}
-
-fn sp(s: &Span) -> String {
-    format!("{}:{}", s.offset, s.length)
-}
-
-fn int_record(h: &Histogram) -> String {
-    format!(
-        "H {} {} {} {} {} {} {} {} {} {} {}",
-        h.counter_reset_hint as u8,
-        h.schema,
-        fb(&h.zero_threshold),
-        h.count,
-        h.zero_count,
-        fb(&h.sum),
-        fmt_list(&h.positive_spans, sp),
-        fmt_list(&h.negative_spans, sp),
-        fmt_list(&h.positive_buckets, |b| b.to_string()),
-        fmt_list(&h.negative_buckets, |b| b.to_string()),
-        fmt_list(&h.custom_values, fb),
-    )
-}
-
-fn float_record(h: &FloatHistogram) -> String {
-    format!(
-        "F {} {} {} {} {} {} {} {} {} {} {}",
-        h.counter_reset_hint as u8,
-        h.schema,
-        fb(&h.zero_threshold),
-        fb(&h.count),
-        fb(&h.zero_count),
-        fb(&h.sum),
-        fmt_list(&h.positive_spans, sp),
-        fmt_list(&h.negative_spans, sp),
-        fmt_list(&h.positive_buckets, fb),
-        fmt_list(&h.negative_buckets, fb),
-        fmt_list(&h.custom_values, fb),
-    )
+    histogram_record::parse_float_record(record).expect("F record")
 }
 
 // Replaying with our chunks, as the generator's head does.

@@ -220,7 +220,7 @@ pub struct HistogramError {
 }
 
 impl HistogramError {
-    fn new(kind: HistogramErrorKind, detail: Option<String>) -> Self {
+    pub(crate) fn new(kind: HistogramErrorKind, detail: Option<String>) -> Self {
         let message = match detail {
             Some(d) => format!("{d}: {}", kind.text()),
             None => kind.text().to_string(),

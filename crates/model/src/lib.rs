@@ -8,6 +8,10 @@
 //! - [`histogram`]: native histograms, integer and float;
 //! - [`histogram_ops`]: arithmetic on float histograms (what PromQL computes
 //!   with): buckets with bounds, add/sub across schemas, counter resets;
+//! - [`resolution`]: merging buckets into a lower schema, for integer and
+//!   float histograms (what Prometheus does to schemas 9..=52);
+//! - [`histogram_record`]: the one-line text form of histograms that the
+//!   interop suite's generators and the golden tests share;
 //! - [`gofloat`]: Go's float syntax and formatting, which Prometheus' text
 //!   formats, JSON and tools are written in;
 //! - [`units`]: Prometheus' durations and byte sizes;
@@ -21,8 +25,10 @@ pub mod cache;
 pub mod gofloat;
 pub mod histogram;
 pub mod histogram_ops;
+pub mod histogram_record;
 pub mod labels;
 pub mod matcher;
+pub mod resolution;
 pub mod sample;
 pub mod units;
 

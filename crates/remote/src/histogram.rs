@@ -16,10 +16,7 @@
 //! -53, bucket layouts, counts — is the head's `Validate`
 //! ([`HistogramValue::validate`]).
 
-use ferrite_model::histogram::{
-    HistogramErrorKind, EXPONENTIAL_SCHEMA_MAX, EXPONENTIAL_SCHEMA_MAX_RESERVED,
-    EXPONENTIAL_SCHEMA_MIN_RESERVED,
-};
+use ferrite_model::resolution::ReduceResolution;
 use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};
 
 use crate::proto::{v1, v2};
@@ -61,58 +58,15 @@ impl HistogramValue {
 
     /// What Prometheus' receiver does before appending: a schema of the
     /// reserved exponential range above 8 (9..=52) is reduced to 8, merging
-    /// buckets. Fails (Prometheus' texts) where the spans do not fit the
-    /// buckets in a way the merge notices: a later span with a negative
-    /// offset, or fewer or more buckets than the spans need.
+    /// buckets, the histogram keeping its kind. Fails (Prometheus' texts)
+    /// where the spans do not fit the buckets in a way the merge notices: a
+    /// later span with a negative offset, or fewer or more buckets than the
+    /// spans need.
     pub fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
-        let schema = self.schema();
-        if !(EXPONENTIAL_SCHEMA_MIN_RESERVED..=EXPONENTIAL_SCHEMA_MAX_RESERVED).contains(&schema)
-            || schema <= EXPONENTIAL_SCHEMA_MAX
-        {
-            return Ok(());
-        }
-        let target = EXPONENTIAL_SCHEMA_MAX;
         match self {
-            HistogramValue::Int(h) => {
-                let (ps, pb) = reduce_buckets(
-                    &h.positive_spans,
-                    &h.positive_buckets,
-                    schema,
-                    target,
-                    Deltas,
-                )?;
-                let (ns, nb) = reduce_buckets(
-                    &h.negative_spans,
-                    &h.negative_buckets,
-                    schema,
-                    target,
-                    Deltas,
-                )?;
-                (h.positive_spans, h.positive_buckets) = (ps, pb);
-                (h.negative_spans, h.negative_buckets) = (ns, nb);
-                h.schema = target;
-            }
-            HistogramValue::Float(h) => {
-                let (ps, pb) = reduce_buckets(
-                    &h.positive_spans,
-                    &h.positive_buckets,
-                    schema,
-                    target,
-                    Absolute,
-                )?;
-                let (ns, nb) = reduce_buckets(
-                    &h.negative_spans,
-                    &h.negative_buckets,
-                    schema,
-                    target,
-                    Absolute,
-                )?;
-                (h.positive_spans, h.positive_buckets) = (ps, pb);
-                (h.negative_spans, h.negative_buckets) = (ns, nb);
-                h.schema = target;
-            }
+            HistogramValue::Int(h) => h.reduce_reserved_schema(),
+            HistogramValue::Float(h) => h.reduce_reserved_schema(),
         }
-        Ok(())
     }
 
     /// The memory the histogram takes (its struct and vectors), for a
@@ -134,152 +88,6 @@ impl HistogramValue {
                 }
             }
     }
-}
-
-/// How bucket counts are held while merging.
-trait Counts: Copy {
-    type C: Copy;
-    /// The absolute count of a bucket given the previous bucket's absolute
-    /// count and this bucket's stored value.
-    fn absolute(self, previous: Self::C, stored: Self::C) -> Self::C;
-    /// The stored value of a bucket of absolute count `abs` after one of
-    /// absolute count `previous`.
-    fn stored(self, previous: Self::C, abs: Self::C) -> Self::C;
-    fn add(self, a: Self::C, b: Self::C) -> Self::C;
-    fn zero(self) -> Self::C;
-}
-
-/// Integer histograms: deltas, wrapping as Go's `int64` does.
-#[derive(Clone, Copy)]
-struct Deltas;
-
-impl Counts for Deltas {
-    type C = i64;
-    fn absolute(self, previous: i64, stored: i64) -> i64 {
-        previous.wrapping_add(stored)
-    }
-    fn stored(self, previous: i64, abs: i64) -> i64 {
-        abs.wrapping_sub(previous)
-    }
-    fn add(self, a: i64, b: i64) -> i64 {
-        a.wrapping_add(b)
-    }
-    fn zero(self) -> i64 {
-        0
-    }
-}
-
-/// Float histograms: absolute counts.
-#[derive(Clone, Copy)]
-struct Absolute;
-
-impl Counts for Absolute {
-    type C = f64;
-    fn absolute(self, _previous: f64, stored: f64) -> f64 {
-        stored
-    }
-    fn stored(self, _previous: f64, abs: f64) -> f64 {
-        abs
-    }
-    fn add(self, a: f64, b: f64) -> f64 {
-        a + b
-    }
-    fn zero(self) -> f64 {
-        0.0
-    }
-}
-
-fn layout_error(kind: HistogramErrorKind, detail: String) -> HistogramError {
-    HistogramError {
-        kind,
-        message: format!("{detail}: {}", kind.text()),
-    }
-}
-
-/// One side's buckets merged from schema `from` to the lower `to`
-/// (Prometheus' `reduceResolution`, with its errors and its int32
-/// index arithmetic). Buckets land in target index
-/// `((idx - 1) >> (from - to)) + 1`; a bucket whose target index is below
-/// the previous one's (possible only when indexes wrap) is dropped, as in
-/// Prometheus.
-fn reduce_buckets<K: Counts>(
-    spans: &[Span],
-    buckets: &[K::C],
-    from: i32,
-    to: i32,
-    k: K,
-) -> Result<(Vec<Span>, Vec<K::C>), HistogramError> {
-    let shift = (from - to) as u32;
-    let mut out_spans: Vec<Span> = Vec::new();
-    let mut out: Vec<K::C> = Vec::with_capacity(buckets.len());
-    let mut idx: i32 = 0;
-    let mut pos = 0usize;
-    // Absolute counts of the last origin bucket and the last target bucket.
-    let (mut last_abs, mut last_target_abs) = (k.zero(), k.zero());
-    let mut last_target_idx: i32 = 0;
-    for (n, span) in spans.iter().enumerate() {
-        if n > 0 && span.offset < 0 {
-            return Err(layout_error(
-                HistogramErrorKind::SpanNegativeOffset,
-                format!("span number {} with offset {}", n + 1, span.offset),
-            ));
-        }
-        idx = idx.wrapping_add(span.offset);
-        for _ in 0..span.length {
-            let Some(&stored) = buckets.get(pos) else {
-                return Err(layout_error(
-                    HistogramErrorKind::SpansBucketsMismatch,
-                    format!("have {} buckets but spans need more", buckets.len()),
-                ));
-            };
-            let abs = k.absolute(last_abs, stored);
-            // Go's `>>` of an int32 by 32 or more fills with the sign.
-            let below = idx.wrapping_sub(1);
-            let shifted = below
-                .checked_shr(shift)
-                .unwrap_or(if below < 0 { -1 } else { 0 });
-            let target = shifted.wrapping_add(1);
-            if out_spans.is_empty() {
-                out_spans.push(Span {
-                    offset: target,
-                    length: 1,
-                });
-                out.push(abs);
-                last_target_idx = target;
-                last_target_abs = abs;
-            } else if target == last_target_idx {
-                if let Some(last) = out.last_mut() {
-                    *last = k.add(*last, abs);
-                }
-                last_target_abs = k.add(last_target_abs, abs);
-            } else if target == last_target_idx.wrapping_add(1) {
-                if let Some(s) = out_spans.last_mut() {
-                    s.length += 1;
-                }
-                out.push(k.stored(last_target_abs, abs));
-                last_target_idx = target;
-                last_target_abs = abs;
-            } else if last_target_idx.wrapping_add(1) < target {
-                out_spans.push(Span {
-                    offset: target.wrapping_sub(last_target_idx).wrapping_sub(1),
-                    length: 1,
-                });
-                out.push(k.stored(last_target_abs, abs));
-                last_target_idx = target;
-                last_target_abs = abs;
-            }
-            last_abs = abs;
-            idx = idx.wrapping_add(1);
-            pos += 1;
-        }
-    }
-    if pos != buckets.len() {
-        return Err(layout_error(
-            HistogramErrorKind::SpansBucketsMismatch,
-            format!("spans need {pos} buckets, have {} buckets", buckets.len()),
-        ));
-    }
-    Ok((out_spans, out))
 }
 
 /// Go's `histogram.CounterResetHint(h.ResetHint)`: the four hints;
@@ -537,68 +345,31 @@ mod tests {
         assert_eq!(from_v1(&m).value, HistogramValue::Float(f));
     }
 
+    /// The receiver's reduction keeps each kind (the merging itself is
+    /// ferrite-model's, checked against Prometheus there).
     #[test]
-    fn reserved_schemas_are_reduced_to_8() {
-        // Schema 10 to 8: index i goes to ((i - 1) >> 2) + 1, so 1..=4
-        // merge into 1 and 5 goes to 2.
-        let mut v = HistogramValue::Int(Histogram {
-            schema: 10,
-            count: 15,
-            positive_spans: sp(&[(1, 5)]),
-            positive_buckets: vec![1, 1, 1, 1, 1], // 1 2 3 4 5
-            ..Default::default()
-        });
-        v.reduce_reserved_schema().unwrap();
-        let HistogramValue::Int(h) = &v else {
-            unreachable!()
-        };
-        assert_eq!(h.schema, 8);
-        assert_eq!(h.positive_spans, sp(&[(1, 2)]));
-        // Absolute 10 then 5: deltas 10, -5.
-        assert_eq!(h.positive_buckets, [10, -5]);
-        assert!(v.validate().is_ok());
-
-        let mut f = HistogramValue::Float(FloatHistogram {
-            schema: 52,
-            count: 3.0,
-            negative_spans: sp(&[(-3, 1), (100, 1)]),
-            negative_buckets: vec![1.0, 2.0],
-            ..Default::default()
-        });
-        f.reduce_reserved_schema().unwrap();
-        let HistogramValue::Float(h) = &f else {
-            unreachable!()
-        };
-        assert_eq!(h.schema, 8);
-        // -3 -> (-4 >> 44) + 1 = 0; 98 -> (97 >> 44) + 1 = 1.
-        assert_eq!(h.negative_spans, sp(&[(0, 2)]));
-        assert_eq!(h.negative_buckets, [1.0, 2.0]);
-
-        // 8 and below, 53 and above, -53: untouched.
-        for schema in [8, -4, -9, 53, -53, 100] {
-            let mut v = HistogramValue::Int(Histogram {
-                schema,
-                positive_spans: sp(&[(0, 1), (-1, 1)]),
-                ..Default::default()
-            });
-            let before = v.clone();
-            v.reduce_reserved_schema().unwrap();
-            assert_eq!(v, before);
-        }
-    }
-
-    #[test]
-    fn reduction_errors_are_prometheus_texts() {
-        let mut v = HistogramValue::Int(Histogram {
-            schema: 9,
-            positive_spans: sp(&[(0, 1), (-1, 1)]),
+    fn reserved_schemas_are_reduced_to_8_keeping_the_kind() {
+        let int = Histogram {
+            schema: 12,
+            count: 3,
+            positive_spans: sp(&[(1, 2)]),
             positive_buckets: vec![1, 1],
             ..Default::default()
-        });
-        assert_eq!(
-            v.reduce_reserved_schema().unwrap_err().message,
-            "span number 2 with offset -1: histogram has a span whose offset is negative"
-        );
+        };
+        let mut v = HistogramValue::Int(int.clone());
+        v.reduce_reserved_schema().unwrap();
+        let HistogramValue::Int(h) = &v else {
+            panic!("int expected")
+        };
+        assert_eq!((h.schema, &h.positive_buckets[..]), (8, &[3][..]));
+
+        let mut v = HistogramValue::Float(int.to_float());
+        v.reduce_reserved_schema().unwrap();
+        let HistogramValue::Float(h) = &v else {
+            panic!("float expected")
+        };
+        assert_eq!((h.schema, &h.positive_buckets[..]), (8, &[3.0][..]));
+
         let mut v = HistogramValue::Int(Histogram {
             schema: 9,
             positive_spans: sp(&[(0, 3)]),
@@ -608,16 +379,6 @@ mod tests {
         assert_eq!(
             v.reduce_reserved_schema().unwrap_err().message,
             "have 2 buckets but spans need more: histogram spans specify different number of buckets than provided"
-        );
-        let mut v = HistogramValue::Float(FloatHistogram {
-            schema: 9,
-            negative_spans: sp(&[(0, 1)]),
-            negative_buckets: vec![1.0, 1.0],
-            ..Default::default()
-        });
-        assert_eq!(
-            v.reduce_reserved_schema().unwrap_err().message,
-            "spans need 1 buckets, have 2 buckets: histogram spans specify different number of buckets than provided"
         );
     }
 }

@@ -24,8 +24,7 @@
 //!
 //! Data Ferrite cannot store is never skipped or repaired away, since the
 //! next checkpoint and truncation would lose it for good: record types it
-//! does not know (from a newer writer), histograms of schemas 9-52 (which
-//! Prometheus reduces to 8 on replay) and head chunks of unknown encodings
+//! does not know (from a newer writer) and head chunks of unknown encodings
 //! stop the open with [`crate::error::Unsupported`] before anything is
 //! changed (head chunk files are checked before any is cut). Every record
 //! type and chunk encoding of Prometheus v3.16 is read, out-of-order chunks
@@ -50,6 +49,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
+use ferrite_model::resolution::ReduceResolution;
+use ferrite_model::HistogramError;
 use ferrite_wal::checkpoint::{read_min_valid_time, replay_sources};
 use ferrite_wal::record::{self, RecordType, RefSample};
 use ferrite_wal::{
@@ -363,39 +364,33 @@ impl Decoder<'_> {
             // Native histograms (start timestamps, in v2 records, are not
             // stored: histogram chunks hold none). They are applied in WAL
             // order after the float samples before them.
-            typ @ (RecordType::HistogramSamples
+            RecordType::HistogramSamples
             | RecordType::CustomBucketsHistogramSamples
-            | RecordType::HistogramSamplesV2) => {
+            | RecordType::HistogramSamplesV2 => {
                 record::decode_histogram_samples(rec, &mut s.histograms)?;
                 let kept = keep_histograms(
                     &mut s.histograms,
                     |h| (h.series_ref, h.t, h.h.schema),
+                    |h| h.h.reduce_reserved_schema(),
                     self.skip_until,
                     out,
-                )
-                .map_err(|series_ref| RecordFailure::Unsupported {
-                    type_byte: typ.as_u8(),
-                    series_ref: Some(series_ref),
-                })?;
+                )?;
                 if !kept.is_empty() {
                     self.flush(out, samples);
                     out.events.push(Event::Histograms(kept));
                 }
             }
-            typ @ (RecordType::FloatHistogramSamples
+            RecordType::FloatHistogramSamples
             | RecordType::CustomBucketsFloatHistogramSamples
-            | RecordType::FloatHistogramSamplesV2) => {
+            | RecordType::FloatHistogramSamplesV2 => {
                 record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
                 let kept = keep_histograms(
                     &mut s.float_histograms,
                     |h| (h.series_ref, h.t, h.h.schema),
+                    |h| h.h.reduce_reserved_schema(),
                     self.skip_until,
                     out,
-                )
-                .map_err(|series_ref| RecordFailure::Unsupported {
-                    type_byte: typ.as_u8(),
-                    series_ref: Some(series_ref),
-                })?;
+                )?;
                 if !kept.is_empty() {
                     self.flush(out, samples);
                     out.events.push(Event::FloatHistograms(kept));
@@ -420,28 +415,35 @@ impl Decoder<'_> {
 }
 
 /// The histogram samples of a decoded record that replay applies, taken
-/// out of `decoded`: those of schemas Prometheus' decoder drops are
-/// skipped (and counted), those already in m-mapped head chunks (or
-/// before the min valid time) dropped. A schema Prometheus reduces to 8
-/// (9 to 52, from a newer writer) is refused with the series' ref: Ferrite
-/// does not reduce resolution yet, and skipping it would lose it.
+/// out of `decoded`, as Prometheus v3.16's WAL decoder and replay have
+/// them: those of schemas it does not know are skipped (and counted),
+/// those of the schemas it reserves for finer resolution (9..=52, from a
+/// newer writer) reduced to schema 8 (`reduce`), those already in
+/// m-mapped head chunks (or before the min valid time) dropped. A
+/// histogram whose layout the reduction refuses makes the record
+/// undecodable, as in Prometheus.
 fn keep_histograms<S>(
     decoded: &mut Vec<S>,
     ref_t_schema: impl Fn(&S) -> (u64, i64, i32),
+    reduce: impl Fn(&mut S) -> Result<(), HistogramError>,
     skip_until: &RefTable<i64>,
     out: &mut DecodedRange,
-) -> Result<Vec<S>, u64> {
-    use ferrite_model::histogram::{is_known_schema, EXPONENTIAL_SCHEMA_MAX};
+) -> Result<Vec<S>, Undecodable> {
+    use ferrite_model::histogram::is_known_schema;
     let mut unknown = 0u64;
     let mut in_mmapped = 0u64;
     let mut kept = Vec::with_capacity(decoded.len());
-    for s in decoded.drain(..) {
+    for (n, mut s) in decoded.drain(..).enumerate() {
         let (series_ref, t, schema) = ref_t_schema(&s);
         if !is_known_schema(schema) {
             unknown += 1;
-        } else if schema > EXPONENTIAL_SCHEMA_MAX {
-            return Err(series_ref);
-        } else if t <= skip_until.get(series_ref) {
+            continue;
+        }
+        reduce(&mut s).map_err(|source| Undecodable::Reduction {
+            number: n + 1 - unknown as usize,
+            source,
+        })?;
+        if t <= skip_until.get(series_ref) {
             in_mmapped += 1;
         } else {
             kept.push(s);
@@ -452,10 +454,24 @@ fn keep_histograms<S>(
     Ok(kept)
 }
 
+/// Why a record with a valid checksum does not decode.
+#[derive(Debug, thiserror::Error)]
+enum Undecodable {
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    /// Prometheus' decoder's words.
+    #[error("error reducing resolution of histogram #{number}: {source}")]
+    Reduction {
+        number: usize,
+        #[source]
+        source: HistogramError,
+    },
+}
+
 /// Why one WAL record could not be replayed.
 enum RecordFailure {
     /// It does not decode: damage, repaired like a bad checksum.
-    Corrupt(record::RecordError),
+    Corrupt(Undecodable),
     /// A kind Ferrite cannot store yet: the open stops, nothing repaired.
     Unsupported {
         type_byte: u8,
@@ -465,6 +481,12 @@ enum RecordFailure {
 
 impl From<record::RecordError> for RecordFailure {
     fn from(e: record::RecordError) -> Self {
+        RecordFailure::Corrupt(e.into())
+    }
+}
+
+impl From<Undecodable> for RecordFailure {
+    fn from(e: Undecodable) -> Self {
         RecordFailure::Corrupt(e)
     }
 }

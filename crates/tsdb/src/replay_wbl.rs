@@ -18,6 +18,7 @@
 
 use std::path::Path;
 
+use ferrite_model::resolution::ReduceResolution;
 use ferrite_wal::record::{self, RecordType, RefMmapMarker};
 use ferrite_wal::{list_segments, repair, Corruption, RecordReader, WalError};
 use tracing::{error, warn};
@@ -186,13 +187,31 @@ fn unsupported_kind(rec: &[u8]) -> Option<UnsupportedKind> {
 
 /// Why one WBL record could not be applied.
 enum RecordFailure {
-    Corrupt(record::RecordError),
+    /// It does not decode (the reason): damage, cut away.
+    Corrupt(String),
     Unsupported(UnsupportedKind),
 }
 
 impl From<record::RecordError> for RecordFailure {
     fn from(e: record::RecordError) -> Self {
-        RecordFailure::Corrupt(e)
+        RecordFailure::Corrupt(e.to_string())
+    }
+}
+
+/// A histogram's schema, whichever its kind.
+trait HasSchema {
+    fn schema(&self) -> i32;
+}
+
+impl HasSchema for ferrite_model::Histogram {
+    fn schema(&self) -> i32 {
+        self.schema
+    }
+}
+
+impl HasSchema for ferrite_model::FloatHistogram {
+    fn schema(&self) -> i32 {
+        self.schema
     }
 }
 
@@ -235,22 +254,22 @@ impl<R: Fn(u64) -> u64> WblApplier<'_, R> {
                     self.insert(x.series_ref, x.t, SampleRef::Float(x.v));
                 }
             }
-            typ @ (RecordType::HistogramSamples
+            RecordType::HistogramSamples
             | RecordType::CustomBucketsHistogramSamples
-            | RecordType::HistogramSamplesV2) => {
+            | RecordType::HistogramSamplesV2 => {
                 record::decode_histogram_samples(rec, &mut s.histograms)?;
-                for x in &s.histograms {
-                    if self.known_schema(x.h.schema, typ)? {
+                for x in s.histograms.iter_mut() {
+                    if self.readable_schema(&mut x.h)? {
                         self.insert(x.series_ref, x.t, SampleRef::Histogram(&x.h));
                     }
                 }
             }
-            typ @ (RecordType::FloatHistogramSamples
+            RecordType::FloatHistogramSamples
             | RecordType::CustomBucketsFloatHistogramSamples
-            | RecordType::FloatHistogramSamplesV2) => {
+            | RecordType::FloatHistogramSamplesV2 => {
                 record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
-                for x in &s.float_histograms {
-                    if self.known_schema(x.h.schema, typ)? {
+                for x in s.float_histograms.iter_mut() {
+                    if self.readable_schema(&mut x.h)? {
                         self.insert(x.series_ref, x.t, SampleRef::FloatHistogram(&x.h));
                     }
                 }
@@ -271,20 +290,19 @@ impl<R: Fn(u64) -> u64> WblApplier<'_, R> {
         Ok(())
     }
 
-    /// Whether a histogram's schema is one replay stores: unknown schemas
-    /// are skipped (as Prometheus' decoder does); schemas 9..52, which
-    /// Prometheus reduces to 8, stop the open.
-    fn known_schema(&mut self, schema: i32, typ: RecordType) -> Result<bool, RecordFailure> {
-        use ferrite_model::histogram::{is_known_schema, EXPONENTIAL_SCHEMA_MAX};
-        if !is_known_schema(schema) {
+    /// Whether replay stores a histogram, as Prometheus' decoder decides:
+    /// unknown schemas are skipped, schemas 9..52 reduced to 8 (a layout
+    /// that cannot be reduced makes the record damage).
+    fn readable_schema<H: ReduceResolution + HasSchema>(
+        &mut self,
+        h: &mut H,
+    ) -> Result<bool, RecordFailure> {
+        if !ferrite_model::histogram::is_known_schema(h.schema()) {
             self.stats.unknown_schema_histograms += 1;
             return Ok(false);
         }
-        if schema > EXPONENTIAL_SCHEMA_MAX {
-            return Err(RecordFailure::Unsupported(UnsupportedKind::WalRecord(
-                typ.as_u8(),
-            )));
-        }
+        h.reduce_reserved_schema()
+            .map_err(|e| RecordFailure::Corrupt(e.to_string()))?;
         Ok(true)
     }
 

@@ -6,6 +6,7 @@
 use std::fs;
 use std::path::Path;
 
+use ferrite_model::resolution::ReduceResolution;
 use ferrite_model::{FloatHistogram, Histogram, Labels, SampleValue, Span};
 use ferrite_tsdb::{Db, DbOptions};
 use ferrite_wal::record::*;
@@ -65,6 +66,22 @@ fn samples_record(r: u64, t: i64, v: f64) -> Vec<u8> {
         }],
     );
     buf
+}
+
+/// A v1 integer histogram record of `(series ref, time, histogram)`s.
+fn int_histogram_record(samples: Vec<(u64, i64, Histogram)>) -> Vec<u8> {
+    let samples: Vec<RefHistogramSample> = samples
+        .into_iter()
+        .map(|(series_ref, t, h)| RefHistogramSample {
+            series_ref,
+            st: 0,
+            t,
+            h,
+        })
+        .collect();
+    let mut rec = Vec::new();
+    encode_histogram_samples(&mut rec, &samples);
+    rec
 }
 
 /// Every sample of every series, by metric name.
@@ -252,5 +269,149 @@ fn appended_histograms_survive_a_restart() {
     db.close().unwrap();
     let db = Db::open(dir, options()).unwrap();
     assert_eq!(contents(&db), before);
+    db.close().unwrap();
+}
+
+/// Histograms of the schemas Prometheus reserves for finer resolution
+/// (9..=52, from a newer writer) replay reduced to schema 8, integer ones
+/// staying integer, from segments (v1 and v2 records) and checkpoints.
+#[test]
+fn histograms_of_finer_schemas_replay_reduced_to_8() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // Schema 10 to 8: index i goes to ((i - 1) >> 2) + 1, so 1..=4 merge
+    // into 1 and 5 goes to 2: absolute 1+2+3+4 = 10, then 5.
+    let int = |i: u64, schema: i32| Histogram {
+        schema,
+        zero_threshold: 0.001,
+        zero_count: i,
+        count: 15 + 3 + i,
+        sum: 2.5,
+        positive_spans: vec![Span {
+            offset: 1,
+            length: 5,
+        }],
+        positive_buckets: vec![1, 1, 1, 1, 1],
+        // Schema 52 to 8: -3 lands in 0, 97 in 1.
+        negative_spans: vec![
+            Span {
+                offset: -3,
+                length: 1,
+            },
+            Span {
+                offset: 100,
+                length: 1,
+            },
+        ],
+        negative_buckets: vec![1, 1],
+        ..Histogram::default()
+    };
+    let reduced = |h: &Histogram| {
+        let mut r = h.clone();
+        r.reduce_reserved_schema().unwrap();
+        r
+    };
+    let sample = |t: i64, h: Histogram| RefHistogramSample {
+        series_ref: 1,
+        st: 0,
+        t,
+        h,
+    };
+    let float_sample = |t: i64, h: FloatHistogram| RefFloatHistogramSample {
+        series_ref: 2,
+        st: 0,
+        t,
+        h,
+    };
+    let in_checkpoint = int_histogram_record(vec![(1, 1000, int(1, 10))]);
+    write_segment(
+        &dir.join("wal/checkpoint.00000000/00000000"),
+        &[series_record(1, "h"), series_record(2, "f"), in_checkpoint],
+    );
+    let v1 = int_histogram_record(vec![(1, 2000, int(2, 52))]);
+    let mut v2 = Vec::new();
+    encode_histogram_samples_v2(&mut v2, &[sample(3000, int(3, 9))]);
+    let mut floats = Vec::new();
+    encode_float_histogram_samples(
+        &mut floats,
+        &[
+            float_sample(1000, int(1, 30).to_float()),
+            float_sample(2000, int(2, 8).to_float()),
+        ],
+    );
+    let mut floats_v2 = Vec::new();
+    encode_float_histogram_samples_v2(&mut floats_v2, &[float_sample(3000, int(3, 11).to_float())]);
+    write_segment(&dir.join("wal/00000001"), &[v1, v2, floats, floats_v2]);
+
+    let db = Db::open(dir, options()).unwrap();
+    assert!(db.replay_stats().corruption.is_none());
+    // Spelled out once, the rest by the reduction checked against
+    // Prometheus in ferrite-model.
+    let first = reduced(&int(1, 10));
+    assert_eq!(first.schema, 8);
+    let spans = |v: &[(i32, u32)]| -> Vec<Span> {
+        v.iter()
+            .map(|&(offset, length)| Span { offset, length })
+            .collect()
+    };
+    assert_eq!(first.positive_spans, spans(&[(1, 2)]));
+    assert_eq!(first.positive_buckets, [10, -5]);
+    // -3 lands in ((-4 >> 2) + 1) = 0, 97 in 25: absolute 1 and 2.
+    assert_eq!(first.negative_spans, spans(&[(0, 1), (24, 1)]));
+    assert_eq!(first.negative_buckets, [1, 1]);
+    // Every sample lacks a bucket the one before has (its layout comes
+    // from another schema): a counter reset, so each starts a chunk and
+    // reads back with an unknown hint.
+    let want_int = vec![
+        (1000, as_read(first, true)),
+        (2000, as_read(reduced(&int(2, 52)), true)),
+        (3000, as_read(reduced(&int(3, 9)), true)),
+    ];
+    let want_float = vec![
+        (1000, float_as_read(&reduced(&int(1, 30)), true)),
+        (2000, float_as_read(&int(2, 8), true)),
+        (3000, float_as_read(&reduced(&int(3, 11)), true)),
+    ];
+    assert_eq!(
+        contents(&db),
+        vec![("f".to_string(), want_float), ("h".to_string(), want_int)]
+    );
+    db.close().unwrap();
+}
+
+/// A histogram of a finer schema whose spans do not fit its buckets cannot
+/// be reduced: Prometheus' decoder fails the record, so it is damage,
+/// repaired with everything before it kept.
+#[test]
+fn a_finer_schema_histogram_that_cannot_be_reduced_is_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let good = int_histogram_record(vec![(1, 1000, histogram(1, 12))]);
+    let mut bad_layout = histogram(2, 12);
+    bad_layout.positive_buckets.pop();
+    let bad = int_histogram_record(vec![(1, 2000, histogram(2, 12)), (1, 3000, bad_layout)]);
+    write_segment(
+        &dir.join("wal/00000000"),
+        &[
+            series_record(1, "h"),
+            good,
+            bad,
+            samples_record(1, 4000, 1.0),
+        ],
+    );
+    let db = Db::open(dir, options()).unwrap();
+    let corruption = db.replay_stats().corruption.clone().expect("damage");
+    assert!(
+        corruption.reason.contains(
+            "error reducing resolution of histogram #2: have 1 buckets but spans need more"
+        ),
+        "{corruption:?}"
+    );
+    let mut first = histogram(1, 12);
+    first.reduce_reserved_schema().unwrap();
+    assert_eq!(
+        contents(&db),
+        vec![("h".to_string(), vec![(1000, as_read(first, true))])]
+    );
     db.close().unwrap();
 }

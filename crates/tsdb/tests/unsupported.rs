@@ -152,43 +152,6 @@ fn open_unsupported(dir: &Path) -> Unsupported {
     }
 }
 
-/// A histogram of a schema Prometheus reduces to 8 when it reads it (9 to
-/// 52, from a newer writer): Ferrite does not reduce resolution yet, and
-/// skipping it would lose it, so the open stops.
-#[test]
-fn histograms_of_reserved_schemas_stop_the_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    fs::create_dir(dir.join("chunks_head")).unwrap();
-    let seg = dir.join("wal/00000000");
-    let mut h = RefHistogramSample {
-        st: 0,
-        series_ref: 2,
-        t: 2000,
-        h: Histogram {
-            count: 1,
-            sum: 1.5,
-            zero_count: 1,
-            ..Histogram::default()
-        },
-    };
-    h.h.schema = 12;
-    let mut rec = Vec::new();
-    encode_histogram_samples(&mut rec, &[h]);
-    write_segment(
-        &seg,
-        &[
-            series_record(2, "h"),
-            samples_record(&[(2, 1000, 1.0)]),
-            rec,
-        ],
-    );
-    let u = open_unsupported(dir);
-    assert_eq!(u.kind, UnsupportedKind::WalRecord(7));
-    assert_eq!(u.file, seg);
-    assert_eq!(u.series_ref, Some(2));
-}
-
 /// A record type newer than v3.16 stops the open.
 #[test]
 fn unknown_record_types_stop_the_open() {

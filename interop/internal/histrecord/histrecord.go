@@ -1,6 +1,8 @@
 // Package histrecord is the text form of a native histogram that the chunk
-// generators (cmd/promhistchunks, cmd/promhiststchunks), the binary
-// cross-check (chunkenc_test.go) and `ferrite debug chunk-encode` share:
+// generators (cmd/promhistchunks, cmd/promhiststchunks), the resolution
+// reduction generator (cmd/promreduce), the binary cross-check
+// (chunkenc_test.go) and Ferrite (ferrite-model's histogram_record: `ferrite
+// debug chunk-encode` and the golden tests) share:
 //
 //	H hint schema zero_threshold count zero_count sum pos_spans neg_spans pos_buckets neg_buckets custom_values
 //	F (the same, counts and buckets as floats)

@@ -72,7 +72,7 @@ func BenchHistogram(i, j int64) *histogram.Histogram {
 		Count:           count,
 		Sum:             float64(count)*0.0371 + float64(j)*0.0001,
 		PositiveSpans:   []histogram.Span{{Offset: int32(-12 + i%5), Length: 10}, {Offset: 3, Length: 6}},
-		PositiveBuckets: deltas(abs[:]),
+		PositiveBuckets: Deltas(abs[:]),
 	}
 }
 

@@ -379,9 +379,9 @@ func expHistogram(i, j int64) *histogram.Histogram {
 		Count:           count,
 		Sum:             float64(j*(i+3)) + 0.25,
 		PositiveSpans:   []histogram.Span{{Offset: -2, Length: 3}, {Offset: 4, Length: 2}},
-		PositiveBuckets: deltas(pos),
+		PositiveBuckets: Deltas(pos),
 		NegativeSpans:   []histogram.Span{{Offset: 1, Length: 2}, {Offset: 2, Length: 1}},
-		NegativeBuckets: deltas(neg),
+		NegativeBuckets: Deltas(neg),
 	}
 }
 
@@ -427,7 +427,7 @@ func nhcbHistogram(i, j int64) *histogram.Histogram {
 		Count:           count,
 		Sum:             float64(j*(i+1)) * 0.5,
 		PositiveSpans:   []histogram.Span{{Offset: 0, Length: uint32(len(abs))}},
-		PositiveBuckets: deltas(abs),
+		PositiveBuckets: Deltas(abs),
 		CustomValues:    nhcbBounds,
 	}
 }
@@ -450,7 +450,9 @@ func nhcbFloatHistogram(i, j int64) *histogram.FloatHistogram {
 	}
 }
 
-func deltas(abs []int64) []int64 {
+// Deltas are absolute integer bucket counts as an integer histogram holds
+// them: the first absolute, each later one the change from the one before.
+func Deltas(abs []int64) []int64 {
 	out := make([]int64, len(abs))
 	prev := int64(0)
 	for k, v := range abs {

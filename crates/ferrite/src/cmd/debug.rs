@@ -9,7 +9,8 @@ use ferrite_chunkenc::{
     AppendOutcome, FloatHistogramChunk, FloatHistogramStChunk, HistogramChunk, HistogramStChunk,
     Xor2Chunk, XorChunk,
 };
-use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
+use ferrite_model::histogram_record;
+use ferrite_model::{FloatHistogram, Histogram};
 
 #[derive(Subcommand)]
 pub enum DebugCommand {
@@ -223,69 +224,12 @@ fn encode_histograms<C: HistogramKind>(lines: &[(usize, &str)]) -> Result<Vec<Ve
     Ok(done.iter().map(C::chunk_bytes).collect())
 }
 
-fn float_bits(s: &str) -> Result<f64> {
-    Ok(f64::from_bits(
-        u64::from_str_radix(s, 16).with_context(|| format!("float bits {s:?}"))?,
-    ))
-}
-
-fn record_list<T>(s: &str, f: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
-    if s == "-" {
-        return Ok(Vec::new());
-    }
-    s.split(',').map(f).collect()
-}
-
-fn record_span(s: &str) -> Result<Span> {
-    let (o, l) = s.split_once(':').context("span offset:length")?;
-    Ok(Span {
-        offset: o.parse().context("span offset")?,
-        length: l.parse().context("span length")?,
-    })
-}
-
-/// The 12 fields of an `H` or `F` record, checked.
-fn record_fields(record: &str, kind: &str) -> Result<Vec<String>> {
-    let f: Vec<String> = record.split(' ').map(str::to_string).collect();
-    if f.len() != 12 || f.first().map(String::as_str) != Some(kind) {
-        bail!("want a {kind} record of 12 fields: {record:?}");
-    }
-    Ok(f)
-}
-
-/// `H hint schema zt count zerocount sum pspans nspans pbuckets nbuckets custom`.
+/// An `H` record (ferrite-model's histogram text form).
 fn parse_int_record(record: &str) -> Result<Histogram> {
-    let f = record_fields(record, "H")?;
-    let int = |s: &str| s.parse::<i64>().with_context(|| format!("integer {s:?}"));
-    Ok(Histogram {
-        counter_reset_hint: CounterResetHint::from_bits(f[1].parse().context("hint")?),
-        schema: f[2].parse().context("schema")?,
-        zero_threshold: float_bits(&f[3])?,
-        count: f[4].parse().context("count")?,
-        zero_count: f[5].parse().context("zero count")?,
-        sum: float_bits(&f[6])?,
-        positive_spans: record_list(&f[7], record_span)?,
-        negative_spans: record_list(&f[8], record_span)?,
-        positive_buckets: record_list(&f[9], int)?,
-        negative_buckets: record_list(&f[10], int)?,
-        custom_values: record_list(&f[11], float_bits)?,
-    })
+    Ok(histogram_record::parse_int_record(record)?)
 }
 
-/// An `F` record: the fields of an `H` record with float counts.
+/// An `F` record.
 fn parse_float_record(record: &str) -> Result<FloatHistogram> {
-    let f = record_fields(record, "F")?;
-    Ok(FloatHistogram {
-        counter_reset_hint: CounterResetHint::from_bits(f[1].parse().context("hint")?),
-        schema: f[2].parse().context("schema")?,
-        zero_threshold: float_bits(&f[3])?,
-        count: float_bits(&f[4])?,
-        zero_count: float_bits(&f[5])?,
-        sum: float_bits(&f[6])?,
-        positive_spans: record_list(&f[7], record_span)?,
-        negative_spans: record_list(&f[8], record_span)?,
-        positive_buckets: record_list(&f[9], float_bits)?,
-        negative_buckets: record_list(&f[10], float_bits)?,
-        custom_values: record_list(&f[11], float_bits)?,
-    })
+    Ok(histogram_record::parse_float_record(record)?)
 }

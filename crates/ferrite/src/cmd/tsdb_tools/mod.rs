@@ -36,10 +36,11 @@ use ferrite_model::Matcher;
 use ferrite_tsdb::block::{Block, BlockError};
 use ferrite_tsdb::{Db, QuerySeries};
 
+use ferrite_chunkenc::Encoding;
 use ferrite_model::gofloat::format_g;
 use ferrite_model::units::format_base2_bytes;
 use ferrite_server::selector::parse_selector;
-use ferrite_tsdb::sample::SampleRef;
+use ferrite_tsdb::sample::{ChunkDecoder, SampleRef};
 use format::{go_duration, go_utc_time, labels_string, tabwrite};
 
 /// `tsdb list`: the blocks of DIR as promtool's table.
@@ -371,45 +372,118 @@ pub fn analyze(
     print_out(&out)
 }
 
-/// `analyze --extended`: histograms of samples and bytes per chunk.
+/// `analyze --extended`: promtool's compaction analysis, histograms of
+/// samples and bytes per float chunk and of samples, bytes and buckets per
+/// native histogram chunk.
 fn compaction_analysis(block: &Block, refs: &[u64], out: &mut String) -> Result<()> {
-    let mut samples = Vec::new();
-    let mut sizes = Vec::new();
-    let mut chunks = Vec::new();
-    for &r in refs {
-        let ls = block.series(r, &mut chunks)?;
-        for c in &chunks {
-            let data = match block.chunk(c.chunk_ref) {
-                Ok(d) => d,
-                Err(e @ BlockError::UnsupportedEncoding { .. }) => {
-                    bail!(
-                        "series {}: {e} (the extended analysis reads float chunks only)",
-                        labels_string(&ls)
-                    )
-                }
-                Err(e) => return Err(e.into()),
-            };
-            // An XOR chunk starts with its sample count (big-endian u16).
-            let n = match data {
-                [a, b, ..] => i64::from(u16::from_be_bytes([*a, *b])),
-                _ => 0,
-            };
-            samples.push(n);
-            sizes.push(data.len() as i64);
-        }
-    }
-    let total = samples.len() as i64;
+    let stats = ChunkStats::of(block, refs)?;
+    let ChunkStats {
+        mut float_samples,
+        mut float_bytes,
+        mut histogram_samples,
+        mut histogram_bytes,
+        mut histogram_buckets,
+        total,
+    } = stats;
     out.push_str("\nCompaction analysis:\n\n");
-    histogram(out, "samples per float chunk", &mut samples, total);
-    histogram(out, "bytes per float chunk", &mut sizes, total);
-    for kind in [
+    histogram(out, "samples per float chunk", &mut float_samples, total);
+    histogram(out, "bytes per float chunk", &mut float_bytes, total);
+    histogram(
+        out,
         "samples per histogram chunk",
+        &mut histogram_samples,
+        total,
+    );
+    histogram(
+        out,
         "bytes per histogram chunk",
+        &mut histogram_bytes,
+        total,
+    );
+    histogram(
+        out,
         "buckets per histogram chunk",
-    ] {
-        histogram(out, kind, &mut Vec::new(), total);
-    }
+        &mut histogram_buckets,
+        total,
+    );
     Ok(())
+}
+
+/// What promtool's compaction analysis gathers per chunk of the selected
+/// series: float chunks (XOR, XOR2) by their samples and bytes, native
+/// histogram chunks (integer and float, with or without start timestamps)
+/// by their samples, bytes and buckets (the positive and negative buckets
+/// of every sample, as decoded, added up). `total` counts every chunk,
+/// those of other encodings too.
+#[derive(Debug, Default, PartialEq)]
+struct ChunkStats {
+    float_samples: Vec<i64>,
+    float_bytes: Vec<i64>,
+    histogram_samples: Vec<i64>,
+    histogram_bytes: Vec<i64>,
+    histogram_buckets: Vec<i64>,
+    total: i64,
+}
+
+impl ChunkStats {
+    fn of(block: &Block, refs: &[u64]) -> Result<ChunkStats> {
+        let mut stats = ChunkStats::default();
+        let mut decoder = ChunkDecoder::new();
+        let mut chunks = Vec::new();
+        for &r in refs {
+            let ls = block.series(r, &mut chunks)?;
+            for c in &chunks {
+                let (encoding, data) = block.chunk_of_any_encoding(c.chunk_ref)?;
+                stats.total += 1;
+                match Encoding::valid(encoding) {
+                    Some(Encoding::Xor | Encoding::Xor2) => {
+                        // Both start with their sample count (big-endian u16).
+                        let n = match data {
+                            [a, b, ..] => i64::from(u16::from_be_bytes([*a, *b])),
+                            _ => 0,
+                        };
+                        stats.float_samples.push(n);
+                        stats.float_bytes.push(data.len() as i64);
+                    }
+                    Some(
+                        Encoding::Histogram
+                        | Encoding::HistogramSt
+                        | Encoding::FloatHistogram
+                        | Encoding::FloatHistogramSt,
+                    ) => {
+                        let (samples, buckets) =
+                            histogram_chunk_counts(&mut decoder, encoding, data)
+                                .with_context(|| format!("series {}", labels_string(&ls)))?;
+                        stats.histogram_samples.push(samples);
+                        stats.histogram_bytes.push(data.len() as i64);
+                        stats.histogram_buckets.push(buckets);
+                    }
+                    Some(Encoding::None) | None => {}
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// The samples of a native histogram chunk and their positive and negative
+/// buckets added up.
+fn histogram_chunk_counts(
+    decoder: &mut ChunkDecoder,
+    encoding: u8,
+    data: &[u8],
+) -> Result<(i64, i64)> {
+    let (mut samples, mut buckets) = (0i64, 0i64);
+    decoder.for_each(encoding, data, |_, v| {
+        samples += 1;
+        buckets += match v {
+            SampleRef::Histogram(h) => h.positive_buckets.len() + h.negative_buckets.len(),
+            SampleRef::FloatHistogram(h) => h.positive_buckets.len() + h.negative_buckets.len(),
+            SampleRef::Float(_) => 0,
+        } as i64;
+        true
+    })?;
+    Ok((samples, buckets))
 }
 
 /// promtool's text histogram: min/avg/max, then buckets of a power-of-ten
@@ -689,6 +763,86 @@ mod tests {
              [11, 20]: 0 \n\
              \n"
         );
+    }
+
+    /// The extended analysis of a block holding floats, integer and float
+    /// native histograms: every chunk counted by kind, histogram chunks by
+    /// their samples, bytes and buckets.
+    #[test]
+    fn compaction_analysis_counts_histogram_chunks() {
+        use ferrite_model::{Histogram, Span};
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path(), crate::cmd::tsdb::tool_options()).unwrap();
+        let floats = Labels::from_pairs(&[("__name__", "f")]);
+        let ints = Labels::from_pairs(&[("__name__", "h")]);
+        let float_hists = Labels::from_pairs(&[("__name__", "fh")]);
+        // Four buckets (three positive, one negative) a sample.
+        let h = |i: u64| Histogram {
+            schema: 1,
+            zero_threshold: 0.001,
+            count: 4 * i,
+            sum: i as f64,
+            positive_spans: vec![Span {
+                offset: 0,
+                length: 3,
+            }],
+            positive_buckets: vec![i as i64, 0, 0],
+            negative_spans: vec![Span {
+                offset: 2,
+                length: 1,
+            }],
+            negative_buckets: vec![i as i64],
+            ..Histogram::default()
+        };
+        for i in 0..150u64 {
+            let t = i as i64 * 15_000;
+            let mut app = db.appender();
+            app.append(&floats, t, i as f64).unwrap();
+            if i < 130 {
+                app.append_histogram(&ints, t, h(i + 1)).unwrap();
+            }
+            if i < 50 {
+                app.append_float_histogram(&float_hists, t, h(i + 1).to_float())
+                    .unwrap();
+            }
+            app.commit().unwrap();
+        }
+        db.compact_head_fully().unwrap();
+        let block = db.blocks().into_iter().next().unwrap();
+        let refs = block.postings(&[]).unwrap();
+        let stats = ChunkStats::of(&block, &refs).unwrap();
+        assert_eq!(stats.float_samples.iter().sum::<i64>(), 150);
+        assert_eq!(stats.histogram_samples.iter().sum::<i64>(), 130 + 50);
+        assert_eq!(stats.histogram_buckets.iter().sum::<i64>(), 4 * 180);
+        for (samples, buckets) in stats.histogram_samples.iter().zip(&stats.histogram_buckets) {
+            assert_eq!(*buckets, 4 * samples);
+        }
+        assert_eq!(
+            stats.total as usize,
+            stats.float_samples.len() + stats.histogram_samples.len()
+        );
+        assert!(stats.histogram_bytes.iter().all(|&b| b > 0));
+
+        let mut out = String::new();
+        compaction_analysis(&block, &refs, &mut out).unwrap();
+        assert!(!out.contains("N/A"), "{out}");
+        let min_avg_max = |what: &str| {
+            out.lines()
+                .find_map(|l| l.strip_prefix(&format!("{what} (min/avg/max): ")))
+                .map(str::to_string)
+        };
+        let (n, total) = (stats.histogram_samples.len() as i64, 180i64);
+        let avg = total / n;
+        assert!(
+            min_avg_max("samples per histogram chunk")
+                .is_some_and(|s| s.contains(&format!("/{avg}/"))),
+            "{out}"
+        );
+        assert!(
+            min_avg_max("buckets per histogram chunk").is_some(),
+            "{out}"
+        );
+        db.close().unwrap();
     }
 
     #[test]
