@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use promql_parser::parser::{AggregateExpr, Call, Expr};
+use crate::parser::{AggregateExpr, Call, Expr};
 
 use crate::lexical::{is_ident_start, skip_ident, skip_string, skip_ws};
 use ferrite_model::gofloat::{format_g, format_g_prec};
@@ -510,7 +510,7 @@ fn node_starts(q: &str, root: &Expr) -> HashMap<usize, usize> {
 fn collect_nodes(e: &Expr, out: &mut Vec<(usize, String, bool)>) {
     match e {
         Expr::Aggregate(a) => {
-            out.push((agg_key(a), a.op.to_string(), true));
+            out.push((agg_key(a), a.op.name().to_string(), true));
             if let Some(p) = &a.param {
                 collect_nodes(p, out);
             }
@@ -518,7 +518,7 @@ fn collect_nodes(e: &Expr, out: &mut Vec<(usize, String, bool)>) {
         }
         Expr::Call(c) => {
             out.push((call_key(c), c.func.name.to_string(), false));
-            for a in &c.args.args {
+            for a in &c.args {
                 collect_nodes(a, out);
             }
         }
@@ -531,65 +531,6 @@ fn collect_nodes(e: &Expr, out: &mut Vec<(usize, String, bool)>) {
         Expr::Subquery(s) => collect_nodes(&s.expr, out),
         _ => {}
     }
-}
-
-/// Decodes a PromQL string literal (quotes included) to bytes as Go's
-/// `strconv.Unquote` does: `\x` and octal escapes are raw bytes, so the
-/// result need not be UTF-8 (which `promql-parser` cannot express).
-pub(crate) fn go_unquote_bytes(lit: &str) -> Option<Vec<u8>> {
-    let b = lit.as_bytes();
-    let q = *b.first()?;
-    if b.len() < 2 || b[b.len() - 1] != q {
-        return None;
-    }
-    let inner = &b[1..b.len() - 1];
-    if q == b'`' {
-        return Some(inner.to_vec());
-    }
-    let mut out = Vec::with_capacity(inner.len());
-    let mut i = 0;
-    let hex = |s: &[u8]| -> Option<u32> {
-        let s = std::str::from_utf8(s).ok()?;
-        u32::from_str_radix(s, 16).ok()
-    };
-    while i < inner.len() {
-        if inner[i] != b'\\' {
-            out.push(inner[i]);
-            i += 1;
-            continue;
-        }
-        let c = *inner.get(i + 1)?;
-        i += 2;
-        match c {
-            b'a' => out.push(0x07),
-            b'b' => out.push(0x08),
-            b'f' => out.push(0x0c),
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'v' => out.push(0x0b),
-            b'\\' | b'\'' | b'"' => out.push(c),
-            b'x' => {
-                out.push(hex(inner.get(i..i + 2)?)? as u8);
-                i += 2;
-            }
-            b'u' | b'U' => {
-                let n = if c == b'u' { 4 } else { 8 };
-                let ch = char::from_u32(hex(inner.get(i..i + n)?)?)?;
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                i += n;
-            }
-            b'0'..=b'7' => {
-                let s = std::str::from_utf8(inner.get(i - 1..i + 2)?).ok()?;
-                let v = u32::from_str_radix(s, 8).ok()?;
-                out.push(u8::try_from(v).ok()?);
-                i += 2;
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
 }
 
 #[cfg(test)]
@@ -633,18 +574,6 @@ mod tests {
             panic!()
         };
         assert_eq!(sm.call(abs), Some(14));
-    }
-
-    #[test]
-    fn go_unquoting() {
-        assert_eq!(go_unquote_bytes(r#""\xff""#), Some(vec![0xff]));
-        assert_eq!(go_unquote_bytes(r#""\377a""#), Some(vec![0xff, b'a']));
-        assert_eq!(
-            go_unquote_bytes(r#"'\u00ff'"#),
-            Some("ÿ".as_bytes().to_vec())
-        );
-        assert_eq!(go_unquote_bytes(r"`\x`"), Some(br"\x".to_vec()));
-        assert_eq!(go_unquote_bytes(r#""\q""#), None);
     }
 
     #[test]

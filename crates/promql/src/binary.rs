@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
+use crate::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 
 use crate::annotations::{Annotations, HistOp, Note};
 use crate::engine::{Ev, Evaluator, Hist, Samp};
@@ -17,85 +17,8 @@ use crate::storage::{Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::FloatHistogram;
 
-/// Binary operators, by their PromQL spelling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    Pow,
-    Atan2,
-    Eq,
-    Ne,
-    Gt,
-    Lt,
-    Ge,
-    Le,
-    And,
-    Or,
-    Unless,
-}
-
-impl Op {
-    /// The operator as PromQL spells it.
-    pub fn text(self) -> &'static str {
-        match self {
-            Op::Add => "+",
-            Op::Sub => "-",
-            Op::Mul => "*",
-            Op::Div => "/",
-            Op::Mod => "%",
-            Op::Pow => "^",
-            Op::Atan2 => "atan2",
-            Op::Eq => "==",
-            Op::Ne => "!=",
-            Op::Gt => ">",
-            Op::Lt => "<",
-            Op::Ge => ">=",
-            Op::Le => "<=",
-            Op::And => "and",
-            Op::Or => "or",
-            Op::Unless => "unless",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Op> {
-        Some(match s {
-            "+" => Op::Add,
-            "-" => Op::Sub,
-            "*" => Op::Mul,
-            "/" => Op::Div,
-            "%" => Op::Mod,
-            "^" => Op::Pow,
-            "atan2" => Op::Atan2,
-            "==" => Op::Eq,
-            "!=" => Op::Ne,
-            ">" => Op::Gt,
-            "<" => Op::Lt,
-            ">=" => Op::Ge,
-            "<=" => Op::Le,
-            "and" => Op::And,
-            "or" => Op::Or,
-            "unless" => Op::Unless,
-            _ => return None,
-        })
-    }
-
-    pub fn is_comparison(self) -> bool {
-        matches!(self, Op::Eq | Op::Ne | Op::Gt | Op::Lt | Op::Ge | Op::Le)
-    }
-
-    pub fn is_set(self) -> bool {
-        matches!(self, Op::And | Op::Or | Op::Unless)
-    }
-
-    /// Whether the result measures something else (the name must go).
-    pub fn is_arithmetic(self) -> bool {
-        !self.is_comparison() && !self.is_set()
-    }
-}
+/// Binary operators (the parser's).
+pub use crate::parser::BinaryOp as Op;
 
 /// Arithmetic on two floats, or for comparisons whether it holds.
 pub fn arith(op: Op, l: f64, r: f64) -> f64 {
@@ -113,7 +36,7 @@ pub fn arith(op: Op, l: f64, r: f64) -> f64 {
         Op::Lt => bool_f(l < r),
         Op::Ge => bool_f(l >= r),
         Op::Le => bool_f(l <= r),
-        Op::And | Op::Or | Op::Unless => f64::NAN,
+        Op::And | Op::Or | Op::Unless | Op::TrimUpper | Op::TrimLower => f64::NAN,
     }
 }
 
@@ -295,11 +218,11 @@ fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
             VectorMatchCardinality::ManyToMany => m.card = Card::ManyToMany,
             VectorMatchCardinality::ManyToOne(ls) => {
                 m.card = Card::ManyToOne;
-                m.include = ls.labels.clone();
+                m.include = ls.clone();
             }
             VectorMatchCardinality::OneToMany(ls) => {
                 m.card = Card::OneToMany;
-                m.include = ls.labels.clone();
+                m.include = ls.clone();
             }
         }
         if op.is_set() {
@@ -308,9 +231,9 @@ fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
         match &modifier.matching {
             Some(LabelModifier::Include(ls)) => {
                 m.on = true;
-                m.labels = ls.labels.clone();
+                m.labels = ls.clone();
             }
-            Some(LabelModifier::Exclude(ls)) => m.labels = ls.labels.clone(),
+            Some(LabelModifier::Exclude(ls)) => m.labels = ls.clone(),
             None => {}
         }
     }
@@ -318,10 +241,7 @@ fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
 }
 
 pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Result<Ev> {
-    let op_str = be.op.to_string();
-    let Some(op) = Op::parse(&op_str) else {
-        return eval_err(format!("operator {op_str:?} not supported"));
-    };
+    let op = be.op;
     let return_bool = be.modifier.as_ref().is_some_and(|m| m.return_bool);
     let lhs = ev.eval(&be.lhs, ts)?;
     let rhs = ev.eval(&be.rhs, ts)?;

@@ -8,15 +8,16 @@
 
 use std::sync::Arc;
 
-use promql_parser::parser::{Call, Expr};
+use crate::parser::{Call, Expr};
 
 use crate::aggregate::{avg, variance};
-use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
+use crate::annotations::{with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
 use crate::engine::{
     eval_series, read_series_samples, window_in, Ev, Evaluator, Hist, Lbl, RangeData, Samp,
     StepValues,
 };
+use crate::parser::unquote::go_unquote_bytes;
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::parse_go_float;
@@ -347,7 +348,7 @@ fn unwrap_parens(e: &Expr) -> &Expr {
 
 pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<Ev> {
     let name = call.func.name;
-    let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+    let args: Vec<&Expr> = call.args.iter().collect();
     if is_range_function(name) {
         return eval_range_function(ev, call, &args, ts);
     }
@@ -704,7 +705,6 @@ fn valid_label_name_arg(ev: &Evaluator, call: &Call, i: usize, s: &str) -> bool 
     }
     let is_literal = call
         .args
-        .args
         .get(i)
         .is_some_and(|e| matches!(unwrap_parens(e), Expr::StringLiteral(_)));
     if !is_literal {
@@ -824,7 +824,7 @@ fn absent_labels(e: &Expr) -> Labels {
         };
     };
     let mut seen: Vec<(String, Option<String>)> = Vec::new();
-    for m in &vs.matchers.matchers {
+    for m in &vs.matchers {
         if m.name == METRIC_NAME {
             continue;
         }
@@ -832,7 +832,7 @@ fn absent_labels(e: &Expr) -> Labels {
             e.1 = None;
             continue;
         }
-        let v = if m.op == promql_parser::label::MatchOp::Equal {
+        let v = if m.kind == crate::storage::MatchType::Equal {
             Some(m.value.clone())
         } else {
             None
@@ -1034,7 +1034,7 @@ pub(crate) fn range_function_into(
     let arg_pos = ev.src.call_arg(call, mi);
     match unwrap_parens(args[mi]) {
         Expr::MatrixSelector(ms) => {
-            let range = crate::engine::duration_ms(&ms.range);
+            let range = crate::engine::range_ms(&ms.range, &ev.durations);
             let (selected, spec) = ev.matrix_selection(&ms.vs, range, ts)?;
             let (mut total, mut pushed) = (0, 0);
             eval_series(

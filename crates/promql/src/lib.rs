@@ -4,7 +4,8 @@
 //! Where things are:
 //! - [`storage`]: the [`Queryable`]/[`Querier`] traits the engine reads
 //!   through, and [`MemStorage`], an in-memory implementation;
-//! - [`parsed`]: parsing (with `promql-parser`) into a [`ParsedExpr`], whose
+//! - [`parser`]: Ferrite's PromQL parser (lexer, syntax tree, type checks,
+//!   printer); [`parsed`]: a parsed query, [`ParsedExpr`], cached, whose
 //!   drop and walk never recurse; [`nesting`]: the limits a query's text is
 //!   checked against first (depth of its tree, the parser's work);
 //!   `stack`: the stack sized for a query's depth its recursion runs on;
@@ -37,6 +38,7 @@ mod histfn;
 mod lexical;
 pub mod nesting;
 pub mod parsed;
+pub mod parser;
 pub mod promqltest;
 mod stack;
 pub mod storage;
@@ -54,8 +56,12 @@ pub use value::{Sample, SeriesResult, Value};
 /// has one, since clients (and the conformance tests) compare them.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A query refused before parsing (too deep, too complex).
     #[error("{0}")]
     Parse(String),
+    /// A query that does not parse or type-check.
+    #[error(transparent)]
+    Syntax(#[from] parser::ParseError),
     #[error("query timed out in {0}")]
     Timeout(&'static str),
     #[error("query processing would load too many samples into memory in {0}")]

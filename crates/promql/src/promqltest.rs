@@ -1095,14 +1095,11 @@ fn skip_reason(
 
 /// Whether a selector of `expr` selects one of `series`.
 fn selects_any(expr: &str, series: &[Labels]) -> bool {
-    use promql_parser::parser::{Expr, VectorSelector};
-    let selects = |vs: &VectorSelector| match crate::engine::selector_matchers(vs) {
-        Ok(sets) => sets.iter().any(|ms| {
-            series
-                .iter()
-                .any(|l| ms.iter().all(|m| m.matches_labels(l)))
-        }),
-        Err(_) => false,
+    use crate::parser::{Expr, VectorSelector};
+    let selects = |vs: &VectorSelector| {
+        series
+            .iter()
+            .any(|l| vs.matchers.iter().all(|m| m.matches_labels(l)))
     };
     let Ok(e) = crate::parse(expr) else {
         return false;

@@ -302,7 +302,7 @@ impl From<ferrite_promql::Error> for ApiError {
     fn from(e: ferrite_promql::Error) -> Self {
         use ferrite_promql::Error as E;
         let (status, kind) = match &e {
-            E::Parse(_) => (StatusCode::BAD_REQUEST, "bad_data"),
+            E::Parse(_) | E::Syntax(_) => (StatusCode::BAD_REQUEST, "bad_data"),
             E::Timeout(_) => (StatusCode::SERVICE_UNAVAILABLE, "timeout"),
             E::TooManySamples(_) | E::Eval(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),
             E::Storage(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),
@@ -399,8 +399,7 @@ fn parse_rfc3339(s: &str) -> Option<i64> {
 pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
     if let Ok(f) = s.parse::<f64>() {
         // As Prometheus: a number is seconds, and one out of range is an
-        // error. (It must not reach promql-parser, whose `parse_duration`
-        // panics on an infinite or negative number of seconds.)
+        // error.
         let ms = (f * 1000.0).round();
         if ms.is_finite() && ms.abs() < i64::MAX as f64 {
             return Ok(ms as i64);
@@ -409,8 +408,7 @@ pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
             "cannot parse {s:?} to a valid duration. It overflows int64"
         )));
     }
-    promql_parser::util::parse_duration(s)
-        .map(|d| d.as_millis() as i64)
+    ferrite_promql::parser::parse_duration(s)
         .map_err(|_| ApiError::bad_data(format!("cannot parse {s:?} to a valid duration")))
 }
 

@@ -1,0 +1,289 @@
+//! Expressions written back as PromQL text, in the form Prometheus'
+//! printer gives them (`sum by (job) (rate(x[5m]))`). Printing recurses
+//! over the tree: callers with deep trees print on a stack sized for them.
+
+use std::fmt::{self, Display, Formatter, Write};
+
+use ferrite_model::{MatchType, Matcher};
+
+use super::ast::*;
+use super::duration::format_duration;
+
+impl Display for Expr {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Aggregate(a) => write_aggregate(f, a),
+            Expr::Unary(u) => write!(f, "-{}", u.expr),
+            Expr::Binary(b) => write_binary(f, b),
+            Expr::Paren(p) => write!(f, "({})", p.expr),
+            Expr::Subquery(s) => write_subquery(f, s),
+            Expr::NumberLiteral(n) => f.write_str(&format_number(n.val)),
+            Expr::StringLiteral(s) => f.write_str(&go_quote(&s.val)),
+            Expr::VectorSelector(vs) => write_selector(f, vs, None),
+            Expr::MatrixSelector(ms) => write_selector(f, &ms.vs, Some(&ms.range)),
+            Expr::Call(c) => {
+                write!(f, "{}(", c.func.name)?;
+                write_joined(f, &c.args)?;
+                f.write_char(')')
+            }
+        }
+    }
+}
+
+/// A number as Go's `FormatFloat(v, 'f', -1, 64)` writes it.
+pub fn format_number(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    format!("{v}")
+}
+
+fn write_joined<T: Display>(f: &mut Formatter<'_>, items: &[T]) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
+/// Whether a label name can be written without quotes.
+fn is_plain_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+fn write_label(f: &mut Formatter<'_>, name: &str) -> fmt::Result {
+    if is_plain_name(name) {
+        f.write_str(name)
+    } else {
+        f.write_str(&go_quote(name))
+    }
+}
+
+fn write_labels(f: &mut Formatter<'_>, labels: &[String]) -> fmt::Result {
+    f.write_char('(')?;
+    for (i, l) in labels.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write_label(f, l)?;
+    }
+    f.write_char(')')
+}
+
+fn write_aggregate(f: &mut Formatter<'_>, a: &AggregateExpr) -> fmt::Result {
+    f.write_str(a.op.name())?;
+    match &a.modifier {
+        Some(LabelModifier::Include(l)) => {
+            f.write_str(" by ")?;
+            write_labels(f, l)?;
+            f.write_char(' ')?;
+        }
+        Some(LabelModifier::Exclude(l)) => {
+            f.write_str(" without ")?;
+            write_labels(f, l)?;
+            f.write_char(' ')?;
+        }
+        None => {}
+    }
+    f.write_char('(')?;
+    if let Some(p) = &a.param {
+        write!(f, "{p}, ")?;
+    }
+    write!(f, "{})", a.expr)
+}
+
+fn write_binary(f: &mut Formatter<'_>, b: &BinaryExpr) -> fmt::Result {
+    write!(f, "{} {}", b.lhs, b.op)?;
+    if let Some(m) = &b.modifier {
+        write_bin_modifier(f, m)?;
+    }
+    write!(f, " {}", b.rhs)
+}
+
+fn write_bin_modifier(f: &mut Formatter<'_>, m: &BinModifier) -> fmt::Result {
+    if m.return_bool {
+        f.write_str(" bool")?;
+    }
+    let group = match &m.card {
+        VectorMatchCardinality::ManyToOne(l) => Some(("left", l)),
+        VectorMatchCardinality::OneToMany(l) => Some(("right", l)),
+        _ => None,
+    };
+    let (tag, labels) = match &m.matching {
+        Some(LabelModifier::Include(l)) => ("on", &l[..]),
+        Some(LabelModifier::Exclude(l)) => ("ignoring", &l[..]),
+        None => ("ignoring", &[][..]),
+    };
+    if tag == "on" || !labels.is_empty() || group.is_some() {
+        write!(f, " {tag} ")?;
+        write_labels(f, labels)?;
+    }
+    if let Some((side, l)) = group {
+        write!(f, " group_{side} ")?;
+        write_labels(f, l)?;
+    }
+    Ok(())
+}
+
+impl Display for Duration {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Duration::Fixed(ms) => f.write_str(&format_duration(*ms)),
+            Duration::Expr(e, _) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl Display for DurationExpr {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            DurationExpr::Number {
+                secs,
+                duration: true,
+            } => {
+                let ms = (secs * 1000.0).round() as i64;
+                f.write_str(&format_duration(ms))
+            }
+            DurationExpr::Number { secs, .. } => f.write_str(&format_number(*secs)),
+            DurationExpr::Step => f.write_str("step()"),
+            DurationExpr::Range => f.write_str("range()"),
+            DurationExpr::Neg(e) => write!(f, "-{e}"),
+            DurationExpr::Paren(e) => write!(f, "({e})"),
+            DurationExpr::Binary { op, lhs, rhs } => {
+                let sym = match op {
+                    DurationOp::Add => "+",
+                    DurationOp::Sub => "-",
+                    DurationOp::Mul => "*",
+                    DurationOp::Div => "/",
+                    DurationOp::Mod => "%",
+                    DurationOp::Pow => "^",
+                    DurationOp::MinOf => return write!(f, "min_of({lhs}, {rhs})"),
+                    DurationOp::MaxOf => return write!(f, "max_of({lhs}, {rhs})"),
+                };
+                write!(f, "{lhs} {sym} {rhs}")
+            }
+        }
+    }
+}
+
+fn write_at(f: &mut Formatter<'_>, at: &Option<AtModifier>) -> fmt::Result {
+    match at {
+        Some(AtModifier::At(ms)) => write!(f, " @ {:.3}", *ms as f64 / 1000.0),
+        Some(AtModifier::Start) => f.write_str(" @ start()"),
+        Some(AtModifier::End) => f.write_str(" @ end()"),
+        None => Ok(()),
+    }
+}
+
+fn write_offset(f: &mut Formatter<'_>, offset: &Option<Duration>) -> fmt::Result {
+    match offset {
+        None | Some(Duration::Fixed(0)) => Ok(()),
+        Some(Duration::Expr(e, _)) if needs_parens_as_offset(e) => write!(f, " offset ({e})"),
+        Some(d) => write!(f, " offset {d}"),
+    }
+}
+
+/// An offset takes one operand; wider expressions print in parentheses.
+fn needs_parens_as_offset(e: &DurationExpr) -> bool {
+    match e {
+        DurationExpr::Binary { op, .. } => !matches!(op, DurationOp::MinOf | DurationOp::MaxOf),
+        DurationExpr::Neg(inner) => needs_parens_as_offset(inner),
+        _ => false,
+    }
+}
+
+fn write_selector(
+    f: &mut Formatter<'_>,
+    vs: &VectorSelector,
+    range: Option<&Duration>,
+) -> fmt::Result {
+    let name = vs.name.as_deref().unwrap_or("");
+    let mut shown: Vec<String> = vs
+        .matchers
+        .iter()
+        .filter(|m| !is_name_matcher(m, name))
+        .map(matcher_text)
+        .collect();
+    shown.sort();
+    f.write_str(name)?;
+    if !shown.is_empty() {
+        write!(f, "{{{}}}", shown.join(","))?;
+    }
+    let extended = if vs.anchored {
+        " anchored"
+    } else if vs.smoothed {
+        " smoothed"
+    } else {
+        ""
+    };
+    match range {
+        Some(r) => write!(f, "[{r}]{extended}")?,
+        None => {
+            write_at(f, &vs.at)?;
+            f.write_str(extended)?;
+            return write_offset(f, &vs.offset);
+        }
+    }
+    write_at(f, &vs.at)?;
+    write_offset(f, &vs.offset)
+}
+
+fn is_name_matcher(m: &Matcher, name: &str) -> bool {
+    !name.is_empty()
+        && m.name == crate::storage::METRIC_NAME
+        && m.kind == MatchType::Equal
+        && m.value == name
+}
+
+fn matcher_text(m: &Matcher) -> String {
+    let op = m.kind.operator();
+    let value = go_quote(&m.value);
+    if is_plain_name(&m.name) {
+        format!("{}{op}{value}", m.name)
+    } else {
+        format!("{}{op}{value}", go_quote(&m.name))
+    }
+}
+
+fn write_subquery(f: &mut Formatter<'_>, s: &SubqueryExpr) -> fmt::Result {
+    write!(f, "{}[{}:", s.expr, s.range)?;
+    if let Some(step) = &s.step {
+        write!(f, "{step}")?;
+    }
+    f.write_char(']')?;
+    write_at(f, &s.at)?;
+    write_offset(f, &s.offset)
+}
+
+/// A string quoted as Go's `strconv.Quote` does (which PromQL reads back).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
