@@ -8,6 +8,7 @@
 //! - [`histogram`]: native histograms, integer and float;
 //! - [`histogram_ops`]: arithmetic on float histograms (what PromQL computes
 //!   with): buckets with bounds, add/sub across schemas, counter resets;
+//!   [`histogram_trim`]: trimming at a value (PromQL's `</` and `>/`);
 //! - [`gofloat`]: Go's float syntax and formatting, which Prometheus' text
 //!   formats, JSON and tools are written in;
 //! - [`units`]: Prometheus' durations and byte sizes;
@@ -21,6 +22,7 @@ pub mod cache;
 pub mod gofloat;
 pub mod histogram;
 pub mod histogram_ops;
+pub mod histogram_trim;
 pub mod labels;
 pub mod matcher;
 pub mod sample;

@@ -15,6 +15,7 @@ use crate::annotations::{Annotations, HistOp, Note};
 use crate::engine::{Ev, Evaluator, Hist, Samp};
 use crate::storage::{Labels, METRIC_NAME};
 use crate::{eval_err, Result};
+use ferrite_model::histogram_trim::Trim;
 use ferrite_model::FloatHistogram;
 
 /// Binary operators (the parser's).
@@ -107,6 +108,16 @@ fn hist_elem(
         (Some(h), None) => match op {
             Op::Mul => scaled(h, fr, false),
             Op::Div => scaled(h, fr, true),
+            Op::TrimUpper | Op::TrimLower => {
+                let trim = if op == Op::TrimUpper {
+                    Trim::Upper
+                } else {
+                    Trim::Lower
+                };
+                let mut h = FloatHistogram::clone(h);
+                h.trim_buckets(fr, trim);
+                HistElem::Value(0.0, Some(Arc::new(h)), true)
+            }
             _ => incompatible(op, true, false, annos),
         },
         (Some(a), Some(b)) => match op {
@@ -149,6 +160,7 @@ fn hist_elem(
             Op::Ne => HistElem::Value(0.0, Some(a.clone()), !a.equals(b)),
             _ => incompatible(op, true, true, annos),
         },
+        (None, None) if op.is_trim() => incompatible(op, false, false, annos),
         (None, None) => {
             let (v, keep) = elem(op, fl, fr);
             HistElem::Value(v, None, keep)
@@ -294,17 +306,18 @@ pub(crate) fn vector_scalar(
 ) -> Vec<Samp> {
     let mut out = Vec::with_capacity(vec.len());
     for mut smp in vec {
-        if let Some(h) = smp.h.take() {
+        if smp.h.is_some() || op.is_trim() {
+            let h = smp.h.take();
             let (l, r) = if swap {
-                ((s, None), (0.0, Some(&h)))
+                ((s, None), (smp.f, h.as_ref()))
             } else {
-                ((0.0, Some(&h)), (s, None))
+                ((smp.f, h.as_ref()), (s, None))
             };
             let HistElem::Value(mut val, mut hv, mut keep) = hist_elem(op, l, r, annos) else {
                 continue;
             };
             if op.is_comparison() && swap {
-                hv = Some(h.clone());
+                hv = h.clone();
             }
             if return_bool {
                 val = bool_f(keep);
@@ -407,7 +420,7 @@ fn vector_vector(
         } else {
             ((ls.f, ls.h.as_ref()), (rs.f, rs.h.as_ref()))
         };
-        let (mut val, mut hv, keep) = if l.1.is_none() && r.1.is_none() {
+        let (mut val, mut hv, keep) = if l.1.is_none() && r.1.is_none() && !op.is_trim() {
             let (v, k) = elem(op, l.0, r.0);
             (v, None, k)
         } else {

@@ -4,7 +4,8 @@ use ferrite_model::Matcher;
 
 use super::ast::*;
 use super::functions::Function;
-use super::parse::{Node, Parser};
+use super::parse::{Node, Parser, TypeError};
+use super::ParseError;
 
 impl Parser<'_> {
     pub(super) fn check_call(&mut self, func: &Function, args: &[Node], at: usize) {
@@ -32,6 +33,9 @@ impl Parser<'_> {
                 );
             }
         }
+        if name == "info" && args.len() > 1 {
+            self.check_info_selector(&args[1], at);
+        }
         for (i, arg) in args.iter().enumerate() {
             let i = if i >= want {
                 if func.variadic == 0 {
@@ -52,6 +56,30 @@ impl Parser<'_> {
                     ),
                 );
             }
+        }
+    }
+
+    /// `info`'s second argument: label matchers only, which may all
+    /// match the empty string.
+    fn check_info_selector(&mut self, arg: &Node, at: usize) {
+        if arg.ty != ValueType::Vector {
+            self.type_err(
+                at,
+                format!(
+                    "expected type instant vector in call to function \"info\", got {}",
+                    arg.ty.documented()
+                ),
+            );
+        }
+        match &arg.expr {
+            Expr::VectorSelector(vs) if vs.name.is_some() => self.type_err(
+                arg.start,
+                "expected label selectors only, got vector selector instead",
+            ),
+            Expr::VectorSelector(_) => self
+                .type_errors
+                .retain(|e| e.empty_selector_at != Some(arg.start)),
+            _ => self.type_err(arg.start, "expected label selectors only"),
         }
     }
 
@@ -97,10 +125,14 @@ impl Parser<'_> {
             return;
         }
         if matchers.iter().all(|m| m.matches("")) {
-            self.type_err(
-                at,
-                "vector selector must contain at least one non-empty matcher",
-            );
+            self.type_errors.push(TypeError {
+                error: ParseError::new(
+                    self.query,
+                    at,
+                    "vector selector must contain at least one non-empty matcher",
+                ),
+                empty_selector_at: Some(at),
+            });
         }
     }
 

@@ -24,7 +24,7 @@ pub fn parse_expr(query: &str) -> Result<Expr, ParseError> {
         query,
         tokens,
         i: 0,
-        type_error: None,
+        type_errors: Vec::new(),
     };
     if p.peek().tok == Tok::Eof {
         return Err(ParseError::new(query, 0, "no expression found in input"));
@@ -33,8 +33,8 @@ pub fn parse_expr(query: &str) -> Result<Expr, ParseError> {
     if p.peek().tok != Tok::Eof {
         return Err(p.unexpected("", ""));
     }
-    match p.type_error {
-        Some(e) => Err(e),
+    match p.type_errors.into_iter().next() {
+        Some(e) => Err(e.error),
         None => Ok(node.expr),
     }
 }
@@ -51,8 +51,17 @@ pub(super) struct Parser<'q> {
     pub query: &'q str,
     pub tokens: Vec<Token>,
     pub i: usize,
-    /// The first type error, reported if the query parses.
-    pub type_error: Option<ParseError>,
+    /// Type errors in the order found; the first is reported if the
+    /// query parses.
+    pub type_errors: Vec<TypeError>,
+}
+
+/// A type error, and the selector it is about if it is that selector's
+/// "at least one non-empty matcher" (which `info`'s second argument is
+/// spared).
+pub(super) struct TypeError {
+    pub error: ParseError,
+    pub empty_selector_at: Option<usize>,
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -109,11 +118,12 @@ impl<'q> Parser<'q> {
         }
     }
 
-    /// Records a type error at `at` (the first one is kept).
+    /// Records a type error at `at`.
     pub fn type_err(&mut self, at: usize, msg: impl Into<String>) {
-        if self.type_error.is_none() {
-            self.type_error = Some(ParseError::new(self.query, at, msg));
-        }
+        self.type_errors.push(TypeError {
+            error: ParseError::new(self.query, at, msg),
+            empty_selector_at: None,
+        });
     }
 
     /// An expression whose binary operators bind at least as tightly as
