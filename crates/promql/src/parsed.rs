@@ -44,6 +44,15 @@ impl Deref for ParsedExpr {
     }
 }
 
+/// The query as PromQL text, in Prometheus' printed form; printed on a
+/// stack sized for the tree's depth.
+impl std::fmt::Display for ParsedExpr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = stack::with_stack_for(self.depth, || self.expr.to_string());
+        f.write_str(&text)
+    }
+}
+
 impl Drop for ParsedExpr {
     fn drop(&mut self) {
         let leaf = Expr::NumberLiteral(NumberLiteral { val: 0.0 });
@@ -171,6 +180,11 @@ mod tests {
             (count, depth)
         });
         assert_eq!((count, depth), (n + 1, n + 1));
+        let printed = on_small_stack(move || {
+            let q = format!("{}x{}", "abs(".repeat(n), ")".repeat(n));
+            parse(&q).expect("parses").to_string().len()
+        });
+        assert_eq!(printed, n * 5 + 1);
     }
 
     #[test]

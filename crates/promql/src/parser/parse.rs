@@ -552,3 +552,95 @@ fn parse_go_int(text: &str) -> Option<i64> {
     }
     i64::from_str_radix(&digits.replace('_', ""), radix).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(q: &str) -> String {
+        match parse_expr(q) {
+            Ok(e) => panic!("{q:?} parsed as {e}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn tree(q: &str) -> String {
+        parse_expr(q)
+            .map(|e| shape(&e))
+            .unwrap_or_else(|e| e.to_string())
+    }
+
+    /// The tree with every operation in parentheses (and the query's own
+    /// parentheses dropped).
+    fn shape(e: &Expr) -> String {
+        match e {
+            Expr::Paren(p) => shape(&p.expr),
+            Expr::Unary(u) => format!("(-{})", shape(&u.expr)),
+            Expr::Binary(b) => format!("({} {} {})", shape(&b.lhs), b.op, shape(&b.rhs)),
+            other => other.to_string(),
+        }
+    }
+
+    #[test]
+    fn precedence_and_associativity() {
+        let same = |a: &str, b: &str| assert_eq!(tree(a), tree(b), "{a} vs {b}");
+        same("a + b * c", "a + (b * c)");
+        same("a - b - c", "(a - b) - c");
+        same("2 ^ 3 ^ 2", "2 ^ (3 ^ 2)");
+        same("-a ^ 2", "-(a ^ 2)");
+        same("-a * 2", "(-a) * 2");
+        same("a or b and c", "a or (b and c)");
+        same("a > b + 1", "a > (b + 1)");
+        same("h </ 2 + 1", "h </ (2 + 1)");
+        same("x offset 1m + 1", "(x offset 1m) + 1");
+        same("x offset -2 ^ 2", "(x offset -2) ^ 2");
+        same("-1", "(-1)");
+    }
+
+    #[test]
+    fn errors_have_prometheus_texts() {
+        for (q, want) in [
+            ("", "1:1: parse error: no expression found in input"),
+            ("sum(", "1:5: parse error: unclosed left parenthesis"),
+            ("foo{", "1:5: parse error: unexpected end of input inside braces"),
+            ("rate(x)", "1:6: parse error: expected type range vector in call to function \"rate\", got instant vector"),
+            ("nope(x)", "1:1: parse error: unknown function with name \"nope\""),
+            ("{}", "1:1: parse error: vector selector must contain at least one non-empty matcher"),
+            ("x{__name__=\"y\"}", "1:1: parse error: metric name must not be set twice: \"x\" or \"y\""),
+            ("1 > 2", "1:3: parse error: comparisons between scalars must use BOOL modifier"),
+            ("sum(x) offset 1m", "1:1: parse error: offset modifier must be preceded by an instant vector selector or range vector selector or a subquery"),
+            ("x[0s]", "1:3: parse error: duration must be greater than 0"),
+            ("(x)[5m]", "1:1: parse error: ranges only allowed for vector selectors"),
+            ("x[5m] smoothed anchored", "1:1: parse error: anchored and smoothed modifiers cannot be used together"),
+            ("x[5m:1m] anchored", "1:1: parse error: anchored modifier is not supported for subqueries"),
+            ("topk(x)", "1:1: parse error: wrong number of arguments for aggregate expression provided, expected 2, got 1"),
+            ("x + on(a) group_left(a) y", "1:3: parse error: label \"a\" must not occur in ON and GROUP clause at once"),
+            ("rate(x[5m],)", "1:11: parse error: trailing commas not allowed in function call args"),
+            ("x\n + $", "2:4: parse error: unexpected character: '$'"),
+        ] {
+            assert_eq!(err(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn numbers_as_go_reads_them() {
+        for (text, v) in [
+            ("0x1f", 31.0),
+            ("017", 15.0),
+            ("1_000", 1000.0),
+            ("1e3", 1000.0),
+            (".5", 0.5),
+        ] {
+            assert_eq!(parse_number(text), Some(v), "{text}");
+        }
+        assert!(parse_number("NaN").is_some_and(f64::is_nan));
+        assert_eq!(parse_number("1__0"), None);
+    }
+
+    #[test]
+    fn keywords_can_be_metric_names() {
+        for q in ["sum", "by", "offset", "step", "anchored", "start + end"] {
+            assert!(parse_expr(q).is_ok(), "{q}: {}", tree(q));
+        }
+    }
+}

@@ -287,3 +287,88 @@ pub fn go_quote(s: &str) -> String {
     out.push('"');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_expr;
+    use proptest::prelude::*;
+
+    /// Parses and prints; the text must parse.
+    fn round(q: &str) -> String {
+        match parse_expr(q) {
+            Ok(e) => e.to_string(),
+            Err(err) => panic!("{q:?} does not parse: {err}"),
+        }
+    }
+
+    #[test]
+    fn prints_as_prometheus_does() {
+        for (q, want) in [
+            ("sum by(a,b)(rate(x[5m]))", "sum by (a, b) (rate(x[5m]))"),
+            ("topk(3, x) without(a)", "topk without (a) (3, x)"),
+            ("a + on(b) group_left(c) d", "a + on (b) group_left (c) d"),
+            ("a > bool 1", "a > bool 1"),
+            (
+                "x{b=\"1\",a=~\"2\"} offset -5m @ 10",
+                "x{a=~\"2\",b=\"1\"} @ 10.000 offset -5m",
+            ),
+            ("x[1h30m:1m] @ start()", "x[1h30m:1m] @ start()"),
+            ("x[5m + step()] anchored", "x[5m + step()] anchored"),
+            ("x offset (1m * 2)", "x offset (1m * 2)"),
+            ("h </ 2", "h </ 2"),
+            ("-(a)", "-(a)"),
+            ("{\"a.b\"=\"c\"}", "{\"a.b\"=\"c\"}"),
+            ("\"a\\nb\"", "\"a\\nb\""),
+            ("2 ^ 3 ^ 2", "2 ^ 3 ^ 2"),
+            ("Inf", "+Inf"),
+        ] {
+            assert_eq!(round(q), want, "{q}");
+        }
+    }
+
+    /// Random queries of the constructs the printer writes.
+    fn query() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("x".to_string()),
+            Just("y{a=\"(\\\"\",b!~\"c|d\"}".to_string()),
+            Just("1.5".to_string()),
+            Just("-2".to_string()),
+            Just("\"s\\t\"".to_string()),
+            Just("x offset 1m".to_string()),
+            Just("x @ 10".to_string()),
+            Just("x smoothed".to_string()),
+            Just("rate(x[5m] anchored)".to_string()),
+            Just("rate(x[1m + step() * 2] offset -(1m))".to_string()),
+            Just("x[5m:] @ end() offset min_of(1m, range())".to_string()),
+        ];
+        leaf.prop_recursive(4, 32, 2, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|e| format!("sum by (a) ({e})")),
+                inner
+                    .clone()
+                    .prop_map(|e| format!("count_values(\"v\", {e})")),
+                inner.clone().prop_map(|e| format!("abs({e})")),
+                inner.clone().prop_map(|e| format!("({e})")),
+                inner.clone().prop_map(|e| format!("-({e})")),
+                inner.clone().prop_map(|e| format!("({e})[5m:1m]")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a} + ignoring (c) {b}")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a} ^ {b} * {a}")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a} </ {b}")),
+                (inner.clone(), inner).prop_map(|(a, b)| format!("{a} unless on () {b}")),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Printing a parsed query gives text that parses to a tree
+        /// printed the same way.
+        #[test]
+        fn printing_round_trips(q in query()) {
+            if let Ok(e) = parse_expr(&q) {
+                let printed = e.to_string();
+                let again = round(&printed);
+                prop_assert_eq!(again, printed);
+            }
+        }
+    }
+}
