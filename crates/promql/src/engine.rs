@@ -21,6 +21,7 @@ use std::time::Instant;
 use crate::parser::{self, AtModifier, Duration, DurationContext, Expr, ValueType, VectorSelector};
 
 use crate::annotations::{Annotations, SourceMap};
+use crate::extended::{Extended, Extension};
 use crate::functions::RangeSink;
 use crate::parsed::{parse, ParsedExpr};
 use crate::stack::with_stack_for;
@@ -159,6 +160,15 @@ pub(crate) struct StepValues {
 }
 
 impl StepValues {
+    /// A range function's value at a step, if it has one.
+    pub fn push_result(&mut self, step: usize, result: Option<crate::histfn::Out>) {
+        match result {
+            Some(crate::histfn::Out::F(f)) => self.floats.push((step, f)),
+            Some(crate::histfn::Out::H(h)) => self.hists.push((step, crate::histfn::shared(h))),
+            None => {}
+        }
+    }
+
     pub fn clear(&mut self) {
         self.floats.clear();
         self.hists.clear();
@@ -188,6 +198,8 @@ struct StepPicker<'a> {
     ascending: bool,
     lookback: i64,
     want_ts: bool,
+    /// `x smoothed`: values interpolated at each step (see `extended`).
+    smoothed: bool,
 }
 
 impl StepPicker<'_> {
@@ -195,6 +207,9 @@ impl StepPicker<'_> {
     fn pick(&self, buf: &ReadBuf, out: &mut StepValues) {
         out.clear();
         let (samples, hists) = (&buf.floats, &buf.hists);
+        if self.smoothed {
+            return crate::extended::pick_smoothed(self.etimes, self.lookback, samples, hists, out);
+        }
         // While evaluation times do not decrease, one cursor walks the samples.
         let (mut idx, mut hidx) = (0, 0);
         for (step, &e) in self.etimes.iter().enumerate() {
@@ -325,6 +340,8 @@ pub(crate) struct RangeData {
     pub range: i64,
     pub offset: i64,
     pub at: Option<i64>,
+    /// Anchored or smoothed windows (selectors only).
+    pub extended: Option<Extended>,
 }
 
 impl RangeData {
@@ -916,12 +933,15 @@ impl<'q> Evaluator<'q> {
         let etimes: Vec<i64> = ts.iter().map(|&t| at.unwrap_or(t) - off).collect();
         let lo = etimes.iter().copied().min().unwrap_or(0);
         let hi = etimes.iter().copied().max().unwrap_or(0);
-        let series = self.select(vs, lo - self.lookback + 1, hi)?;
+        // Smoothed, a step also reads one lookback ahead.
+        let ahead = if vs.smoothed { self.lookback } else { 0 };
+        let series = self.select(vs, lo - self.lookback + 1, hi + ahead)?;
         let mut picker = StepPicker {
             etimes: &etimes,
             ascending: etimes.windows(2).all(|w| w[0] <= w[1]),
             lookback: self.lookback,
             want_ts,
+            smoothed: vs.smoothed,
         };
         // What the sink holds counts toward the max-samples limit as it
         // grows, before it can grow past it.
@@ -937,6 +957,9 @@ impl<'q> Evaluator<'q> {
                 Ok(buf.len())
             },
             |ev, _, i, s, _, values| {
+                for n in &values.notes {
+                    ev.annos.note(*n, s.labels.metric_name(), Some(vs.pos));
+                }
                 let labels = Arc::new(s.labels);
                 for &(step, f) in &values.floats {
                     sink.push(step, i, &labels, f, false);
@@ -961,9 +984,14 @@ impl<'q> Evaluator<'q> {
         self.check_deadline()?;
         let off = offset_ms(&vs.offset, &self.durations);
         let at = self.at_ms(&vs.at);
+        let extended = Extension::of(vs).map(|kind| Extended {
+            kind,
+            lookback: self.lookback,
+        });
+        let (before, after) = extended.map_or((0, 0), |x| x.reach());
         let lo = ts.iter().map(|&t| at.unwrap_or(t) - off).min().unwrap_or(0);
         let hi = ts.iter().map(|&t| at.unwrap_or(t) - off).max().unwrap_or(0);
-        let series = self.select(vs, lo - range + 1, hi)?;
+        let series = self.select(vs, lo - range - before + 1, hi + after)?;
         Ok((
             series,
             RangeData {
@@ -971,6 +999,7 @@ impl<'q> Evaluator<'q> {
                 range,
                 offset: off,
                 at,
+                extended,
             },
         ))
     }
@@ -1028,6 +1057,7 @@ impl<'q> Evaluator<'q> {
             range,
             offset: off,
             at,
+            extended: None,
         })
     }
 
@@ -1105,7 +1135,11 @@ impl<'q> Evaluator<'q> {
             Expr::VectorSelector(vs) => Ok(Ev::Vector(self.eval_vector_selector(vs, ts, false)?)),
             Expr::MatrixSelector(ms) => {
                 let range = range_ms(&ms.range, &self.durations);
-                Ok(Ev::Matrix(self.eval_matrix_selector(&ms.vs, range, ts)?))
+                let rd = self.eval_matrix_selector(&ms.vs, range, ts)?;
+                match rd.extended {
+                    Some(ext) => Ok(Ev::Matrix(crate::extended::extend_matrix(rd, ext, ts)?)),
+                    None => Ok(Ev::Matrix(rd)),
+                }
             }
             Expr::Subquery(sq) => Ok(Ev::Matrix(self.eval_subquery(sq, ts)?)),
             Expr::Binary(b) => {
@@ -1758,6 +1792,7 @@ mod window_tests {
                 range,
                 offset,
                 at: None,
+                extended: None,
             };
             let mut cursor = (0, 0);
             // Mostly increasing, sometimes backwards.

@@ -17,6 +17,7 @@ use crate::engine::{
     eval_series, read_series_samples, window_in, Ev, Evaluator, Hist, Lbl, RangeData, Samp,
     StepValues,
 };
+use crate::extended::{ExtWindow, Extended, Extension};
 use crate::parser::unquote::go_unquote_bytes;
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
@@ -349,6 +350,7 @@ fn unwrap_parens(e: &Expr) -> &Expr {
 pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<Ev> {
     let name = call.func.name;
     let args: Vec<&Expr> = call.args.iter().collect();
+    check_extensions(name, &args)?;
     if is_range_function(name) {
         return eval_range_function(ev, call, &args, ts);
     }
@@ -913,6 +915,9 @@ impl RangeJob<'_> {
         out: &mut StepValues,
     ) {
         out.clear();
+        if let Some(ext) = &spec.extended {
+            return self.extended_values(spec, ext, samples, hists, out);
+        }
         let mut cursor = (0usize, 0usize);
         let mut hcursor = (0usize, 0usize);
         for (step, &t) in self.ts.iter().enumerate() {
@@ -933,13 +938,8 @@ impl RangeJob<'_> {
                     step_t: t,
                     param: p,
                 };
-                match crate::histfn::apply(self.func, &win, out) {
-                    Some(crate::histfn::Out::F(f)) => out.floats.push((step, f)),
-                    Some(crate::histfn::Out::H(h)) => {
-                        out.hists.push((step, crate::histfn::shared(h)))
-                    }
-                    None => {}
-                }
+                let result = crate::histfn::apply(self.func, &win, out);
+                out.push_result(step, result);
                 continue;
             }
             if w.is_empty() {
@@ -948,6 +948,36 @@ impl RangeJob<'_> {
             if let Some(f) = self.func.apply(w, end - spec.range, end, t, p) {
                 out.floats.push((step, f));
             }
+        }
+    }
+
+    /// [`Self::values`] over anchored or smoothed windows, which reach one
+    /// lookback before their start (and, smoothed, after their end).
+    fn extended_values(
+        &self,
+        spec: &RangeData,
+        ext: &Extended,
+        samples: &[(i64, f64)],
+        hists: &[(i64, Hist)],
+        out: &mut StepValues,
+    ) {
+        let (before, after) = ext.reach();
+        let reach = spec.range + before + after;
+        let mut cursor = (0usize, 0usize);
+        let mut hcursor = (0usize, 0usize);
+        for (step, &t) in self.ts.iter().enumerate() {
+            let end = spec.eval_time(t);
+            let w = ExtWindow {
+                floats: window_in(samples, end + after, reach, &mut cursor),
+                hists: window_in(hists, end + after, reach, &mut hcursor),
+                start: end - spec.range,
+                end,
+                step_t: t,
+                param: self.scalar_arg.map_or(0.0, |v| v[step]),
+                range_secs: spec.range as f64 / 1000.0,
+            };
+            let result = crate::extended::apply(self.func, ext, &w, out);
+            out.push_result(step, result);
         }
     }
 
@@ -991,6 +1021,19 @@ impl RangeJob<'_> {
     }
 }
 
+/// Refuses anchored or smoothed selectors passed to a function that does
+/// not accept them.
+fn check_extensions(name: &str, args: &[&Expr]) -> Result<()> {
+    for arg in args {
+        if let Expr::MatrixSelector(ms) = arg {
+            if let Some(ext) = Extension::of(&ms.vs) {
+                ext.check_function(name)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Evaluates a range-vector function call for all steps into `sink`. A
 /// matrix selector argument is read one series at a time (into one reused
 /// buffer), never holding all of its samples at once.
@@ -1002,6 +1045,7 @@ pub(crate) fn range_function_into(
     sink: &mut dyn RangeSink,
 ) -> Result<()> {
     let name = call.func.name;
+    check_extensions(name, args)?;
     let Some(func) = RangeFn::of(name) else {
         return eval_err(format!("unknown range function {name:?}"));
     };
@@ -1145,7 +1189,14 @@ impl RangeFn {
 
     /// The function's value for window `w` = (start, end] of step `step_t`;
     /// `p` is its scalar parameter, if it has one.
-    fn apply(self, w: &[(i64, f64)], start: i64, end: i64, step_t: i64, p: f64) -> Option<f64> {
+    pub(crate) fn apply(
+        self,
+        w: &[(i64, f64)],
+        start: i64,
+        end: i64,
+        step_t: i64,
+        p: f64,
+    ) -> Option<f64> {
         use RangeFn::*;
         let vals = || w.iter().map(|&(_, v)| v);
         match self {

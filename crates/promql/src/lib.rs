@@ -33,6 +33,7 @@ pub mod aggregate;
 mod annotations;
 pub mod binary;
 pub mod engine;
+mod extended;
 pub mod functions;
 mod histfn;
 mod lexical;

@@ -355,6 +355,9 @@ pub struct VectorSelector {
     pub anchored: bool,
     /// `smoothed`: windows interpolate at their edges.
     pub smoothed: bool,
+    /// Where the selector starts in the query (a byte offset), for
+    /// annotations.
+    pub pos: usize,
 }
 
 /// `x[5m]`.

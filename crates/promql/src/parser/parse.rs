@@ -391,6 +391,7 @@ impl<'q> Parser<'q> {
                 at: None,
                 anchored: false,
                 smoothed: false,
+                pos: start,
             }),
             ty: ValueType::Vector,
             start,
