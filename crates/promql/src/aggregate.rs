@@ -13,7 +13,7 @@ use crate::annotations::{Annotations, HistOp, Note};
 use crate::engine::{Ev, Evaluator, Hist, Samp};
 use crate::functions::{quantile, KahanSum};
 use crate::histfn::HintTracker;
-use crate::storage::{Labels, METRIC_NAME};
+use crate::storage::Labels;
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::{format_f, format_g};
 use ferrite_model::FloatHistogram;
@@ -32,7 +32,7 @@ fn group_labels(ls: &Labels, modifier: &Option<LabelModifier>) -> Labels {
             for n in without {
                 l.remove(n);
             }
-            l.remove(METRIC_NAME);
+            l.drop_metric_name();
             l
         }
     }

@@ -13,9 +13,10 @@ use crate::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 
 use crate::annotations::{Annotations, HistOp, Note};
 use crate::engine::{Ev, Evaluator, Hist, Samp};
-use crate::storage::{Labels, METRIC_NAME};
+use crate::storage::Labels;
 use crate::{eval_err, Result};
 use ferrite_model::histogram_trim::Trim;
+use ferrite_model::is_metadata_label;
 use ferrite_model::FloatHistogram;
 
 /// Binary operators (the parser's).
@@ -204,7 +205,7 @@ impl Matching {
                     if self.on {
                         self.labels.iter().any(|k| *k == l.name)
                     } else {
-                        l.name != METRIC_NAME && !self.labels.iter().any(|k| *k == l.name)
+                        !is_metadata_label(&l.name) && !self.labels.iter().any(|k| *k == l.name)
                     }
                 })
                 .cloned()

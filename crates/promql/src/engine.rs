@@ -609,7 +609,7 @@ fn check_range_query_type(expr: &Expr) -> Result<()> {
 
 /// Whether a label set has labels that dropping the metric name removes.
 fn has_metadata(l: &Labels) -> bool {
-    l.has(crate::storage::METRIC_NAME) || l.has("__type__") || l.has("__unit__")
+    l.iter().any(|l| ferrite_model::is_metadata_label(&l.name))
 }
 
 /// Refuses a step in which two samples have the same labels (compared by

@@ -827,7 +827,7 @@ fn absent_labels(e: &Expr) -> Labels {
     };
     let mut seen: Vec<(String, Option<String>)> = Vec::new();
     for m in &vs.matchers {
-        if m.name == METRIC_NAME {
+        if ferrite_model::is_metadata_label(&m.name) {
             continue;
         }
         if let Some(e) = seen.iter_mut().find(|(n, _)| *n == m.name) {
