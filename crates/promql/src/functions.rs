@@ -93,6 +93,10 @@ pub fn quantile(q: f64, mut vals: Vec<f64>) -> f64 {
     let lower = rank.floor().max(0.0);
     let upper = (lower + 1.0).min(n - 1.0);
     let w = rank - rank.floor();
+    // On a sample exactly, its value (an infinity weighted by 0 is NaN).
+    if w == 0.0 {
+        return vals[lower as usize];
+    }
     vals[lower as usize] * (1.0 - w) + vals[upper as usize] * w
 }
 
@@ -1337,7 +1341,7 @@ fn classic_histogram_step(
     let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
     for s in &vec {
         let le_s = s.labels.get("le");
-        let Ok(le) = parse_go_float(le_s.as_bytes()) else {
+        let Some(le) = parse_go_float(le_s.as_bytes()).ok().filter(|v| !v.is_nan()) else {
             let text = format!(
                 "PromQL warning: bucket label \"le\" is missing or has a malformed value of {le_s:?}"
             );
@@ -1345,9 +1349,11 @@ fn classic_histogram_step(
             ev.annos.warn(with_metric_name(&text, name), arg.pos);
             continue;
         };
+        // Buckets group by their labels but `le`, the name included: two
+        // metrics are two histograms, even if they collide once the name
+        // goes.
         let mut l = (*s.labels).clone();
         l.remove("le");
-        l.drop_metric_name();
         let i = *index.entry(l.clone()).or_insert_with(|| {
             hists.push(Hist {
                 labels: l,
