@@ -139,8 +139,16 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         }
         "count_values" => {
             let l = sparam.as_deref().unwrap_or_default();
-            if !valid_label_name(l) {
-                return eval_err(format!("invalid label name {l:?}"));
+            let literal = a.param.as_deref().map(crate::functions::unwrap_parens);
+            match literal {
+                Some(Expr::StringLiteral(lit)) if !lit.is_valid_label_name() => {
+                    return eval_err(format!("invalid label name {}", lit.go_quoted()));
+                }
+                Some(Expr::StringLiteral(_)) => {}
+                _ if !valid_label_name(l) => {
+                    return eval_err(format!("invalid label name {l:?}"));
+                }
+                _ => {}
             }
         }
         _ => {}

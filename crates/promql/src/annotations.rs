@@ -292,10 +292,6 @@ impl<'q> SourceMap<'q> {
         }
     }
 
-    pub fn query(&self) -> &'q str {
-        self.query
-    }
-
     fn starts(&self) -> &HashMap<usize, usize> {
         self.starts
             .get_or_init(|| node_starts(self.query, self.root))
@@ -348,17 +344,6 @@ impl<'q> SourceMap<'q> {
         let args = arg_starts(b, p);
         let i = usize::from(a.param.is_some());
         args.get(i).copied()
-    }
-
-    /// The raw text of the string literal starting at `pos`, quotes included.
-    pub fn string_literal_at(&self, pos: usize) -> Option<&'q str> {
-        let b = self.query.as_bytes();
-        let q = *b.get(pos)?;
-        if !matches!(q, b'"' | b'\'' | b'`') {
-            return None;
-        }
-        let end = skip_string(b, pos);
-        self.query.get(pos..end)
     }
 }
 

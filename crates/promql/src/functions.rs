@@ -18,7 +18,6 @@ use crate::engine::{
     StepValues,
 };
 use crate::extended::{ExtWindow, Extended, Extension};
-use crate::parser::unquote::go_unquote_bytes;
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::parse_go_float;
@@ -344,7 +343,7 @@ pub(crate) fn is_range_function(name: &str) -> bool {
     )
 }
 
-fn unwrap_parens(e: &Expr) -> &Expr {
+pub(crate) fn unwrap_parens(e: &Expr) -> &Expr {
     match e {
         Expr::Paren(p) => unwrap_parens(&p.expr),
         other => other,
@@ -521,7 +520,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                     "invalid regular expression in label_replace(): {e}"
                 ))
             })?;
-            if !valid_label_name_arg(ev, call, 1, &dst) {
+            if !valid_label_name_arg(call, 1, &dst) {
                 return eval_err(format!(
                     "invalid destination label name in label_replace(): {dst}"
                 ));
@@ -547,12 +546,12 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let mut srcs = Vec::new();
             for (i, a) in args.iter().enumerate().skip(3) {
                 let src = string_arg(ev, a, ts)?;
-                if !valid_label_name_arg(ev, call, i, &src) {
+                if !valid_label_name_arg(call, i, &src) {
                     return eval_err(format!("invalid source label name in label_join(): {src}"));
                 }
                 srcs.push(src);
             }
-            if !valid_label_name_arg(ev, call, 1, &dst) {
+            if !valid_label_name_arg(call, 1, &dst) {
                 return eval_err(format!(
                     "invalid destination label name in label_join(): {dst}"
                 ));
@@ -702,40 +701,12 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
 }
 
 /// Whether the string argument `i` of `call` (evaluated to `s`) is a valid
-/// label name: not empty and UTF-8. A literal is judged by its text, decoded
-/// as Prometheus (Go) does, since an escape like `\xff` is a raw byte there
-/// while the parser turns it into a character.
-fn valid_label_name_arg(ev: &Evaluator, call: &Call, i: usize, s: &str) -> bool {
-    if !crate::aggregate::valid_label_name(s) {
-        return false;
-    }
-    let is_literal = call
-        .args
-        .get(i)
-        .is_some_and(|e| matches!(unwrap_parens(e), Expr::StringLiteral(_)));
-    if !is_literal {
-        return true;
-    }
-    let raw = ev
-        .src
-        .call_arg(call, i)
-        .map(|p| {
-            // Skip the parentheses of `("name")`.
-            let q = ev.src.query().as_bytes();
-            let mut p = p;
-            while q
-                .get(p)
-                .is_some_and(|c| *c == b'(' || c.is_ascii_whitespace())
-            {
-                p += 1;
-            }
-            p
-        })
-        .and_then(|p| ev.src.string_literal_at(p))
-        .and_then(go_unquote_bytes);
-    match raw {
-        Some(bytes) => !bytes.is_empty() && std::str::from_utf8(&bytes).is_ok(),
-        None => true,
+/// label name: not empty and UTF-8. A literal is judged by its bytes as
+/// Prometheus (Go) decodes them (`"\xff"` is no UTF-8 there).
+fn valid_label_name_arg(call: &Call, i: usize, s: &str) -> bool {
+    match call.args.get(i).map(unwrap_parens) {
+        Some(Expr::StringLiteral(lit)) => lit.is_valid_label_name(),
+        _ => crate::aggregate::valid_label_name(s),
     }
 }
 

@@ -338,7 +338,26 @@ pub struct NumberLiteral {
 /// A string.
 #[derive(Clone, Debug)]
 pub struct StringLiteral {
+    /// The value; bytes that are not UTF-8 (`"\xff"`) are U+FFFD here.
     pub val: String,
+    /// The decoded bytes, when they are not UTF-8 (as Prometheus, written
+    /// in Go, keeps them).
+    pub invalid_utf8: Option<Vec<u8>>,
+}
+
+impl StringLiteral {
+    /// The literal as Go would quote its bytes (`"a\xc5z"`).
+    pub fn go_quoted(&self) -> String {
+        match &self.invalid_utf8 {
+            Some(bytes) => super::printer::go_quote_bytes(bytes),
+            None => super::printer::go_quote(&self.val),
+        }
+    }
+
+    /// Whether the value is a valid label name: not empty, UTF-8.
+    pub fn is_valid_label_name(&self) -> bool {
+        !self.val.is_empty() && self.invalid_utf8.is_none()
+    }
 }
 
 /// `x{a="b"} offset 5m @ 10 anchored`.

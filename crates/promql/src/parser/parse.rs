@@ -14,7 +14,7 @@ use ferrite_model::{MatchType, Matcher};
 use super::ast::*;
 use super::functions::function;
 use super::lexer::{lex, Keyword, Tok, Token};
-use super::unquote::unquote;
+use super::unquote::{unquote, unquote_literal};
 use super::ParseError;
 
 /// Parses a PromQL expression.
@@ -223,8 +223,10 @@ impl<'q> Parser<'q> {
             }
             Tok::Str => {
                 self.next();
-                let val = self.string_value(t)?;
-                Ok(self.leaf(Expr::StringLiteral(StringLiteral { val }), t))
+                let lit = self.text(t);
+                let (val, invalid_utf8) =
+                    unquote_literal(lit).ok_or_else(|| unquote_error(self.query, t, lit))?;
+                Ok(self.leaf(Expr::StringLiteral(StringLiteral { val, invalid_utf8 }), t))
             }
             Tok::LeftParen => self.paren(),
             Tok::LeftBrace => self.vector_selector(None, t.start),
@@ -293,13 +295,7 @@ impl<'q> Parser<'q> {
 
     pub fn string_value(&self, t: Token) -> PResult<String> {
         let lit = self.text(t);
-        unquote(lit).ok_or_else(|| {
-            ParseError::new(
-                self.query,
-                t.start,
-                format!("error unquoting string {lit:?}: invalid syntax"),
-            )
-        })
+        unquote(lit).ok_or_else(|| unquote_error(self.query, t, lit))
     }
 
     fn paren(&mut self) -> PResult<Node> {
@@ -481,6 +477,14 @@ impl<'q> Parser<'q> {
             }
         }
     }
+}
+
+fn unquote_error(query: &str, t: Token, lit: &str) -> ParseError {
+    ParseError::new(
+        query,
+        t.start,
+        format!("error unquoting string {lit:?}: invalid syntax"),
+    )
 }
 
 /// The binary operator a token is, if any.

@@ -18,7 +18,7 @@ impl Display for Expr {
             Expr::Paren(p) => write!(f, "({})", p.expr),
             Expr::Subquery(s) => write_subquery(f, s),
             Expr::NumberLiteral(n) => f.write_str(&format_number(n.val)),
-            Expr::StringLiteral(s) => f.write_str(&go_quote(&s.val)),
+            Expr::StringLiteral(s) => f.write_str(&s.go_quoted()),
             Expr::VectorSelector(vs) => write_selector(f, vs, None),
             Expr::MatrixSelector(ms) => write_selector(f, &ms.vs, Some(&ms.range)),
             Expr::Call(c) => {
@@ -266,8 +266,25 @@ fn write_subquery(f: &mut Formatter<'_>, s: &SubqueryExpr) -> fmt::Result {
 
 /// A string quoted as Go's `strconv.Quote` does (which PromQL reads back).
 pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    go_quote_bytes(s.as_bytes())
+}
+
+/// Bytes quoted as Go's `strconv.Quote` does: bytes that are not UTF-8
+/// as `\xNN`.
+pub fn go_quote_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
+    for chunk in bytes.utf8_chunks() {
+        quote_chars(&mut out, chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn quote_chars(out: &mut String, s: &str) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -284,8 +301,6 @@ pub fn go_quote(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -59,14 +59,22 @@ pub fn go_unquote_bytes(lit: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// A string literal's value. Bytes that are not UTF-8 (`"\\xff"`) become
-/// U+FFFD; `None` if the literal is malformed.
-pub fn unquote(lit: &str) -> Option<String> {
+/// A string literal's value, and its bytes if they are not UTF-8 (which
+/// become U+FFFD in the value); `None` if the literal is malformed.
+pub fn unquote_literal(lit: &str) -> Option<(String, Option<Vec<u8>>)> {
     let bytes = go_unquote_bytes(lit)?;
     Some(match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        Ok(s) => (s, None),
+        Err(e) => (
+            String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            Some(e.into_bytes()),
+        ),
     })
+}
+
+/// A string literal's value (see [`unquote_literal`]).
+pub fn unquote(lit: &str) -> Option<String> {
+    unquote_literal(lit).map(|(s, _)| s)
 }
 
 #[cfg(test)]
