@@ -60,6 +60,27 @@ fn elem(op: Op, l: f64, r: f64) -> (f64, bool) {
     }
 }
 
+/// The annotations of one binary operation, which are about the
+/// operation's place in the query.
+pub(crate) struct BinNotes<'a> {
+    pub annos: &'a mut Annotations,
+    pub pos: Option<usize>,
+}
+
+impl BinNotes<'_> {
+    fn info(&mut self, text: String) {
+        self.annos.info(text, self.pos);
+    }
+
+    fn warn(&mut self, text: String) {
+        self.annos.warn(text, self.pos);
+    }
+
+    fn note(&mut self, n: Note) {
+        self.annos.note(n, "", self.pos);
+    }
+}
+
 /// The outcome of an operation with a histogram operand.
 enum HistElem {
     /// Keep the sample with this value (a comparison's `keep` says
@@ -69,18 +90,15 @@ enum HistElem {
     Drop,
 }
 
-fn incompatible(op: Op, l: bool, r: bool, annos: &mut Annotations) -> HistElem {
+fn incompatible(op: Op, l: bool, r: bool, annos: &mut BinNotes<'_>) -> HistElem {
     let kind = |h: bool| if h { "histogram" } else { "float" };
-    annos.info(
-        format!(
-            "PromQL info: incompatible sample types encountered for binary operator {:?}: {} {} {}",
-            op.text(),
-            kind(l),
-            op.text(),
-            kind(r)
-        ),
-        None,
-    );
+    annos.info(format!(
+        "PromQL info: incompatible sample types encountered for binary operator {:?}: {} {} {}",
+        op.text(),
+        kind(l),
+        op.text(),
+        kind(r)
+    ));
     HistElem::Drop
 }
 
@@ -89,7 +107,7 @@ fn hist_elem(
     op: Op,
     (fl, hl): (f64, Option<&Hist>),
     (fr, hr): (f64, Option<&Hist>),
-    annos: &mut Annotations,
+    annos: &mut BinNotes<'_>,
 ) -> HistElem {
     let scaled = |h: &Hist, f: f64, div: bool| {
         let mut h = FloatHistogram::clone(h);
@@ -132,21 +150,18 @@ fn hist_elem(
                 let res = if op == Op::Add { r.add(b) } else { r.sub(b) };
                 match res {
                     Err(_) => {
-                        annos.warn(
-                            format!(
-                                "PromQL warning: incompatible bucket layout encountered for binary operator {}",
-                                op.text()
-                            ),
-                            None,
-                        );
+                        annos.warn(format!(
+                            "PromQL warning: incompatible bucket layout encountered for binary operator {}",
+                            op.text()
+                        ));
                         HistElem::Drop
                     }
                     Ok(c) => {
                         if c.custom_bounds_reconciled {
-                            annos.note(Note::CustomBucketsReconciled(hop), "", None);
+                            annos.note(Note::CustomBucketsReconciled(hop));
                         }
                         if c.counter_reset_collision {
-                            annos.note(Note::CounterResetCollision(hop), "", None);
+                            annos.note(Note::CounterResetCollision(hop));
                             return HistElem::Drop;
                         }
                         if op == Op::Sub {
@@ -258,22 +273,35 @@ pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Re
     let return_bool = be.modifier.as_ref().is_some_and(|m| m.return_bool);
     let lhs = ev.eval(&be.lhs, ts)?;
     let rhs = ev.eval(&be.rhs, ts)?;
+    let pos = Some(be.pos);
     match (lhs, rhs) {
         (Ev::Scalar(a), Ev::Scalar(b)) => Ok(Ev::Scalar(
             a.iter().zip(&b).map(|(&l, &r)| arith(op, l, r)).collect(),
         )),
-        (Ev::Vector(v), Ev::Scalar(s)) => Ok(Ev::Vector(
-            v.into_iter()
-                .zip(s)
-                .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool, &mut ev.annos))
-                .collect(),
-        )),
-        (Ev::Scalar(s), Ev::Vector(v)) => Ok(Ev::Vector(
-            v.into_iter()
-                .zip(s)
-                .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool, &mut ev.annos))
-                .collect(),
-        )),
+        (Ev::Vector(v), Ev::Scalar(s)) => {
+            let mut notes = BinNotes {
+                annos: &mut ev.annos,
+                pos,
+            };
+            Ok(Ev::Vector(
+                v.into_iter()
+                    .zip(s)
+                    .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool, &mut notes))
+                    .collect(),
+            ))
+        }
+        (Ev::Scalar(s), Ev::Vector(v)) => {
+            let mut notes = BinNotes {
+                annos: &mut ev.annos,
+                pos,
+            };
+            Ok(Ev::Vector(
+                v.into_iter()
+                    .zip(s)
+                    .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool, &mut notes))
+                    .collect(),
+            ))
+        }
         (Ev::Vector(l), Ev::Vector(r)) => {
             let m = matching_of(be, op);
             let mut out = Vec::with_capacity(ts.len());
@@ -283,7 +311,13 @@ pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Re
                     Op::And => set_and(lv, &rv, &m, true),
                     Op::Unless => set_and(lv, &rv, &m, false),
                     Op::Or => set_or(lv, rv, &m),
-                    _ => vector_vector(op, lv, rv, &m, return_bool, &mut ev.annos)?,
+                    _ => {
+                        let mut notes = BinNotes {
+                            annos: &mut ev.annos,
+                            pos,
+                        };
+                        vector_vector(op, lv, rv, &m, return_bool, &mut notes)?
+                    }
                 });
             }
             Ok(Ev::Vector(out))
@@ -303,7 +337,7 @@ pub(crate) fn vector_scalar(
     s: f64,
     swap: bool,
     return_bool: bool,
-    annos: &mut Annotations,
+    annos: &mut BinNotes<'_>,
 ) -> Vec<Samp> {
     let mut out = Vec::with_capacity(vec.len());
     for mut smp in vec {
@@ -377,7 +411,7 @@ fn vector_vector(
     rhs: Vec<Samp>,
     m: &Matching,
     return_bool: bool,
-    annos: &mut Annotations,
+    annos: &mut BinNotes<'_>,
 ) -> Result<Vec<Samp>> {
     if lhs.is_empty() || rhs.is_empty() {
         return Ok(Vec::new());
@@ -489,6 +523,14 @@ pub fn result_metric(lhs: &Labels, rhs: &Labels, op: Op, m: &Matching) -> Labels
 mod tests {
     use super::*;
 
+    /// Annotations nobody reads.
+    fn notes() -> BinNotes<'static> {
+        BinNotes {
+            annos: Box::leak(Box::default()),
+            pos: None,
+        }
+    }
+
     fn samp(pairs: &[(&str, &str)], f: f64) -> Samp {
         Samp::float(Arc::new(Labels::from_pairs(pairs)), f, false)
     }
@@ -506,15 +548,8 @@ mod tests {
     fn one_to_one_ignores_name() {
         let l = vec![samp(&[("__name__", "a"), ("i", "1")], 10.0)];
         let r = vec![samp(&[("__name__", "b"), ("i", "1")], 3.0)];
-        let out = vector_vector(
-            Op::Sub,
-            l,
-            r,
-            &one_to_one(false, &[]),
-            false,
-            &mut Annotations::default(),
-        )
-        .unwrap();
+        let out =
+            vector_vector(Op::Sub, l, r, &one_to_one(false, &[]), false, &mut notes()).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].f, 7.0);
         assert_eq!(*out[0].labels, Labels::from_pairs(&[("i", "1")]));
@@ -533,7 +568,7 @@ mod tests {
             r,
             &one_to_one(true, &["i"]),
             false,
-            &mut Annotations::default(),
+            &mut notes(),
         )
         .unwrap_err();
         assert!(
@@ -557,7 +592,7 @@ mod tests {
             labels: vec!["i".into()],
             include: vec!["v".into()],
         };
-        let out = vector_vector(Op::Mul, l, r, &m, false, &mut Annotations::default()).unwrap();
+        let out = vector_vector(Op::Mul, l, r, &m, false, &mut notes()).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(
             *out[0].labels,
@@ -575,7 +610,7 @@ mod tests {
             r,
             &one_to_one(true, &["i"]),
             false,
-            &mut Annotations::default(),
+            &mut notes(),
         )
         .unwrap_err();
         assert!(err
@@ -589,17 +624,10 @@ mod tests {
             samp(&[("__name__", "a")], 1.0),
             samp(&[("__name__", "b")], 5.0),
         ];
-        let out = vector_scalar(
-            Op::Gt,
-            v.clone(),
-            2.0,
-            false,
-            false,
-            &mut Annotations::default(),
-        );
+        let out = vector_scalar(Op::Gt, v.clone(), 2.0, false, false, &mut notes());
         assert_eq!(out.len(), 1);
         assert!(!out[0].drop_name);
-        let out = vector_scalar(Op::Gt, v, 2.0, false, true, &mut Annotations::default());
+        let out = vector_scalar(Op::Gt, v, 2.0, false, true, &mut notes());
         assert_eq!(out.iter().map(|s| s.f).collect::<Vec<_>>(), vec![0.0, 1.0]);
         assert!(out[0].drop_name);
     }

@@ -302,6 +302,9 @@ pub struct BinaryExpr {
     pub lhs: Box<Expr>,
     pub rhs: Box<Expr>,
     pub modifier: Option<BinModifier>,
+    /// Where the expression (its left operand) starts in the query, for
+    /// annotations.
+    pub pos: usize,
 }
 
 /// `(x)`.

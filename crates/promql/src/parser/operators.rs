@@ -178,6 +178,7 @@ impl Parser<'_> {
                 lhs: Box::new(lhs.expr),
                 rhs: Box::new(rhs.expr),
                 modifier,
+                pos: lhs.start,
             }),
             ty,
             start: lhs.start,
