@@ -325,8 +325,11 @@ fn unquote(s: &str) -> Option<(String, &str)> {
     None
 }
 
+/// Characters of unquoted names in series descriptions: Prometheus' runner
+/// reads its test data with unquoted UTF-8 names enabled (letters of any
+/// script, dots).
 fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '.'
+    c.is_alphanumeric() || c == '_' || c == ':' || c == '.'
 }
 
 /// Parses `metric{l="v", ...} <values>` into labels and the rest.
