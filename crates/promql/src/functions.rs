@@ -593,7 +593,10 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             Ok(Ev::Vector(
                 ts.iter()
                     .map(|&t| {
-                        if (0..rd.series.len()).any(|i| !rd.window(i, t).is_empty()) {
+                        let present = |i: usize| {
+                            !rd.window(i, t).is_empty() || !rd.hist_window(i, t).is_empty()
+                        };
+                        if (0..rd.series.len()).any(present) {
                             Vec::new()
                         } else {
                             vec![Samp {
