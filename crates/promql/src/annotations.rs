@@ -3,11 +3,11 @@
 //!
 //! Prometheus appends the position of the expression an annotation is
 //! about, as `(line:column)` (1-based, column in bytes), and keeps one
-//! annotation per distinct text. `promql-parser`'s tree carries no
-//! positions, so [`SourceMap`] recovers the few the engine needs from the
-//! query text: where each function call and aggregation starts (their
-//! names appear in the text in the order of a pre-order walk of the tree),
-//! and from there where their arguments start.
+//! annotation per distinct text. Selectors and binary operations carry
+//! their position in the tree; for calls and aggregations [`SourceMap`]
+//! finds it from the query text: where each function call and aggregation
+//! starts (their names appear in the text in the order of a pre-order walk
+//! of the tree), and from there where their arguments start.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

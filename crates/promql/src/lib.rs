@@ -57,7 +57,7 @@ pub use value::{Sample, SeriesResult, Value};
 /// has one, since clients (and the conformance tests) compare them.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A query refused before parsing (too deep, too complex).
+    /// A query refused before parsing (nested too deep).
     #[error("{0}")]
     Parse(String),
     /// A query that does not parse or type-check.
