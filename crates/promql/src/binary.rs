@@ -274,60 +274,62 @@ pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Re
     let lhs = ev.eval(&be.lhs, ts)?;
     let rhs = ev.eval(&be.rhs, ts)?;
     let pos = Some(be.pos);
-    match (lhs, rhs) {
-        (Ev::Scalar(a), Ev::Scalar(b)) => Ok(Ev::Scalar(
-            a.iter().zip(&b).map(|(&l, &r)| arith(op, l, r)).collect(),
-        )),
-        (Ev::Vector(v), Ev::Scalar(s)) => {
-            let mut notes = BinNotes {
-                annos: &mut ev.annos,
-                pos,
-            };
-            Ok(Ev::Vector(
-                v.into_iter()
-                    .zip(s)
-                    .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool, &mut notes))
-                    .collect(),
+    let (v, s, swap) = match (lhs, rhs) {
+        (Ev::Scalar(a), Ev::Scalar(b)) => {
+            return Ok(Ev::Scalar(
+                a.iter().zip(&b).map(|(&l, &r)| arith(op, l, r)).collect(),
             ))
         }
-        (Ev::Scalar(s), Ev::Vector(v)) => {
-            let mut notes = BinNotes {
-                annos: &mut ev.annos,
-                pos,
-            };
-            Ok(Ev::Vector(
-                v.into_iter()
-                    .zip(s)
-                    .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool, &mut notes))
-                    .collect(),
-            ))
-        }
-        (Ev::Vector(l), Ev::Vector(r)) => {
-            let m = matching_of(be, op);
-            let mut out = Vec::with_capacity(ts.len());
-            for (lv, rv) in l.into_iter().zip(r) {
-                ev.check_deadline()?;
-                out.push(match op {
-                    Op::And => set_and(lv, &rv, &m, true),
-                    Op::Unless => set_and(lv, &rv, &m, false),
-                    Op::Or => set_or(lv, rv, &m),
-                    _ => {
-                        let mut notes = BinNotes {
-                            annos: &mut ev.annos,
-                            pos,
-                        };
-                        vector_vector(op, lv, rv, &m, return_bool, &mut notes)?
-                    }
-                });
-            }
-            Ok(Ev::Vector(out))
-        }
-        (l, r) => eval_err(format!(
+        (Ev::Vector(v), Ev::Scalar(s)) => (v, s, false),
+        (Ev::Scalar(s), Ev::Vector(v)) => (v, s, true),
+        (Ev::Vector(l), Ev::Vector(r)) => return vectors(ev, be, l, r).map(Ev::Vector),
+        (l, r) => {
+            return eval_err(format!(
             "binary expression must contain only scalar and instant vector types, got {} and {}",
             l.type_name(),
             r.type_name()
-        )),
+        ))
+        }
+    };
+    let mut notes = BinNotes {
+        annos: &mut ev.annos,
+        pos,
+    };
+    Ok(Ev::Vector(
+        v.into_iter()
+            .zip(s)
+            .map(|(vec, s)| vector_scalar(op, vec, s, swap, return_bool, &mut notes))
+            .collect(),
+    ))
+}
+
+/// Two instant vectors at every step, matched.
+fn vectors(
+    ev: &mut Evaluator,
+    be: &BinaryExpr,
+    l: Vec<Vec<Samp>>,
+    r: Vec<Vec<Samp>>,
+) -> Result<Vec<Vec<Samp>>> {
+    let op = be.op;
+    let return_bool = be.modifier.as_ref().is_some_and(|m| m.return_bool);
+    let m = matching_of(be, op);
+    let mut out = Vec::with_capacity(l.len());
+    for (lv, rv) in l.into_iter().zip(r) {
+        ev.check_deadline()?;
+        out.push(match op {
+            Op::And => set_and(lv, &rv, &m, true),
+            Op::Unless => set_and(lv, &rv, &m, false),
+            Op::Or => set_or(lv, rv, &m),
+            _ => {
+                let mut notes = BinNotes {
+                    annos: &mut ev.annos,
+                    pos: Some(be.pos),
+                };
+                vector_vector(op, lv, rv, &m, return_bool, &mut notes)?
+            }
+        });
     }
+    Ok(out)
 }
 
 /// A vector with a scalar; `swap` when the scalar is on the left.

@@ -86,24 +86,14 @@ impl Extended {
     }
 }
 
-/// A step's samples for an extended selector: the window (start, end]
-/// and what was read around it.
-pub(crate) struct ExtWindow<'a> {
-    pub floats: &'a [(i64, f64)],
-    pub hists: &'a [(i64, Hist)],
-    pub start: i64,
-    pub end: i64,
-    pub step_t: i64,
-    pub param: f64,
-    pub range_secs: f64,
-}
-
-/// A range function over an extended window (the function was checked to
-/// accept the extension).
+/// A range function over a step's samples for an extended selector: the
+/// window is (`w.start`, `w.end`], the samples reach around it (see
+/// [`Extended::reach`]). The function was checked to accept the extension.
 pub(crate) fn apply(
     func: RangeFn,
     ext: &Extended,
-    w: &ExtWindow<'_>,
+    w: &Window<'_>,
+    range_secs: f64,
     values: &mut StepValues,
 ) -> Option<Out> {
     match func {
@@ -115,7 +105,7 @@ pub(crate) fn apply(
                 counter: func != RangeFn::Delta,
             };
             let scale = if func == RangeFn::Rate {
-                w.range_secs
+                range_secs
             } else {
                 1.0
             };
@@ -140,7 +130,7 @@ pub(crate) fn apply(
 
 /// `changes`/`resets` from the anchor (the last sample, float or
 /// histogram, at or before the window's start) on.
-fn anchored_count(func: RangeFn, w: &ExtWindow<'_>, values: &mut StepValues) -> Option<Out> {
+fn anchored_count(func: RangeFn, w: &Window<'_>, values: &mut StepValues) -> Option<Out> {
     let (f0, h0) = anchor(w.floats, w.hists, w.start)?;
     let (floats, hists) = (&w.floats[f0..], &w.hists[h0..]);
     if hists.is_empty() {

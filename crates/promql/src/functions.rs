@@ -17,7 +17,7 @@ use crate::engine::{
     eval_series, read_series_samples, window_in, Ev, Evaluator, Hist, Lbl, RangeData, Samp,
     StepValues,
 };
-use crate::extended::{ExtWindow, Extended, Extension};
+use crate::extended::{Extended, Extension};
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::parse_go_float;
@@ -945,16 +945,16 @@ impl RangeJob<'_> {
         let mut hcursor = (0usize, 0usize);
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
-            let w = ExtWindow {
+            let w = crate::histfn::Window {
                 floats: window_in(samples, end + after, reach, &mut cursor),
                 hists: window_in(hists, end + after, reach, &mut hcursor),
                 start: end - spec.range,
                 end,
                 step_t: t,
                 param: self.scalar_arg.map_or(0.0, |v| v[step]),
-                range_secs: spec.range as f64 / 1000.0,
             };
-            let result = crate::extended::apply(self.func, ext, &w, out);
+            let range_secs = spec.range as f64 / 1000.0;
+            let result = crate::extended::apply(self.func, ext, &w, range_secs, out);
             out.push_result(step, result);
         }
     }

@@ -408,7 +408,7 @@ pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
             "cannot parse {s:?} to a valid duration. It overflows int64"
         )));
     }
-    ferrite_promql::parser::parse_duration(s)
+    ferrite_model::units::parse_duration_ms(s)
         .map_err(|_| ApiError::bad_data(format!("cannot parse {s:?} to a valid duration")))
 }
 

@@ -102,6 +102,28 @@ pub enum AggregateOp {
 }
 
 impl AggregateOp {
+    const ALL: [AggregateOp; 14] = [
+        AggregateOp::Sum,
+        AggregateOp::Avg,
+        AggregateOp::Count,
+        AggregateOp::Min,
+        AggregateOp::Max,
+        AggregateOp::Group,
+        AggregateOp::Stddev,
+        AggregateOp::Stdvar,
+        AggregateOp::Topk,
+        AggregateOp::Bottomk,
+        AggregateOp::CountValues,
+        AggregateOp::Quantile,
+        AggregateOp::Limitk,
+        AggregateOp::LimitRatio,
+    ];
+
+    /// The operator of a (lower-case) name.
+    pub fn from_name(name: &str) -> Option<AggregateOp> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
     /// The operator's name, lower case.
     pub fn name(self) -> &'static str {
         match self {
@@ -263,6 +285,19 @@ impl BinaryOp {
         }
     }
 
+    /// Whether durations can be combined with the operator.
+    pub fn is_duration_arithmetic(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Add
+                | BinaryOp::Sub
+                | BinaryOp::Mul
+                | BinaryOp::Div
+                | BinaryOp::Mod
+                | BinaryOp::Pow
+        )
+    }
+
     /// `^` groups to the right, everything else to the left.
     pub fn is_right_associative(self) -> bool {
         self == BinaryOp::Pow
@@ -420,24 +455,16 @@ pub enum DurationExpr {
     Neg(Box<DurationExpr>),
     /// `(e)`
     Paren(Box<DurationExpr>),
+    /// `+ - * / % ^` of two durations.
     Binary {
-        op: DurationOp,
+        op: BinaryOp,
         lhs: Box<DurationExpr>,
         rhs: Box<DurationExpr>,
     },
-}
-
-/// Operators of duration expressions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DurationOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    Pow,
-    MinOf,
-    MaxOf,
+    /// `min_of(a, b)`
+    MinOf(Box<DurationExpr>, Box<DurationExpr>),
+    /// `max_of(a, b)`
+    MaxOf(Box<DurationExpr>, Box<DurationExpr>),
 }
 
 /// What `step()` and `range()` are for one query.
@@ -456,19 +483,20 @@ impl DurationExpr {
             DurationExpr::Range => ctx.range_ms as f64 / 1000.0,
             DurationExpr::Neg(e) => -e.seconds(ctx)?,
             DurationExpr::Paren(e) => e.seconds(ctx)?,
+            DurationExpr::MinOf(a, b) => a.seconds(ctx)?.min(b.seconds(ctx)?),
+            DurationExpr::MaxOf(a, b) => a.seconds(ctx)?.max(b.seconds(ctx)?),
             DurationExpr::Binary { op, lhs, rhs } => {
                 let (l, r) = (lhs.seconds(ctx)?, rhs.seconds(ctx)?);
                 match op {
-                    DurationOp::Add => l + r,
-                    DurationOp::Sub => l - r,
-                    DurationOp::Mul => l * r,
-                    DurationOp::Div if r == 0.0 => return Err("division by zero"),
-                    DurationOp::Div => l / r,
-                    DurationOp::Mod if r == 0.0 => return Err("modulo by zero"),
-                    DurationOp::Mod => l % r,
-                    DurationOp::Pow => l.powf(r),
-                    DurationOp::MinOf => l.min(r),
-                    DurationOp::MaxOf => l.max(r),
+                    BinaryOp::Add => l + r,
+                    BinaryOp::Sub => l - r,
+                    BinaryOp::Mul => l * r,
+                    BinaryOp::Div if r == 0.0 => return Err("division by zero"),
+                    BinaryOp::Div => l / r,
+                    BinaryOp::Mod if r == 0.0 => return Err("modulo by zero"),
+                    BinaryOp::Mod => l % r,
+                    BinaryOp::Pow => l.powf(r),
+                    _ => return Err("not an operator of durations"),
                 }
             }
         })

@@ -6,29 +6,18 @@
 //! keywords `step`, `range`, `min_of`, `max_of`). The whole query is lexed
 //! up front in one pass, so lexing is linear in the text.
 
+use super::ast::AggregateOp;
 use super::ParseError;
 
 /// Keywords of PromQL (matched case-insensitively).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Keyword {
+    /// An aggregation operator (`sum`, `topk`, ...).
+    Aggregate(AggregateOp),
     And,
     Or,
     Unless,
     Atan2,
-    Sum,
-    Avg,
-    Count,
-    Min,
-    Max,
-    Group,
-    Stddev,
-    Stdvar,
-    Topk,
-    Bottomk,
-    CountValues,
-    Quantile,
-    Limitk,
-    LimitRatio,
     Offset,
     Smoothed,
     Anchored,
@@ -55,20 +44,6 @@ const KEYWORDS: &[(&str, Keyword)] = &[
     ("or", Keyword::Or),
     ("unless", Keyword::Unless),
     ("atan2", Keyword::Atan2),
-    ("sum", Keyword::Sum),
-    ("avg", Keyword::Avg),
-    ("count", Keyword::Count),
-    ("min", Keyword::Min),
-    ("max", Keyword::Max),
-    ("group", Keyword::Group),
-    ("stddev", Keyword::Stddev),
-    ("stdvar", Keyword::Stdvar),
-    ("topk", Keyword::Topk),
-    ("bottomk", Keyword::Bottomk),
-    ("count_values", Keyword::CountValues),
-    ("quantile", Keyword::Quantile),
-    ("limitk", Keyword::Limitk),
-    ("limit_ratio", Keyword::LimitRatio),
     ("offset", Keyword::Offset),
     ("smoothed", Keyword::Smoothed),
     ("anchored", Keyword::Anchored),
@@ -97,6 +72,9 @@ impl Keyword {
         if !word.is_ascii() {
             return None;
         }
+        if let Some(op) = AggregateOp::from_name(&word.to_ascii_lowercase()) {
+            return Some(Keyword::Aggregate(op));
+        }
         KEYWORDS
             .iter()
             .find(|(s, _)| s.eq_ignore_ascii_case(word))
@@ -105,6 +83,9 @@ impl Keyword {
 
     /// The keyword as PromQL spells it.
     pub fn text(self) -> &'static str {
+        if let Keyword::Aggregate(op) = self {
+            return op.name();
+        }
         KEYWORDS
             .iter()
             .find(|&&(_, k)| k == self)
@@ -113,23 +94,7 @@ impl Keyword {
 
     /// Whether the keyword names an aggregation operator.
     pub fn is_aggregator(self) -> bool {
-        use Keyword::*;
-        matches!(
-            self,
-            Sum | Avg
-                | Count
-                | Min
-                | Max
-                | Group
-                | Stddev
-                | Stdvar
-                | Topk
-                | Bottomk
-                | CountValues
-                | Quantile
-                | Limitk
-                | LimitRatio
-        )
+        matches!(self, Keyword::Aggregate(_))
     }
 
     /// Whether the keyword can also be a metric name (Prometheus'
@@ -750,7 +715,7 @@ mod tests {
         assert_eq!(
             kinds(r#"sum by (a) (rate(x{a=~"b"}[5m:1m])) </ 2"#),
             [
-                Keyword(super::Keyword::Sum),
+                Keyword(super::Keyword::Aggregate(AggregateOp::Sum)),
                 Keyword(super::Keyword::By),
                 LeftParen,
                 Identifier,

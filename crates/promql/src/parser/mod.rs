@@ -9,12 +9,11 @@
 //!   subqueries, `offset`, `@`, `anchored`/`smoothed` and duration
 //!   expressions; `check`: the type checks;
 //! - [`ast`]: the tree; `printer`: the tree as text (`Display`);
-//! - [`functions`]: the functions and their signatures; `duration`:
-//!   duration literals; `unquote`: string literals.
+//! - [`functions`]: the functions and their signatures; `unquote`:
+//!   string literals. Duration literals are `ferrite_model::units`'.
 
 pub mod ast;
 mod check;
-pub mod duration;
 pub mod functions;
 mod lexer;
 mod modifiers;
@@ -24,7 +23,6 @@ mod printer;
 pub mod unquote;
 
 pub use ast::*;
-pub use duration::{format_duration, parse_duration};
 pub use functions::{function, Function};
 pub use parse::parse_expr;
 pub use printer::{format_number, go_quote};

@@ -4,7 +4,7 @@
 
 use super::ast::*;
 use super::lexer::{Keyword, Tok};
-use super::parse::{Node, Parser};
+use super::parse::{binary_op, Node, Parser};
 use super::ParseError;
 
 type PResult<T> = Result<T, ParseError>;
@@ -217,25 +217,23 @@ impl Parser<'_> {
     /// `min_prec`.
     fn duration_expr(&mut self, min_prec: u8) -> PResult<DurationExpr> {
         let mut lhs = self.duration_unary()?;
-        while let Some((op, prec)) = duration_op(self.peek().tok) {
+        while let Some(op) = binary_op(self.peek().tok).filter(|op| op.is_duration_arithmetic()) {
+            let prec = op.precedence();
             if prec < min_prec {
                 break;
             }
             let op_tok = self.next();
-            let rhs = self.duration_expr(if op == DurationOp::Pow {
+            let next_min = if op.is_right_associative() {
                 prec
             } else {
                 prec + 1
-            })?;
-            if matches!(op, DurationOp::Div | DurationOp::Mod)
-                && matches!(rhs, DurationExpr::Number { secs, .. } if secs == 0.0)
-            {
-                let what = if op == DurationOp::Div {
-                    "division by zero"
-                } else {
-                    "modulo by zero"
-                };
-                return Err(self.err_at(op_tok.start, what));
+            };
+            let rhs = self.duration_expr(next_min)?;
+            let zero = matches!(rhs, DurationExpr::Number { secs, .. } if secs == 0.0);
+            match op {
+                BinaryOp::Div if zero => return Err(self.err_at(op_tok.start, "division by zero")),
+                BinaryOp::Mod if zero => return Err(self.err_at(op_tok.start, "modulo by zero")),
+                _ => {}
             }
             lhs = DurationExpr::Binary {
                 op,
@@ -298,15 +296,11 @@ impl Parser<'_> {
                 self.expect(Tok::Comma, context, "\",\"")?;
                 let b = self.duration_expr(0)?;
                 self.expect(Tok::RightParen, context, "\")\"")?;
-                let op = if k == Keyword::MinOf {
-                    DurationOp::MinOf
+                let (a, b) = (Box::new(a), Box::new(b));
+                Ok(if k == Keyword::MinOf {
+                    DurationExpr::MinOf(a, b)
                 } else {
-                    DurationOp::MaxOf
-                };
-                Ok(DurationExpr::Binary {
-                    op,
-                    lhs: Box::new(a),
-                    rhs: Box::new(b),
+                    DurationExpr::MaxOf(a, b)
                 })
             }
             Tok::LeftParen => {
@@ -318,18 +312,6 @@ impl Parser<'_> {
             _ => Err(self.unexpected(context, "number, duration, step(), or range()")),
         }
     }
-}
-
-fn duration_op(tok: Tok) -> Option<(DurationOp, u8)> {
-    Some(match tok {
-        Tok::Add => (DurationOp::Add, 4),
-        Tok::Sub => (DurationOp::Sub, 4),
-        Tok::Mul => (DurationOp::Mul, 5),
-        Tok::Div => (DurationOp::Div, 5),
-        Tok::Mod => (DurationOp::Mod, 5),
-        Tok::Pow => (DurationOp::Pow, 6),
-        _ => return None,
-    })
 }
 
 /// Seconds to milliseconds as Prometheus gets them: rounded to

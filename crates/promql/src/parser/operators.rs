@@ -15,7 +15,8 @@ impl Parser<'_> {
         let Tok::Keyword(k) = op_tok.tok else {
             return Err(self.unexpected("aggregation", ""));
         };
-        let op = aggregate_op(k).ok_or_else(|| self.unexpected("aggregation", ""))?;
+        let op =
+            AggregateOp::from_name(k.text()).ok_or_else(|| self.unexpected("aggregation", ""))?;
         let mut modifier = self.aggregate_modifier()?;
         if self.peek().tok != Tok::LeftParen {
             return Err(self.unexpected("aggregation", ""));
@@ -185,24 +186,4 @@ impl Parser<'_> {
             end: rhs.end,
         }
     }
-}
-
-fn aggregate_op(k: Keyword) -> Option<AggregateOp> {
-    Some(match k {
-        Keyword::Sum => AggregateOp::Sum,
-        Keyword::Avg => AggregateOp::Avg,
-        Keyword::Count => AggregateOp::Count,
-        Keyword::Min => AggregateOp::Min,
-        Keyword::Max => AggregateOp::Max,
-        Keyword::Group => AggregateOp::Group,
-        Keyword::Stddev => AggregateOp::Stddev,
-        Keyword::Stdvar => AggregateOp::Stdvar,
-        Keyword::Topk => AggregateOp::Topk,
-        Keyword::Bottomk => AggregateOp::Bottomk,
-        Keyword::CountValues => AggregateOp::CountValues,
-        Keyword::Quantile => AggregateOp::Quantile,
-        Keyword::Limitk => AggregateOp::Limitk,
-        Keyword::LimitRatio => AggregateOp::LimitRatio,
-        _ => return None,
-    })
 }

@@ -286,7 +286,9 @@ impl<'q> Parser<'q> {
     pub fn number_value(&self, t: Token) -> PResult<f64> {
         let text = self.text(t);
         let parsed = if t.tok == Tok::Duration {
-            super::duration::parse_duration(text).map(|ms| ms as f64 / 1000.0)
+            ferrite_model::units::parse_duration_ms(text)
+                .map(|ms| ms as f64 / 1000.0)
+                .map_err(|e| e.to_string())
         } else {
             parse_number(text).ok_or_else(|| format!("error parsing number: {text:?}"))
         };
@@ -488,7 +490,7 @@ fn unquote_error(query: &str, t: Token, lit: &str) -> ParseError {
 }
 
 /// The binary operator a token is, if any.
-fn binary_op(tok: Tok) -> Option<BinaryOp> {
+pub(super) fn binary_op(tok: Tok) -> Option<BinaryOp> {
     Some(match tok {
         Tok::Add => BinaryOp::Add,
         Tok::Sub => BinaryOp::Sub,

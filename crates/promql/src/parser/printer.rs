@@ -7,7 +7,7 @@ use std::fmt::{self, Display, Formatter, Write};
 use ferrite_model::{MatchType, Matcher};
 
 use super::ast::*;
-use super::duration::format_duration;
+use ferrite_model::units::format_duration_ms as format_duration;
 
 impl Display for Expr {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -158,19 +158,9 @@ impl Display for DurationExpr {
             DurationExpr::Range => f.write_str("range()"),
             DurationExpr::Neg(e) => write!(f, "-{e}"),
             DurationExpr::Paren(e) => write!(f, "({e})"),
-            DurationExpr::Binary { op, lhs, rhs } => {
-                let sym = match op {
-                    DurationOp::Add => "+",
-                    DurationOp::Sub => "-",
-                    DurationOp::Mul => "*",
-                    DurationOp::Div => "/",
-                    DurationOp::Mod => "%",
-                    DurationOp::Pow => "^",
-                    DurationOp::MinOf => return write!(f, "min_of({lhs}, {rhs})"),
-                    DurationOp::MaxOf => return write!(f, "max_of({lhs}, {rhs})"),
-                };
-                write!(f, "{lhs} {sym} {rhs}")
-            }
+            DurationExpr::Binary { op, lhs, rhs } => write!(f, "{lhs} {op} {rhs}"),
+            DurationExpr::MinOf(a, b) => write!(f, "min_of({a}, {b})"),
+            DurationExpr::MaxOf(a, b) => write!(f, "max_of({a}, {b})"),
         }
     }
 }
@@ -195,7 +185,7 @@ fn write_offset(f: &mut Formatter<'_>, offset: &Option<Duration>) -> fmt::Result
 /// An offset takes one operand; wider expressions print in parentheses.
 fn needs_parens_as_offset(e: &DurationExpr) -> bool {
     match e {
-        DurationExpr::Binary { op, .. } => !matches!(op, DurationOp::MinOf | DurationOp::MaxOf),
+        DurationExpr::Binary { .. } => true,
         DurationExpr::Neg(inner) => needs_parens_as_offset(inner),
         _ => false,
     }
