@@ -200,9 +200,27 @@ struct StepPicker<'a> {
     want_ts: bool,
     /// `x smoothed`: values interpolated at each step (see `extended`).
     smoothed: bool,
+    /// Histogram hints derived as read for count and sum only.
+    stats_hints: bool,
 }
 
 impl StepPicker<'_> {
+    /// Histogram `i` as read at evaluation time `e`: with its hint derived
+    /// from the one before (if read too: within the lookback) when read for
+    /// count and sum only.
+    fn hist_as_read(&self, hists: &[(i64, Hist)], i: usize, e: i64) -> Hist {
+        let h = &hists[i].1;
+        if !self.stats_hints {
+            return h.clone();
+        }
+        let prev = i
+            .checked_sub(1)
+            .map(|j| &hists[j])
+            .filter(|(t, _)| *t > e - self.lookback)
+            .map(|(_, p)| p);
+        crate::stats_hints::derived(h, prev).unwrap_or_else(|| h.clone())
+    }
+
     /// (step, value) of the steps that have a sample, in step order.
     fn pick(&self, buf: &ReadBuf, out: &mut StepValues) {
         out.clear();
@@ -233,7 +251,8 @@ impl StepPicker<'_> {
                     if self.want_ts {
                         out.floats.push((step, *st as f64 / 1000.0));
                     } else {
-                        out.hists.push((step, h.clone()));
+                        out.hists
+                            .push((step, self.hist_as_read(hists, hidx - 1, e)));
                     }
                 }
                 continue;
@@ -342,6 +361,9 @@ pub(crate) struct RangeData {
     pub at: Option<i64>,
     /// Anchored or smoothed windows (selectors only).
     pub extended: Option<Extended>,
+    /// Histogram hints derived as read for count and sum only (see
+    /// `stats_hints`; selectors only).
+    pub stats_hints: bool,
 }
 
 impl RangeData {
@@ -452,6 +474,9 @@ pub(crate) struct Evaluator<'q> {
     pub src: SourceMap<'q>,
     /// What `step()` and `range()` are in duration expressions.
     pub durations: DurationContext,
+    /// The selectors read for histogram count and sum only (see
+    /// `stats_hints`).
+    stats_reads: std::collections::HashSet<usize>,
 }
 
 /// A range or step in milliseconds. (Durations that do not resolve were
@@ -578,6 +603,7 @@ impl Engine {
             annos: Annotations::default(),
             src: SourceMap::new(query, expr),
             durations,
+            stats_reads: crate::stats_hints::stats_selectors(expr),
         };
         let ts = ev.hold_steps(start, end, step.max(1))?;
         let res = ev.eval(expr, &ts)?;
@@ -942,6 +968,7 @@ impl<'q> Evaluator<'q> {
             lookback: self.lookback,
             want_ts,
             smoothed: vs.smoothed,
+            stats_hints: self.stats_reads.contains(&crate::stats_hints::key(vs)),
         };
         // What the sink holds counts toward the max-samples limit as it
         // grows, before it can grow past it.
@@ -1000,6 +1027,7 @@ impl<'q> Evaluator<'q> {
                 offset: off,
                 at,
                 extended,
+                stats_hints: self.stats_reads.contains(&crate::stats_hints::key(vs)),
             },
         ))
     }
@@ -1058,6 +1086,7 @@ impl<'q> Evaluator<'q> {
             offset: off,
             at,
             extended: None,
+            stats_hints: false,
         })
     }
 
@@ -1793,6 +1822,7 @@ mod window_tests {
                 offset,
                 at: None,
                 extended: None,
+                stats_hints: false,
             };
             let mut cursor = (0, 0);
             // Mostly increasing, sometimes backwards.

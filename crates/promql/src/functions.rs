@@ -18,6 +18,7 @@ use crate::engine::{
     StepValues,
 };
 use crate::extended::{Extended, Extension};
+use crate::stats_hints;
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::parse_go_float;
@@ -898,14 +899,20 @@ impl RangeJob<'_> {
         }
         let mut cursor = (0usize, 0usize);
         let mut hcursor = (0usize, 0usize);
+        let mut as_read = Vec::new();
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
             let w = window_in(samples, end, spec.range, &mut cursor);
-            let wh = if hists.is_empty() {
+            let mut wh = if hists.is_empty() {
                 &[]
             } else {
                 window_in(hists, end, spec.range, &mut hcursor)
             };
+            if spec.stats_hints && !wh.is_empty() {
+                let (from, to) = hcursor;
+                stats_hints::derive_window(hists, from, to, end - spec.range, &mut as_read);
+                wh = &as_read;
+            }
             let p = self.scalar_arg.map_or(0.0, |v| v[step]);
             if !wh.is_empty() {
                 let win = crate::histfn::Window {

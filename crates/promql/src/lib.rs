@@ -42,6 +42,7 @@ pub mod parsed;
 pub mod parser;
 pub mod promqltest;
 mod stack;
+mod stats_hints;
 pub mod storage;
 pub mod value;
 
