@@ -365,6 +365,19 @@ mod tests {
     }
 
     proptest! {
+        /// Arbitrary text of PromQL's characters: the parser answers
+        /// without panicking, and what parses prints as text that parses
+        /// to the same printed form (the `promql_parse` fuzz target's
+        /// property).
+        #[test]
+        fn any_text_parses_or_fails_cleanly(q in r#"[a-z_:{}()\[\]"'`=~!<>/+*%^@,. 0-9\-#\n]{0,40}"#) {
+            if let Ok(e) = parse_expr(&q) {
+                let printed = e.to_string();
+                let again = round(&printed);
+                prop_assert_eq!(again, printed);
+            }
+        }
+
         /// Printing a parsed query gives text that parses to a tree
         /// printed the same way.
         #[test]
