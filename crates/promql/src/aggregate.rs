@@ -100,7 +100,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             if params.iter().any(|p| p.is_nan()) {
                 return eval_err("Ratio value is NaN");
             }
-            let pos = ev.src.agg_param(a);
+            let pos = a.param.as_deref().map(Expr::pos);
             let (min, max) = min_max(params);
             if max > 1.0 {
                 ev.annos.warn(
@@ -123,7 +123,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         }
         "quantile" => {
             let params = fparam.as_deref().unwrap_or_default();
-            let pos = ev.src.agg_param(a);
+            let pos = a.param.as_deref().map(Expr::pos);
             // As Prometheus' min/max of the parameter: NaN if any is NaN.
             if params.iter().any(|p| p.is_nan()) {
                 ev.annos.invalid_quantile(f64::NAN, pos);
@@ -155,8 +155,8 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
     }
     let mut out = Vec::with_capacity(ts.len());
     let pos = AggPos {
-        expr: ev.src.agg_expr(a),
-        agg: ev.src.agg(a),
+        expr: Some(a.expr.pos()),
+        agg: Some(a.pos),
     };
     for (i, vec) in input.into_iter().enumerate() {
         ev.check_deadline()?;

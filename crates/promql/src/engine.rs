@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use crate::parser::{self, AtModifier, Duration, DurationContext, Expr, ValueType, VectorSelector};
 
-use crate::annotations::{Annotations, SourceMap};
+use crate::annotations::Annotations;
 use crate::extended::{Extended, Extension};
 use crate::functions::RangeSink;
 use crate::parsed::{parse, ParsedExpr};
@@ -470,8 +470,6 @@ pub(crate) struct Evaluator<'q> {
     /// See [`EngineOptions::delayed_name_removal`].
     pub delayed_name_removal: bool,
     pub annos: Annotations,
-    /// Positions in the query text, for annotations.
-    pub src: SourceMap<'q>,
     /// What `step()` and `range()` are in duration expressions.
     pub durations: DurationContext,
     /// The selectors read for histogram count and sum only (see
@@ -601,7 +599,6 @@ impl Engine {
             default_subquery_step: self.opts.default_subquery_step_ms,
             delayed_name_removal: self.opts.delayed_name_removal,
             annos: Annotations::default(),
-            src: SourceMap::new(query, expr),
             durations,
             stats_reads: crate::stats_hints::stats_selectors(expr),
         };

@@ -493,7 +493,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
         }
         "sort" | "sort_desc" => {
             if ts.len() > 1 {
-                let pos = ev.src.call(call);
+                let pos = Some(call.pos);
                 ev.annos.warn(SORT_WARNING.to_string(), pos);
             }
             let mut v = ev.eval_vector(args[0], ts)?;
@@ -615,9 +615,9 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let q = ev.eval_scalar(args[0], ts)?;
             let v = ev.eval_vector(args[1], ts)?;
             let mut out = Vec::with_capacity(ts.len());
-            let q_pos = ev.src.call_arg(call, 0);
+            let q_pos = call.args.first().map(Expr::pos);
             let hist = HistArg {
-                pos: ev.src.call_arg(call, 1),
+                pos: call.args.get(1).map(Expr::pos),
                 monotonicity_info: true,
             };
             for (i, vec) in v.into_iter().enumerate() {
@@ -653,7 +653,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let v = ev.eval_vector(args[2], ts)?;
             let mut out = Vec::with_capacity(ts.len());
             let hist = HistArg {
-                pos: ev.src.call_arg(call, 2),
+                pos: call.args.get(2).map(Expr::pos),
                 monotonicity_info: false,
             };
             for (i, vec) in v.into_iter().enumerate() {
@@ -1042,7 +1042,7 @@ pub(crate) fn range_function_into(
     };
     let check_quantile = name == "quantile_over_time";
     let q_pos = if check_quantile {
-        ev.src.call_arg(call, 0)
+        call.args.first().map(Expr::pos)
     } else {
         None
     };
@@ -1060,7 +1060,7 @@ pub(crate) fn range_function_into(
         stripped: Vec::new(),
         notes: Vec::new(),
     };
-    let arg_pos = ev.src.call_arg(call, mi);
+    let arg_pos = call.args.get(mi).map(Expr::pos);
     match unwrap_parens(args[mi]) {
         Expr::MatrixSelector(ms) => {
             let range = crate::engine::range_ms(&ms.range, &ev.durations);

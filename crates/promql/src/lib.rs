@@ -15,8 +15,10 @@
 //! - parsed queries and compiled regexes are kept across queries in
 //!   `ferrite_model::cache`'s bounded caches;
 //! - `annotations`: warnings and infos in Prometheus' texts, with the
-//!   positions in the query text they refer to; `lexical`: the helpers
-//!   that scan query text for them and for `nesting`.
+//!   positions in the query text they refer to (the tree's); `lexical`:
+//!   the helpers that scan query text for `nesting`;
+//! - `extended`: anchored and smoothed selectors; `stats_hints`: the
+//!   counter-reset hints of histograms read for count and sum only.
 //!
 //! No request can exhaust a thread's stack: a query deeper than
 //! [`nesting::MAX_NESTING_DEPTH`] is refused before parsing, and everything

@@ -55,7 +55,7 @@ impl std::fmt::Display for ParsedExpr {
 
 impl Drop for ParsedExpr {
     fn drop(&mut self) {
-        let leaf = Expr::NumberLiteral(NumberLiteral { val: 0.0 });
+        let leaf = Expr::NumberLiteral(NumberLiteral { val: 0.0, pos: 0 });
         dismantle(std::mem::replace(&mut self.expr, leaf));
     }
 }

@@ -48,6 +48,24 @@ impl ValueType {
 }
 
 impl Expr {
+    /// Where the expression starts in the query (a byte offset), as
+    /// Prometheus' positions count: a binary expression and a subquery at
+    /// their first operand, a negative number at its sign.
+    pub fn pos(&self) -> usize {
+        match self {
+            Expr::Aggregate(a) => a.pos,
+            Expr::Unary(u) => u.pos,
+            Expr::Binary(b) => b.pos,
+            Expr::Paren(p) => p.pos,
+            Expr::Subquery(s) => s.pos,
+            Expr::NumberLiteral(n) => n.pos,
+            Expr::StringLiteral(s) => s.pos,
+            Expr::VectorSelector(vs) => vs.pos,
+            Expr::MatrixSelector(ms) => ms.vs.pos,
+            Expr::Call(c) => c.pos,
+        }
+    }
+
     /// The type of the expression's value.
     pub fn value_type(&self) -> ValueType {
         let mut e = self;
@@ -188,12 +206,16 @@ pub struct AggregateExpr {
     pub expr: Box<Expr>,
     pub param: Option<Box<Expr>>,
     pub modifier: Option<LabelModifier>,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 /// `-x`, `+x`.
 #[derive(Clone, Debug)]
 pub struct UnaryExpr {
     pub expr: Box<Expr>,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 /// Binary operators, by their PromQL spelling.
@@ -346,6 +368,8 @@ pub struct BinaryExpr {
 #[derive(Clone, Debug)]
 pub struct ParenExpr {
     pub expr: Box<Expr>,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 /// The `@` modifier.
@@ -365,12 +389,16 @@ pub struct SubqueryExpr {
     pub step: Option<Duration>,
     pub offset: Option<Duration>,
     pub at: Option<AtModifier>,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 /// A number.
 #[derive(Clone, Debug)]
 pub struct NumberLiteral {
     pub val: f64,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 /// A string.
@@ -381,6 +409,8 @@ pub struct StringLiteral {
     /// The decoded bytes, when they are not UTF-8 (as Prometheus, written
     /// in Go, keeps them).
     pub invalid_utf8: Option<Vec<u8>>,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 impl StringLiteral {
@@ -429,6 +459,8 @@ pub struct MatrixSelector {
 pub struct Call {
     pub func: &'static Function,
     pub args: Vec<Expr>,
+    /// Where it starts in the query (a byte offset).
+    pub pos: usize,
 }
 
 /// A range, step or offset: a fixed time, or an expression computed per

@@ -49,6 +49,7 @@ impl Parser<'_> {
                 step,
                 offset: None,
                 at: None,
+                pos: node.start,
             }),
             ty: ValueType::Matrix,
             start: node.start,

@@ -56,6 +56,7 @@ impl Parser<'_> {
                 expr: Box::new(expr.expr),
                 param: param.map(|p| Box::new(p.expr)),
                 modifier,
+                pos: at,
             }),
             ty: ValueType::Vector,
             start: at,

@@ -165,7 +165,7 @@ impl<'q> Parser<'q> {
         if let Expr::NumberLiteral(n) = operand.expr {
             let val = if negate { -n.val } else { n.val };
             return Node {
-                expr: Expr::NumberLiteral(NumberLiteral { val }),
+                expr: Expr::NumberLiteral(NumberLiteral { val, pos: start }),
                 ty: ValueType::Scalar,
                 start,
                 end,
@@ -184,6 +184,7 @@ impl<'q> Parser<'q> {
         let expr = if negate {
             Expr::Unary(UnaryExpr {
                 expr: Box::new(operand.expr),
+                pos: start,
             })
         } else {
             operand.expr
@@ -219,14 +220,21 @@ impl<'q> Parser<'q> {
             Tok::Number | Tok::Duration => {
                 self.next();
                 let val = self.number_value(t)?;
-                Ok(self.leaf(Expr::NumberLiteral(NumberLiteral { val }), t))
+                Ok(self.leaf(Expr::NumberLiteral(NumberLiteral { val, pos: t.start }), t))
             }
             Tok::Str => {
                 self.next();
                 let lit = self.text(t);
                 let (val, invalid_utf8) =
                     unquote_literal(lit).ok_or_else(|| unquote_error(self.query, t, lit))?;
-                Ok(self.leaf(Expr::StringLiteral(StringLiteral { val, invalid_utf8 }), t))
+                Ok(self.leaf(
+                    Expr::StringLiteral(StringLiteral {
+                        val,
+                        invalid_utf8,
+                        pos: t.start,
+                    }),
+                    t,
+                ))
             }
             Tok::LeftParen => self.paren(),
             Tok::LeftBrace => self.vector_selector(None, t.start),
@@ -308,6 +316,7 @@ impl<'q> Parser<'q> {
             ty: inner.ty,
             expr: Expr::Paren(ParenExpr {
                 expr: Box::new(inner.expr),
+                pos: open.start,
             }),
             start: open.start,
             end: close.end,
@@ -332,6 +341,7 @@ impl<'q> Parser<'q> {
             expr: Expr::Call(Call {
                 func,
                 args: args.into_iter().map(|a| a.expr).collect(),
+                pos: name_tok.start,
             }),
             ty: func.return_type,
             start: name_tok.start,
