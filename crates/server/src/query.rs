@@ -807,9 +807,10 @@ fn param_with(
         .map_err(|e| ApiError::bad_data(format!("invalid parameter \"{name}\": {}", e.message)))
 }
 
-/// Parses a query, with the API's error for a bad one.
+/// Parses a query, with the API's error for a bad one, as Prometheus
+/// words it: `invalid parameter "query": 1:5: parse error: ...`.
 pub fn check_query(query: &str) -> Result<Arc<ParsedExpr>, ApiError> {
-    parse_promql(query).map_err(|e| ApiError::from(ferrite_promql::Error::Parse(e)))
+    parse_promql(query).map_err(|e| ApiError::bad_data(format!("invalid parameter \"query\": {e}")))
 }
 
 /// Parses a query before anything else of the request is used, so that a
