@@ -60,9 +60,9 @@ pub use value::{Sample, SeriesResult, Value};
 /// has one, since clients (and the conformance tests) compare them.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A query refused before parsing (nested too deep).
+    /// A query refused before parsing: nested deeper than the limit.
     #[error("{0}")]
-    Parse(String),
+    TooDeep(String),
     /// A query that does not parse or type-check.
     #[error(transparent)]
     Syntax(#[from] parser::ParseError),

@@ -45,7 +45,7 @@ pub struct Nesting {
 pub fn check(query: &str) -> Result<Nesting> {
     let n = scan(query);
     if n.depth > MAX_NESTING_DEPTH {
-        return Err(Error::Parse(format!(
+        return Err(Error::TooDeep(format!(
             "query nesting too deep: up to {} levels of brackets, calls and operators, the limit is {MAX_NESTING_DEPTH}",
             n.depth
         )));

@@ -302,7 +302,7 @@ impl From<ferrite_promql::Error> for ApiError {
     fn from(e: ferrite_promql::Error) -> Self {
         use ferrite_promql::Error as E;
         let (status, kind) = match &e {
-            E::Parse(_) | E::Syntax(_) => (StatusCode::BAD_REQUEST, "bad_data"),
+            E::TooDeep(_) | E::Syntax(_) => (StatusCode::BAD_REQUEST, "bad_data"),
             E::Timeout(_) => (StatusCode::SERVICE_UNAVAILABLE, "timeout"),
             E::TooManySamples(_) | E::Eval(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),
             E::Storage(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),

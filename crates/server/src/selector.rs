@@ -20,10 +20,7 @@ const PLACEHOLDER: &str = "__ferrite_placeholder__";
 /// A query or selector parsed by the engine's parser, its error as the
 /// text the API answers with. Parsed queries are kept across requests.
 pub fn parse_promql(s: &str) -> std::result::Result<Arc<ParsedExpr>, String> {
-    ferrite_promql::parse(s).map_err(|e| match e {
-        ferrite_promql::Error::Parse(e) => e,
-        other => other.to_string(),
-    })
+    ferrite_promql::parse(s).map_err(|e| e.to_string())
 }
 
 /// Parses one series selector into matchers (a metric name becomes a

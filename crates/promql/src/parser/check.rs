@@ -156,20 +156,20 @@ impl Parser<'_> {
             self.type_err(op_at, "comparisons between scalars must use BOOL modifier");
         }
         self.check_group_labels(m, op_at);
-        let operand_ok = |t: ValueType| matches!(t, ValueType::Scalar | ValueType::Vector);
-        if !operand_ok(lt) {
-            self.type_err(
-                lhs.start,
-                "binary expression must contain only scalar and instant vector types",
-            );
+        for side in [lhs, rhs] {
+            if !matches!(side.ty, ValueType::Scalar | ValueType::Vector) {
+                self.type_err(
+                    side.start,
+                    "binary expression must contain only scalar and instant vector types",
+                );
+            }
         }
-        if !operand_ok(rt) {
-            self.type_err(
-                rhs.start,
-                "binary expression must contain only scalar and instant vector types",
-            );
-        }
-        let vectors = lt == ValueType::Vector && rt == ValueType::Vector;
+        self.check_matching(op, m, lhs, rt);
+    }
+
+    /// Vector matching, and set operators, need two instant vectors.
+    fn check_matching(&mut self, op: BinaryOp, m: &BinModifier, lhs: &Node, rt: ValueType) {
+        let vectors = lhs.ty == ValueType::Vector && rt == ValueType::Vector;
         if !vectors {
             if m.matching.as_ref().is_some_and(|l| !l.labels().is_empty()) {
                 self.type_err(
@@ -191,7 +191,8 @@ impl Parser<'_> {
                 self.type_err(lhs.start, "set operations must always be many-to-many");
             }
         }
-        if (lt == ValueType::Scalar || rt == ValueType::Scalar) && op.is_set() {
+        let scalar = lhs.ty == ValueType::Scalar || rt == ValueType::Scalar;
+        if scalar && op.is_set() {
             self.type_err(
                 lhs.start,
                 format!(
