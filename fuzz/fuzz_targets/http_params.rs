@@ -5,11 +5,9 @@
 //! value of each parameter on its own and split in three as a range
 //! query's `start`, `end` and `step`. Must never panic.
 //!
-//! promql-parser panics on some inputs (number literals out of range); the
-//! server catches those (`selector::parse_promql`). So that a caught panic
-//! does not abort the run, the panic hook libfuzzer-sys installs is replaced
-//! by a silent one: a panic that escapes still aborts, since libfuzzer-sys
-//! aborts on any panic leaving the target.
+//! The panic hook libfuzzer-sys installs is replaced by a silent one (a
+//! panic that escapes still aborts, since libfuzzer-sys aborts on any
+//! panic leaving the target).
 use ferrite_server::query::{check_params, check_query, parse_duration, parse_time, range_params};
 use ferrite_server::selector::parse_selector;
 use ferrite_server::status::tsdb_limit;

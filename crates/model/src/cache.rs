@@ -2,8 +2,8 @@
 //! `ferrite-promql`) and anchored regexes ([`crate::matcher`]).
 //!
 //! Dashboards send the same queries again and again, and parsing a query
-//! with a regex matcher compiles that regex (promql-parser does, then the
-//! engine compiles its anchored form). Compiling a small regex into a DFA
+//! with a regex matcher compiles that regex (the parser compiles its
+//! anchored form into the selector's matcher). Compiling a small regex into a DFA
 //! takes longer than selecting and answering a thousand series, so both are
 //! kept, keyed by their text. A cache holds at most `cap` entries; when it
 //! is full, an arbitrary entry makes room. Failures are not kept, and

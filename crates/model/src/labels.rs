@@ -21,6 +21,12 @@ pub const METRIC_NAME: &str = "__name__";
 /// The metric type label of Prometheus' type-and-unit labels.
 pub const METRIC_TYPE: &str = "__type__";
 
+/// Whether a label is one of a series' metadata labels (`__name__`,
+/// `__type__`, `__unit__`: what it measures, not which one it is).
+pub fn is_metadata_label(name: &str) -> bool {
+    name == METRIC_NAME || name == METRIC_TYPE || name == METRIC_UNIT
+}
+
 /// The metric unit label of Prometheus' type-and-unit labels.
 pub const METRIC_UNIT: &str = "__unit__";
 
@@ -179,8 +185,7 @@ impl Labels {
     /// Removes the metadata labels (`__name__`, `__type__`, `__unit__`), as
     /// Prometheus does when an operation changes what a series measures.
     pub fn drop_metric_name(&mut self) {
-        self.0
-            .retain(|l| l.name != METRIC_NAME && l.name != METRIC_TYPE && l.name != METRIC_UNIT);
+        self.0.retain(|l| !is_metadata_label(&l.name));
     }
 
     /// The metric name, "" when there is none.

@@ -8,6 +8,7 @@
 //! - [`histogram`]: native histograms, integer and float;
 //! - [`histogram_ops`]: arithmetic on float histograms (what PromQL computes
 //!   with): buckets with bounds, add/sub across schemas, counter resets;
+//!   [`histogram_trim`]: trimming at a value (PromQL's `</` and `>/`);
 //! - [`resolution`]: merging buckets into a lower schema, for integer and
 //!   float histograms (what Prometheus does to schemas 9..=52);
 //! - [`histogram_record`]: the one-line text form of histograms that the
@@ -26,6 +27,7 @@ pub mod gofloat;
 pub mod histogram;
 pub mod histogram_ops;
 pub mod histogram_record;
+pub mod histogram_trim;
 pub mod labels;
 pub mod matcher;
 pub mod resolution;
@@ -33,6 +35,6 @@ pub mod sample;
 pub mod units;
 
 pub use histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};
-pub use labels::{Label, Labels, LabelsError, Str, METRIC_NAME};
+pub use labels::{is_metadata_label, Label, Labels, LabelsError, Str, METRIC_NAME};
 pub use matcher::{MatchType, Matcher, MatcherError};
 pub use sample::{is_stale_nan, SampleValue, STALE_NAN, STALE_NAN_BITS};

@@ -7,13 +7,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use promql_parser::parser::{AggregateExpr, Call, Expr, LabelModifier, VectorSelector};
+use crate::parser::{AggregateExpr, Call, Expr, LabelModifier, VectorSelector};
 
 use crate::annotations::{Annotations, HistOp, Note};
 use crate::engine::{Ev, Evaluator, Hist, Samp};
 use crate::functions::{quantile, KahanSum};
 use crate::histfn::HintTracker;
-use crate::storage::{Labels, METRIC_NAME};
+use crate::storage::Labels;
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::{format_f, format_g};
 use ferrite_model::FloatHistogram;
@@ -24,15 +24,15 @@ fn group_labels(ls: &Labels, modifier: &Option<LabelModifier>) -> Labels {
         None => Labels::empty(),
         Some(LabelModifier::Include(by)) => {
             let mut l = ls.clone();
-            l.keep(&by.labels);
+            l.keep(by);
             l
         }
         Some(LabelModifier::Exclude(without)) => {
             let mut l = ls.clone();
-            for n in &without.labels {
+            for n in without {
                 l.remove(n);
             }
-            l.remove(METRIC_NAME);
+            l.drop_metric_name();
             l
         }
     }
@@ -45,11 +45,11 @@ pub(crate) fn valid_label_name(s: &str) -> bool {
 }
 
 pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) -> Result<Ev> {
-    let op = a.op.to_string().to_lowercase();
+    let op = a.op.name();
     let mut fparam: Option<Vec<f64>> = None;
     let mut sparam: Option<String> = None;
     if let Some(p) = &a.param {
-        match op.as_str() {
+        match op {
             "count_values" => match ev.eval(p, ts)? {
                 Ev::Str(s) => sparam = Some(s),
                 other => {
@@ -62,15 +62,15 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             _ => fparam = Some(ev.eval_scalar(p, ts)?),
         }
     }
-    if let Some(input) = fusable_input(&op, a) {
+    if let Some(input) = fusable_input(op, a) {
         // The range function's or selector's results go straight into the
         // groups' per step accumulators, without an instant vector per step.
         ev.check_deadline()?;
-        let kind = AggKind::of(&op).unwrap_or(AggKind::Sum);
+        let kind = AggKind::of(op).unwrap_or(AggKind::Sum);
         let mut sink = AggSink::new(kind, &a.modifier, ts.len());
         match input {
             Fusable::RangeCall(call) => {
-                let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+                let args: Vec<&Expr> = call.args.iter().collect();
                 crate::functions::range_function_into(ev, call, &args, ts, &mut sink)?;
             }
             Fusable::Selector(vs) => ev.vector_selector_into(vs, ts, false, &mut sink)?,
@@ -82,7 +82,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         }
     }
     let input = ev.eval_vector(&a.expr, ts)?;
-    match op.as_str() {
+    match op {
         "topk" | "bottomk" | "limitk" => {
             let params = fparam.as_deref().unwrap_or_default();
             if params.iter().any(|p| p.is_nan()) {
@@ -100,7 +100,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             if params.iter().any(|p| p.is_nan()) {
                 return eval_err("Ratio value is NaN");
             }
-            let pos = ev.src.agg_param(a);
+            let pos = a.param.as_deref().map(Expr::pos);
             let (min, max) = min_max(params);
             if max > 1.0 {
                 ev.annos.warn(
@@ -123,7 +123,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         }
         "quantile" => {
             let params = fparam.as_deref().unwrap_or_default();
-            let pos = ev.src.agg_param(a);
+            let pos = a.param.as_deref().map(Expr::pos);
             // As Prometheus' min/max of the parameter: NaN if any is NaN.
             if params.iter().any(|p| p.is_nan()) {
                 ev.annos.invalid_quantile(f64::NAN, pos);
@@ -139,22 +139,30 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         }
         "count_values" => {
             let l = sparam.as_deref().unwrap_or_default();
-            if !valid_label_name(l) {
-                return eval_err(format!("invalid label name {l:?}"));
+            let literal = a.param.as_deref().map(crate::functions::unwrap_parens);
+            match literal {
+                Some(Expr::StringLiteral(lit)) if !lit.is_valid_label_name() => {
+                    return eval_err(format!("invalid label name {}", lit.go_quoted()));
+                }
+                Some(Expr::StringLiteral(_)) => {}
+                _ if !valid_label_name(l) => {
+                    return eval_err(format!("invalid label name {l:?}"));
+                }
+                _ => {}
             }
         }
         _ => {}
     }
     let mut out = Vec::with_capacity(ts.len());
     let pos = AggPos {
-        expr: ev.src.agg_expr(a),
-        agg: ev.src.agg(a),
+        expr: Some(a.expr.pos()),
+        agg: Some(a.pos),
     };
     for (i, vec) in input.into_iter().enumerate() {
         ev.check_deadline()?;
         let p = fparam.as_ref().map(|v| v[i]).unwrap_or(0.0);
         out.push(aggregate_step(
-            &op,
+            op,
             vec,
             &a.modifier,
             p,
@@ -610,7 +618,7 @@ pub(crate) fn variance(vals: &[f64]) -> f64 {
 #[allow(dead_code)]
 pub(crate) fn is_aggregation(e: &Expr, op: &str) -> bool {
     match e {
-        Expr::Aggregate(a) => a.op.to_string() == op,
+        Expr::Aggregate(a) => a.op.name() == op,
         Expr::Paren(p) => is_aggregation(&p.expr, op),
         _ => false,
     }

@@ -3,18 +3,11 @@
 //!
 //! Prometheus appends the position of the expression an annotation is
 //! about, as `(line:column)` (1-based, column in bytes), and keeps one
-//! annotation per distinct text. `promql-parser`'s tree carries no
-//! positions, so [`SourceMap`] recovers the few the engine needs from the
-//! query text: where each function call and aggregation starts (their
-//! names appear in the text in the order of a pre-order walk of the tree),
-//! and from there where their arguments start.
+//! annotation per distinct text. Every node of the syntax tree knows
+//! where it starts (`parser::Expr::pos`).
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
-use promql_parser::parser::{AggregateExpr, Call, Expr};
-
-use crate::lexical::{is_ident_start, skip_ident, skip_string, skip_ws};
 use ferrite_model::gofloat::{format_g, format_g_prec};
 
 /// Annotation severities.
@@ -267,340 +260,15 @@ fn rfc3339(ms: i64) -> String {
     )
 }
 
-/// Where function calls and aggregations start in the query text, found
-/// on first use.
-pub(crate) struct SourceMap<'q> {
-    query: &'q str,
-    root: &'q Expr,
-    starts: OnceLock<HashMap<usize, usize>>,
-}
-
-fn call_key(c: &Call) -> usize {
-    c as *const Call as usize
-}
-
-fn agg_key(a: &AggregateExpr) -> usize {
-    a as *const AggregateExpr as usize
-}
-
-impl<'q> SourceMap<'q> {
-    pub fn new(query: &'q str, root: &'q Expr) -> Self {
-        SourceMap {
-            query,
-            root,
-            starts: OnceLock::new(),
-        }
-    }
-
-    pub fn query(&self) -> &'q str {
-        self.query
-    }
-
-    fn starts(&self) -> &HashMap<usize, usize> {
-        self.starts
-            .get_or_init(|| node_starts(self.query, self.root))
-    }
-
-    /// Where the call (its function name) starts.
-    pub fn call(&self, c: &Call) -> Option<usize> {
-        self.starts().get(&call_key(c)).copied()
-    }
-
-    /// Where argument `i` of the call starts.
-    pub fn call_arg(&self, c: &Call, i: usize) -> Option<usize> {
-        let start = self.call(c)?;
-        let b = self.query.as_bytes();
-        let p = skip_ws(b, skip_ident(b, start));
-        arg_starts(b, p).get(i).copied()
-    }
-
-    /// Where the aggregation's parameter (`0.5` of `quantile(0.5, x)`) starts.
-    pub fn agg_param(&self, a: &AggregateExpr) -> Option<usize> {
-        let start = self.starts().get(&agg_key(a)).copied()?;
-        let b = self.query.as_bytes();
-        let mut p = skip_ws(b, skip_ident(b, start));
-        // `by (...)` / `without (...)` before the body.
-        if b.get(p).is_some_and(|c| is_ident_start(*c)) {
-            p = skip_ws(b, skip_ident(b, p));
-            if b.get(p) == Some(&b'(') {
-                p = skip_ws(b, skip_group(b, p));
-            }
-        }
-        arg_starts(b, p).first().copied()
-    }
-
-    /// Where the aggregation starts.
-    pub fn agg(&self, a: &AggregateExpr) -> Option<usize> {
-        self.starts().get(&agg_key(a)).copied()
-    }
-
-    /// Where the aggregation's aggregated expression starts.
-    pub fn agg_expr(&self, a: &AggregateExpr) -> Option<usize> {
-        let start = self.starts().get(&agg_key(a)).copied()?;
-        let b = self.query.as_bytes();
-        let mut p = skip_ws(b, skip_ident(b, start));
-        if b.get(p).is_some_and(|c| is_ident_start(*c)) {
-            p = skip_ws(b, skip_ident(b, p));
-            if b.get(p) == Some(&b'(') {
-                p = skip_ws(b, skip_group(b, p));
-            }
-        }
-        let args = arg_starts(b, p);
-        let i = usize::from(a.param.is_some());
-        args.get(i).copied()
-    }
-
-    /// The raw text of the string literal starting at `pos`, quotes included.
-    pub fn string_literal_at(&self, pos: usize) -> Option<&'q str> {
-        let b = self.query.as_bytes();
-        let q = *b.get(pos)?;
-        if !matches!(q, b'"' | b'\'' | b'`') {
-            return None;
-        }
-        let end = skip_string(b, pos);
-        self.query.get(pos..end)
-    }
-}
-
-/// The position after the bracketed group opening at `p`.
-fn skip_group(b: &[u8], p: usize) -> usize {
-    let mut depth = 0usize;
-    let mut i = p;
-    while i < b.len() {
-        match b[i] {
-            b'"' | b'\'' | b'`' => {
-                i = skip_string(b, i);
-                continue;
-            }
-            b'#' => {
-                i = skip_ws(b, i);
-                continue;
-            }
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    b.len()
-}
-
-/// Where the comma-separated arguments of the parenthesised list opening
-/// at `p` start.
-fn arg_starts(b: &[u8], p: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    if b.get(p) != Some(&b'(') {
-        return out;
-    }
-    let mut i = skip_ws(b, p + 1);
-    if b.get(i) == Some(&b')') {
-        return out;
-    }
-    out.push(i);
-    let mut depth = 0usize;
-    while i < b.len() {
-        match b[i] {
-            b'"' | b'\'' | b'`' => {
-                i = skip_string(b, i);
-                continue;
-            }
-            b'#' => {
-                i = skip_ws(b, i);
-                continue;
-            }
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
-                if depth == 0 {
-                    return out;
-                }
-                depth -= 1;
-            }
-            b',' if depth == 0 => {
-                i = skip_ws(b, i + 1);
-                out.push(i);
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Identifiers in the text that may name a call or aggregation: followed
-/// by `(`, or by `by`/`without` (an aggregation's leading grouping), and
-/// not after `@` (`@ start()`).
-fn candidate_names(q: &str) -> Vec<(&str, usize)> {
-    let b = q.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut prev: Option<u8> = None;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_whitespace() || c == b'#' {
-            i = skip_ws(b, i);
-            continue;
-        }
-        if matches!(c, b'"' | b'\'' | b'`') {
-            i = skip_string(b, i);
-            prev = Some(c);
-            continue;
-        }
-        if c.is_ascii_digit() || c == b'.' {
-            // Numbers and durations (`1e3`, `0x1f`, `5m`) are no names.
-            while b
-                .get(i)
-                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'.' || *c == b'_')
-            {
-                i += 1;
-            }
-            prev = Some(b'0');
-            continue;
-        }
-        if is_ident_start(c) {
-            let end = skip_ident(b, i);
-            let next = skip_ws(b, end);
-            let follows_call = b.get(next) == Some(&b'(');
-            let follows_grouping = b.get(next).is_some_and(|c| is_ident_start(*c)) && {
-                let w = &q[next..skip_ident(b, next)];
-                w.eq_ignore_ascii_case("by") || w.eq_ignore_ascii_case("without")
-            };
-            if (follows_call || follows_grouping) && prev != Some(b'@') {
-                out.push((&q[i..end], i));
-            }
-            i = end;
-            prev = Some(b'a');
-            continue;
-        }
-        prev = Some(c);
-        i += 1;
-    }
-    out
-}
-
-/// Start offsets of the calls and aggregations of `root`, keyed by node.
-fn node_starts(q: &str, root: &Expr) -> HashMap<usize, usize> {
-    let mut nodes: Vec<(usize, String, bool)> = Vec::new();
-    collect_nodes(root, &mut nodes);
-    let cands = candidate_names(q);
-    let mut out = HashMap::new();
-    let mut ci = 0;
-    for (key, name, is_agg) in nodes {
-        let found = cands[ci..].iter().position(|(n, _)| {
-            if is_agg {
-                n.eq_ignore_ascii_case(&name)
-            } else {
-                *n == name
-            }
-        });
-        if let Some(k) = found {
-            out.insert(key, cands[ci + k].1);
-            ci += k + 1;
-        }
-    }
-    out
-}
-
-/// Calls and aggregations in pre-order, children in text order.
-fn collect_nodes(e: &Expr, out: &mut Vec<(usize, String, bool)>) {
-    match e {
-        Expr::Aggregate(a) => {
-            out.push((agg_key(a), a.op.to_string(), true));
-            if let Some(p) = &a.param {
-                collect_nodes(p, out);
-            }
-            collect_nodes(&a.expr, out);
-        }
-        Expr::Call(c) => {
-            out.push((call_key(c), c.func.name.to_string(), false));
-            for a in &c.args.args {
-                collect_nodes(a, out);
-            }
-        }
-        Expr::Unary(u) => collect_nodes(&u.expr, out),
-        Expr::Paren(p) => collect_nodes(&p.expr, out),
-        Expr::Binary(b) => {
-            collect_nodes(&b.lhs, out);
-            collect_nodes(&b.rhs, out);
-        }
-        Expr::Subquery(s) => collect_nodes(&s.expr, out),
-        _ => {}
-    }
-}
-
-/// Decodes a PromQL string literal (quotes included) to bytes as Go's
-/// `strconv.Unquote` does: `\x` and octal escapes are raw bytes, so the
-/// result need not be UTF-8 (which `promql-parser` cannot express).
-pub(crate) fn go_unquote_bytes(lit: &str) -> Option<Vec<u8>> {
-    let b = lit.as_bytes();
-    let q = *b.first()?;
-    if b.len() < 2 || b[b.len() - 1] != q {
-        return None;
-    }
-    let inner = &b[1..b.len() - 1];
-    if q == b'`' {
-        return Some(inner.to_vec());
-    }
-    let mut out = Vec::with_capacity(inner.len());
-    let mut i = 0;
-    let hex = |s: &[u8]| -> Option<u32> {
-        let s = std::str::from_utf8(s).ok()?;
-        u32::from_str_radix(s, 16).ok()
-    };
-    while i < inner.len() {
-        if inner[i] != b'\\' {
-            out.push(inner[i]);
-            i += 1;
-            continue;
-        }
-        let c = *inner.get(i + 1)?;
-        i += 2;
-        match c {
-            b'a' => out.push(0x07),
-            b'b' => out.push(0x08),
-            b'f' => out.push(0x0c),
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'v' => out.push(0x0b),
-            b'\\' | b'\'' | b'"' => out.push(c),
-            b'x' => {
-                out.push(hex(inner.get(i..i + 2)?)? as u8);
-                i += 2;
-            }
-            b'u' | b'U' => {
-                let n = if c == b'u' { 4 } else { 8 };
-                let ch = char::from_u32(hex(inner.get(i..i + n)?)?)?;
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                i += n;
-            }
-            b'0'..=b'7' => {
-                let s = std::str::from_utf8(inner.get(i - 1..i + 2)?).ok()?;
-                let v = u32::from_str_radix(s, 8).ok()?;
-                out.push(u8::try_from(v).ok()?);
-                i += 2;
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parser::Expr;
 
     #[test]
-    fn positions_of_calls_arguments_and_params() {
+    fn the_tree_knows_where_calls_arguments_and_params_start() {
         let q = "sum(sort(x)) + histogram_quantile(0.8, rate(b[5m])) # c(\n or quantile without(point) ( NaN, data)";
         let e = crate::parse(q).unwrap();
-        let sm = SourceMap::new(q, &e);
         let Expr::Binary(top) = &**e else { panic!() };
         let Expr::Binary(left) = top.lhs.as_ref() else {
             panic!()
@@ -608,43 +276,17 @@ mod tests {
         let Expr::Aggregate(sum) = left.lhs.as_ref() else {
             panic!()
         };
-        let Expr::Call(sort) = sum.expr.as_ref() else {
-            panic!()
-        };
-        assert_eq!(line_col(q, sm.call(sort).unwrap()), "1:5");
+        assert_eq!(line_col(q, sum.expr.pos()), "1:5");
         let Expr::Call(hq) = left.rhs.as_ref() else {
             panic!()
         };
-        assert_eq!(line_col(q, sm.call_arg(hq, 0).unwrap()), "1:35");
-        assert_eq!(line_col(q, sm.call_arg(hq, 1).unwrap()), "1:40");
+        assert_eq!(line_col(q, hq.args[0].pos()), "1:35");
+        assert_eq!(line_col(q, hq.args[1].pos()), "1:40");
         let Expr::Aggregate(quant) = top.rhs.as_ref() else {
             panic!()
         };
-        assert_eq!(line_col(q, sm.agg_param(quant).unwrap()), "2:31");
-    }
-
-    #[test]
-    fn at_start_is_no_call() {
-        let q = "x @ start() + abs(y)";
-        let e = crate::parse(q).unwrap();
-        let sm = SourceMap::new(q, &e);
-        let Expr::Binary(b) = &**e else { panic!() };
-        let Expr::Call(abs) = b.rhs.as_ref() else {
-            panic!()
-        };
-        assert_eq!(sm.call(abs), Some(14));
-    }
-
-    #[test]
-    fn go_unquoting() {
-        assert_eq!(go_unquote_bytes(r#""\xff""#), Some(vec![0xff]));
-        assert_eq!(go_unquote_bytes(r#""\377a""#), Some(vec![0xff, b'a']));
-        assert_eq!(
-            go_unquote_bytes(r#"'\u00ff'"#),
-            Some("ÿ".as_bytes().to_vec())
-        );
-        assert_eq!(go_unquote_bytes(r"`\x`"), Some(br"\x".to_vec()));
-        assert_eq!(go_unquote_bytes(r#""\q""#), None);
+        let param = quant.param.as_deref().map(Expr::pos);
+        assert_eq!(param.map(|p| line_col(q, p)).as_deref(), Some("2:31"));
     }
 
     #[test]

@@ -9,93 +9,18 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
+use crate::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
 
 use crate::annotations::{Annotations, HistOp, Note};
 use crate::engine::{Ev, Evaluator, Hist, Samp};
-use crate::storage::{Labels, METRIC_NAME};
+use crate::storage::Labels;
 use crate::{eval_err, Result};
+use ferrite_model::histogram_trim::Trim;
+use ferrite_model::is_metadata_label;
 use ferrite_model::FloatHistogram;
 
-/// Binary operators, by their PromQL spelling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    Pow,
-    Atan2,
-    Eq,
-    Ne,
-    Gt,
-    Lt,
-    Ge,
-    Le,
-    And,
-    Or,
-    Unless,
-}
-
-impl Op {
-    /// The operator as PromQL spells it.
-    pub fn text(self) -> &'static str {
-        match self {
-            Op::Add => "+",
-            Op::Sub => "-",
-            Op::Mul => "*",
-            Op::Div => "/",
-            Op::Mod => "%",
-            Op::Pow => "^",
-            Op::Atan2 => "atan2",
-            Op::Eq => "==",
-            Op::Ne => "!=",
-            Op::Gt => ">",
-            Op::Lt => "<",
-            Op::Ge => ">=",
-            Op::Le => "<=",
-            Op::And => "and",
-            Op::Or => "or",
-            Op::Unless => "unless",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Op> {
-        Some(match s {
-            "+" => Op::Add,
-            "-" => Op::Sub,
-            "*" => Op::Mul,
-            "/" => Op::Div,
-            "%" => Op::Mod,
-            "^" => Op::Pow,
-            "atan2" => Op::Atan2,
-            "==" => Op::Eq,
-            "!=" => Op::Ne,
-            ">" => Op::Gt,
-            "<" => Op::Lt,
-            ">=" => Op::Ge,
-            "<=" => Op::Le,
-            "and" => Op::And,
-            "or" => Op::Or,
-            "unless" => Op::Unless,
-            _ => return None,
-        })
-    }
-
-    pub fn is_comparison(self) -> bool {
-        matches!(self, Op::Eq | Op::Ne | Op::Gt | Op::Lt | Op::Ge | Op::Le)
-    }
-
-    pub fn is_set(self) -> bool {
-        matches!(self, Op::And | Op::Or | Op::Unless)
-    }
-
-    /// Whether the result measures something else (the name must go).
-    pub fn is_arithmetic(self) -> bool {
-        !self.is_comparison() && !self.is_set()
-    }
-}
+/// Binary operators (the parser's).
+pub use crate::parser::BinaryOp as Op;
 
 /// Arithmetic on two floats, or for comparisons whether it holds.
 pub fn arith(op: Op, l: f64, r: f64) -> f64 {
@@ -113,7 +38,7 @@ pub fn arith(op: Op, l: f64, r: f64) -> f64 {
         Op::Lt => bool_f(l < r),
         Op::Ge => bool_f(l >= r),
         Op::Le => bool_f(l <= r),
-        Op::And | Op::Or | Op::Unless => f64::NAN,
+        Op::And | Op::Or | Op::Unless | Op::TrimUpper | Op::TrimLower => f64::NAN,
     }
 }
 
@@ -135,6 +60,27 @@ fn elem(op: Op, l: f64, r: f64) -> (f64, bool) {
     }
 }
 
+/// The annotations of one binary operation, which are about the
+/// operation's place in the query.
+pub(crate) struct BinNotes<'a> {
+    pub annos: &'a mut Annotations,
+    pub pos: Option<usize>,
+}
+
+impl BinNotes<'_> {
+    fn info(&mut self, text: String) {
+        self.annos.info(text, self.pos);
+    }
+
+    fn warn(&mut self, text: String) {
+        self.annos.warn(text, self.pos);
+    }
+
+    fn note(&mut self, n: Note) {
+        self.annos.note(n, "", self.pos);
+    }
+}
+
 /// The outcome of an operation with a histogram operand.
 enum HistElem {
     /// Keep the sample with this value (a comparison's `keep` says
@@ -144,18 +90,15 @@ enum HistElem {
     Drop,
 }
 
-fn incompatible(op: Op, l: bool, r: bool, annos: &mut Annotations) -> HistElem {
+fn incompatible(op: Op, l: bool, r: bool, annos: &mut BinNotes<'_>) -> HistElem {
     let kind = |h: bool| if h { "histogram" } else { "float" };
-    annos.info(
-        format!(
-            "PromQL info: incompatible sample types encountered for binary operator {:?}: {} {} {}",
-            op.text(),
-            kind(l),
-            op.text(),
-            kind(r)
-        ),
-        None,
-    );
+    annos.info(format!(
+        "PromQL info: incompatible sample types encountered for binary operator {:?}: {} {} {}",
+        op.text(),
+        kind(l),
+        op.text(),
+        kind(r)
+    ));
     HistElem::Drop
 }
 
@@ -164,7 +107,7 @@ fn hist_elem(
     op: Op,
     (fl, hl): (f64, Option<&Hist>),
     (fr, hr): (f64, Option<&Hist>),
-    annos: &mut Annotations,
+    annos: &mut BinNotes<'_>,
 ) -> HistElem {
     let scaled = |h: &Hist, f: f64, div: bool| {
         let mut h = FloatHistogram::clone(h);
@@ -184,6 +127,16 @@ fn hist_elem(
         (Some(h), None) => match op {
             Op::Mul => scaled(h, fr, false),
             Op::Div => scaled(h, fr, true),
+            Op::TrimUpper | Op::TrimLower => {
+                let trim = if op == Op::TrimUpper {
+                    Trim::Upper
+                } else {
+                    Trim::Lower
+                };
+                let mut h = FloatHistogram::clone(h);
+                h.trim_buckets(fr, trim);
+                HistElem::Value(0.0, Some(Arc::new(h)), true)
+            }
             _ => incompatible(op, true, false, annos),
         },
         (Some(a), Some(b)) => match op {
@@ -197,21 +150,18 @@ fn hist_elem(
                 let res = if op == Op::Add { r.add(b) } else { r.sub(b) };
                 match res {
                     Err(_) => {
-                        annos.warn(
-                            format!(
-                                "PromQL warning: incompatible bucket layout encountered for binary operator {}",
-                                op.text()
-                            ),
-                            None,
-                        );
+                        annos.warn(format!(
+                            "PromQL warning: incompatible bucket layout encountered for binary operator {}",
+                            op.text()
+                        ));
                         HistElem::Drop
                     }
                     Ok(c) => {
                         if c.custom_bounds_reconciled {
-                            annos.note(Note::CustomBucketsReconciled(hop), "", None);
+                            annos.note(Note::CustomBucketsReconciled(hop));
                         }
                         if c.counter_reset_collision {
-                            annos.note(Note::CounterResetCollision(hop), "", None);
+                            annos.note(Note::CounterResetCollision(hop));
                             return HistElem::Drop;
                         }
                         if op == Op::Sub {
@@ -226,6 +176,7 @@ fn hist_elem(
             Op::Ne => HistElem::Value(0.0, Some(a.clone()), !a.equals(b)),
             _ => incompatible(op, true, true, annos),
         },
+        (None, None) if op.is_trim() => incompatible(op, false, false, annos),
         (None, None) => {
             let (v, keep) = elem(op, fl, fr);
             HistElem::Value(v, None, keep)
@@ -269,7 +220,7 @@ impl Matching {
                     if self.on {
                         self.labels.iter().any(|k| *k == l.name)
                     } else {
-                        l.name != METRIC_NAME && !self.labels.iter().any(|k| *k == l.name)
+                        !is_metadata_label(&l.name) && !self.labels.iter().any(|k| *k == l.name)
                     }
                 })
                 .cloned()
@@ -295,11 +246,11 @@ fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
             VectorMatchCardinality::ManyToMany => m.card = Card::ManyToMany,
             VectorMatchCardinality::ManyToOne(ls) => {
                 m.card = Card::ManyToOne;
-                m.include = ls.labels.clone();
+                m.include = ls.clone();
             }
             VectorMatchCardinality::OneToMany(ls) => {
                 m.card = Card::OneToMany;
-                m.include = ls.labels.clone();
+                m.include = ls.clone();
             }
         }
         if op.is_set() {
@@ -308,9 +259,9 @@ fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
         match &modifier.matching {
             Some(LabelModifier::Include(ls)) => {
                 m.on = true;
-                m.labels = ls.labels.clone();
+                m.labels = ls.clone();
             }
-            Some(LabelModifier::Exclude(ls)) => m.labels = ls.labels.clone(),
+            Some(LabelModifier::Exclude(ls)) => m.labels = ls.clone(),
             None => {}
         }
     }
@@ -318,49 +269,67 @@ fn matching_of(be: &BinaryExpr, op: Op) -> Matching {
 }
 
 pub(crate) fn eval_binary(ev: &mut Evaluator, be: &BinaryExpr, ts: &[i64]) -> Result<Ev> {
-    let op_str = be.op.to_string();
-    let Some(op) = Op::parse(&op_str) else {
-        return eval_err(format!("operator {op_str:?} not supported"));
-    };
+    let op = be.op;
     let return_bool = be.modifier.as_ref().is_some_and(|m| m.return_bool);
     let lhs = ev.eval(&be.lhs, ts)?;
     let rhs = ev.eval(&be.rhs, ts)?;
-    match (lhs, rhs) {
-        (Ev::Scalar(a), Ev::Scalar(b)) => Ok(Ev::Scalar(
-            a.iter().zip(&b).map(|(&l, &r)| arith(op, l, r)).collect(),
-        )),
-        (Ev::Vector(v), Ev::Scalar(s)) => Ok(Ev::Vector(
-            v.into_iter()
-                .zip(s)
-                .map(|(vec, s)| vector_scalar(op, vec, s, false, return_bool, &mut ev.annos))
-                .collect(),
-        )),
-        (Ev::Scalar(s), Ev::Vector(v)) => Ok(Ev::Vector(
-            v.into_iter()
-                .zip(s)
-                .map(|(vec, s)| vector_scalar(op, vec, s, true, return_bool, &mut ev.annos))
-                .collect(),
-        )),
-        (Ev::Vector(l), Ev::Vector(r)) => {
-            let m = matching_of(be, op);
-            let mut out = Vec::with_capacity(ts.len());
-            for (lv, rv) in l.into_iter().zip(r) {
-                ev.check_deadline()?;
-                out.push(match op {
-                    Op::And => set_and(lv, &rv, &m, true),
-                    Op::Unless => set_and(lv, &rv, &m, false),
-                    Op::Or => set_or(lv, rv, &m),
-                    _ => vector_vector(op, lv, rv, &m, return_bool, &mut ev.annos)?,
-                });
-            }
-            Ok(Ev::Vector(out))
+    let pos = Some(be.pos);
+    let (v, s, swap) = match (lhs, rhs) {
+        (Ev::Scalar(a), Ev::Scalar(b)) => {
+            return Ok(Ev::Scalar(
+                a.iter().zip(&b).map(|(&l, &r)| arith(op, l, r)).collect(),
+            ))
         }
-        (l, r) => eval_err(format!(
+        (Ev::Vector(v), Ev::Scalar(s)) => (v, s, false),
+        (Ev::Scalar(s), Ev::Vector(v)) => (v, s, true),
+        (Ev::Vector(l), Ev::Vector(r)) => return vectors(ev, be, l, r).map(Ev::Vector),
+        (l, r) => {
+            return eval_err(format!(
             "binary expression must contain only scalar and instant vector types, got {} and {}",
             l.type_name(),
             r.type_name()
-        )),
+        ))
+        }
+    };
+    let mut notes = BinNotes {
+        annos: &mut ev.annos,
+        pos,
+    };
+    Ok(Ev::Vector(
+        v.into_iter()
+            .zip(s)
+            .map(|(vec, s)| vector_scalar(op, vec, s, swap, return_bool, &mut notes))
+            .collect(),
+    ))
+}
+
+/// Two instant vectors at every step, matched.
+fn vectors(
+    ev: &mut Evaluator,
+    be: &BinaryExpr,
+    l: Vec<Vec<Samp>>,
+    r: Vec<Vec<Samp>>,
+) -> Result<Vec<Vec<Samp>>> {
+    let op = be.op;
+    let return_bool = be.modifier.as_ref().is_some_and(|m| m.return_bool);
+    let m = matching_of(be, op);
+    let mut out = Vec::with_capacity(l.len());
+    for (lv, rv) in l.into_iter().zip(r) {
+        ev.check_deadline()?;
+        out.push(match op {
+            Op::And => set_and(lv, &rv, &m, true),
+            Op::Unless => set_and(lv, &rv, &m, false),
+            Op::Or => set_or(lv, rv, &m),
+            _ => {
+                let mut notes = BinNotes {
+                    annos: &mut ev.annos,
+                    pos: Some(be.pos),
+                };
+                vector_vector(op, lv, rv, &m, return_bool, &mut notes)?
+            }
+        });
     }
+    Ok(out)
 }
 
 /// A vector with a scalar; `swap` when the scalar is on the left.
@@ -370,21 +339,22 @@ pub(crate) fn vector_scalar(
     s: f64,
     swap: bool,
     return_bool: bool,
-    annos: &mut Annotations,
+    annos: &mut BinNotes<'_>,
 ) -> Vec<Samp> {
     let mut out = Vec::with_capacity(vec.len());
     for mut smp in vec {
-        if let Some(h) = smp.h.take() {
+        if smp.h.is_some() || op.is_trim() {
+            let h = smp.h.take();
             let (l, r) = if swap {
-                ((s, None), (0.0, Some(&h)))
+                ((s, None), (smp.f, h.as_ref()))
             } else {
-                ((0.0, Some(&h)), (s, None))
+                ((smp.f, h.as_ref()), (s, None))
             };
             let HistElem::Value(mut val, mut hv, mut keep) = hist_elem(op, l, r, annos) else {
                 continue;
             };
             if op.is_comparison() && swap {
-                hv = Some(h.clone());
+                hv = h.clone();
             }
             if return_bool {
                 val = bool_f(keep);
@@ -443,7 +413,7 @@ fn vector_vector(
     rhs: Vec<Samp>,
     m: &Matching,
     return_bool: bool,
-    annos: &mut Annotations,
+    annos: &mut BinNotes<'_>,
 ) -> Result<Vec<Samp>> {
     if lhs.is_empty() || rhs.is_empty() {
         return Ok(Vec::new());
@@ -487,7 +457,7 @@ fn vector_vector(
         } else {
             ((ls.f, ls.h.as_ref()), (rs.f, rs.h.as_ref()))
         };
-        let (mut val, mut hv, keep) = if l.1.is_none() && r.1.is_none() {
+        let (mut val, mut hv, keep) = if l.1.is_none() && r.1.is_none() && !op.is_trim() {
             let (v, k) = elem(op, l.0, r.0);
             (v, None, k)
         } else {
@@ -555,6 +525,14 @@ pub fn result_metric(lhs: &Labels, rhs: &Labels, op: Op, m: &Matching) -> Labels
 mod tests {
     use super::*;
 
+    /// Annotations nobody reads.
+    fn notes() -> BinNotes<'static> {
+        BinNotes {
+            annos: Box::leak(Box::default()),
+            pos: None,
+        }
+    }
+
     fn samp(pairs: &[(&str, &str)], f: f64) -> Samp {
         Samp::float(Arc::new(Labels::from_pairs(pairs)), f, false)
     }
@@ -572,15 +550,8 @@ mod tests {
     fn one_to_one_ignores_name() {
         let l = vec![samp(&[("__name__", "a"), ("i", "1")], 10.0)];
         let r = vec![samp(&[("__name__", "b"), ("i", "1")], 3.0)];
-        let out = vector_vector(
-            Op::Sub,
-            l,
-            r,
-            &one_to_one(false, &[]),
-            false,
-            &mut Annotations::default(),
-        )
-        .unwrap();
+        let out =
+            vector_vector(Op::Sub, l, r, &one_to_one(false, &[]), false, &mut notes()).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].f, 7.0);
         assert_eq!(*out[0].labels, Labels::from_pairs(&[("i", "1")]));
@@ -599,7 +570,7 @@ mod tests {
             r,
             &one_to_one(true, &["i"]),
             false,
-            &mut Annotations::default(),
+            &mut notes(),
         )
         .unwrap_err();
         assert!(
@@ -623,7 +594,7 @@ mod tests {
             labels: vec!["i".into()],
             include: vec!["v".into()],
         };
-        let out = vector_vector(Op::Mul, l, r, &m, false, &mut Annotations::default()).unwrap();
+        let out = vector_vector(Op::Mul, l, r, &m, false, &mut notes()).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(
             *out[0].labels,
@@ -641,7 +612,7 @@ mod tests {
             r,
             &one_to_one(true, &["i"]),
             false,
-            &mut Annotations::default(),
+            &mut notes(),
         )
         .unwrap_err();
         assert!(err
@@ -655,17 +626,10 @@ mod tests {
             samp(&[("__name__", "a")], 1.0),
             samp(&[("__name__", "b")], 5.0),
         ];
-        let out = vector_scalar(
-            Op::Gt,
-            v.clone(),
-            2.0,
-            false,
-            false,
-            &mut Annotations::default(),
-        );
+        let out = vector_scalar(Op::Gt, v.clone(), 2.0, false, false, &mut notes());
         assert_eq!(out.len(), 1);
         assert!(!out[0].drop_name);
-        let out = vector_scalar(Op::Gt, v, 2.0, false, true, &mut Annotations::default());
+        let out = vector_scalar(Op::Gt, v, 2.0, false, true, &mut notes());
         assert_eq!(out.iter().map(|s| s.f).collect::<Vec<_>>(), vec![0.0, 1.0]);
         assert!(out[0].drop_name);
     }

@@ -16,18 +16,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use promql_parser::label::MatchOp;
-use promql_parser::parser::{self, AtModifier, Expr, Offset, VectorSelector};
+use crate::parser::{self, AtModifier, Duration, DurationContext, Expr, ValueType, VectorSelector};
 
-use crate::annotations::{Annotations, SourceMap};
+use crate::annotations::Annotations;
+use crate::extended::{Extended, Extension};
 use crate::functions::RangeSink;
 use crate::parsed::{parse, ParsedExpr};
 use crate::stack::with_stack_for;
-use crate::storage::{
-    is_stale_nan, Labels, LazySeries, MatchType, Matcher, Querier, Queryable, SelectHints,
-};
+use crate::storage::{is_stale_nan, Labels, LazySeries, Matcher, Querier, Queryable, SelectHints};
 use crate::value::{Sample, SeriesResult, Value};
 use crate::{eval_err, Error, Result};
 use ferrite_model::FloatHistogram;
@@ -45,7 +43,7 @@ pub struct EngineOptions {
     /// The most samples a query may hold at once (Prometheus' `--query.max-samples`).
     pub max_samples: usize,
     /// Wall-clock limit of one query.
-    pub timeout: Duration,
+    pub timeout: std::time::Duration,
     /// Step of subqueries written without one (`x[5m:]`); Prometheus uses
     /// the global evaluation interval, the test runner 1m.
     pub default_subquery_step_ms: i64,
@@ -63,7 +61,7 @@ impl Default for EngineOptions {
         EngineOptions {
             lookback_delta_ms: 5 * 60 * 1000,
             max_samples: 50_000_000,
-            timeout: Duration::from_secs(120),
+            timeout: std::time::Duration::from_secs(120),
             default_subquery_step_ms: 60 * 1000,
             delayed_name_removal: false,
         }
@@ -162,6 +160,15 @@ pub(crate) struct StepValues {
 }
 
 impl StepValues {
+    /// A range function's value at a step, if it has one.
+    pub fn push_result(&mut self, step: usize, result: Option<crate::histfn::Out>) {
+        match result {
+            Some(crate::histfn::Out::F(f)) => self.floats.push((step, f)),
+            Some(crate::histfn::Out::H(h)) => self.hists.push((step, crate::histfn::shared(h))),
+            None => {}
+        }
+    }
+
     pub fn clear(&mut self) {
         self.floats.clear();
         self.hists.clear();
@@ -191,13 +198,36 @@ struct StepPicker<'a> {
     ascending: bool,
     lookback: i64,
     want_ts: bool,
+    /// `x smoothed`: values interpolated at each step (see `extended`).
+    smoothed: bool,
+    /// Histogram hints derived as read for count and sum only.
+    stats_hints: bool,
 }
 
 impl StepPicker<'_> {
+    /// Histogram `i` as read at evaluation time `e`: with its hint derived
+    /// from the one before (if read too: within the lookback) when read for
+    /// count and sum only.
+    fn hist_as_read(&self, hists: &[(i64, Hist)], i: usize, e: i64) -> Hist {
+        let h = &hists[i].1;
+        if !self.stats_hints {
+            return h.clone();
+        }
+        let prev = i
+            .checked_sub(1)
+            .map(|j| &hists[j])
+            .filter(|(t, _)| *t > e - self.lookback)
+            .map(|(_, p)| p);
+        crate::stats_hints::derived(h, prev).unwrap_or_else(|| h.clone())
+    }
+
     /// (step, value) of the steps that have a sample, in step order.
     fn pick(&self, buf: &ReadBuf, out: &mut StepValues) {
         out.clear();
         let (samples, hists) = (&buf.floats, &buf.hists);
+        if self.smoothed {
+            return crate::extended::pick_smoothed(self.etimes, self.lookback, samples, hists, out);
+        }
         // While evaluation times do not decrease, one cursor walks the samples.
         let (mut idx, mut hidx) = (0, 0);
         for (step, &e) in self.etimes.iter().enumerate() {
@@ -221,7 +251,8 @@ impl StepPicker<'_> {
                     if self.want_ts {
                         out.floats.push((step, *st as f64 / 1000.0));
                     } else {
-                        out.hists.push((step, h.clone()));
+                        out.hists
+                            .push((step, self.hist_as_read(hists, hidx - 1, e)));
                     }
                 }
                 continue;
@@ -328,6 +359,11 @@ pub(crate) struct RangeData {
     pub range: i64,
     pub offset: i64,
     pub at: Option<i64>,
+    /// Anchored or smoothed windows (selectors only).
+    pub extended: Option<Extended>,
+    /// Histogram hints derived as read for count and sum only (see
+    /// `stats_hints`; selectors only).
+    pub stats_hints: bool,
 }
 
 impl RangeData {
@@ -434,27 +470,42 @@ pub(crate) struct Evaluator<'q> {
     /// See [`EngineOptions::delayed_name_removal`].
     pub delayed_name_removal: bool,
     pub annos: Annotations,
-    /// Positions in the query text, for annotations.
-    pub src: SourceMap<'q>,
+    /// What `step()` and `range()` are in duration expressions.
+    pub durations: DurationContext,
+    /// The selectors read for histogram count and sum only (see
+    /// `stats_hints`).
+    stats_reads: std::collections::HashSet<usize>,
 }
 
-pub(crate) fn duration_ms(d: &Duration) -> i64 {
-    d.as_millis() as i64
+/// A range or step in milliseconds. (Durations that do not resolve were
+/// refused before evaluation, by [`check_durations`].)
+pub(crate) fn range_ms(d: &Duration, ctx: &DurationContext) -> i64 {
+    d.resolve(ctx, false).unwrap_or(0)
 }
 
-pub(crate) fn system_time_ms(t: &SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_millis() as i64,
-        Err(e) => -(e.duration().as_millis() as i64),
+/// An offset in milliseconds (0 without one).
+pub(crate) fn offset_ms(o: &Option<Duration>, ctx: &DurationContext) -> i64 {
+    o.as_ref().map_or(0, |d| d.resolve(ctx, true).unwrap_or(0))
+}
+
+/// Computes every duration expression of a query for its step and range,
+/// as Prometheus does before evaluating: one that is not a valid duration
+/// is the query's error.
+fn check_durations(expr: &Expr, ctx: &DurationContext) -> Result<()> {
+    let check = |d: &Duration, negative_ok: bool| d.resolve(ctx, negative_ok).map(drop);
+    for node in crate::parsed::nodes_of(expr) {
+        let checked = match node {
+            Expr::VectorSelector(vs) => vs.offset.as_ref().map_or(Ok(()), |o| check(o, true)),
+            Expr::MatrixSelector(ms) => check(&ms.range, false)
+                .and_then(|()| ms.vs.offset.as_ref().map_or(Ok(()), |o| check(o, true))),
+            Expr::Subquery(sq) => check(&sq.range, false)
+                .and_then(|()| sq.step.as_ref().map_or(Ok(()), |s| check(s, false)))
+                .and_then(|()| sq.offset.as_ref().map_or(Ok(()), |o| check(o, true))),
+            _ => Ok(()),
+        };
+        checked.map_err(Error::Eval)?;
     }
-}
-
-fn offset_ms(o: &Option<Offset>) -> i64 {
-    match o {
-        None => 0,
-        Some(Offset::Pos(d)) => duration_ms(d),
-        Some(Offset::Neg(d)) => -duration_ms(d),
-    }
+    Ok(())
 }
 
 impl Engine {
@@ -523,13 +574,19 @@ impl Engine {
         end: i64,
         step: i64,
     ) -> Result<QueryResult> {
-        let (mint, maxt) = time_span(
-            expr,
-            start,
-            end,
-            self.opts.lookback_delta_ms,
-            self.opts.default_subquery_step_ms,
-        );
+        let durations = DurationContext {
+            step_ms: step,
+            range_ms: end - start,
+        };
+        check_durations(expr, &durations)?;
+        let (mint, maxt) = SpanWalk {
+            query_start: start,
+            query_end: end,
+            lookback: self.opts.lookback_delta_ms,
+            default_subquery_step: self.opts.default_subquery_step_ms,
+            durations,
+        }
+        .time_span(expr);
         let querier = db.querier(mint, maxt)?;
         let mut ev = Evaluator {
             querier: querier.as_ref(),
@@ -542,7 +599,8 @@ impl Engine {
             default_subquery_step: self.opts.default_subquery_step_ms,
             delayed_name_removal: self.opts.delayed_name_removal,
             annos: Annotations::default(),
-            src: SourceMap::new(query, expr),
+            durations,
+            stats_reads: crate::stats_hints::stats_selectors(expr),
         };
         let ts = ev.hold_steps(start, end, step.max(1))?;
         let res = ev.eval(expr, &ts)?;
@@ -564,20 +622,17 @@ impl Engine {
 /// recurses over the tree: called on the query's stack.)
 fn check_range_query_type(expr: &Expr) -> Result<()> {
     match expr.value_type() {
-        parser::value::ValueType::Scalar | parser::value::ValueType::Vector => Ok(()),
+        ValueType::Scalar | ValueType::Vector => Ok(()),
         other => eval_err(format!(
             "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
-            match other {
-                parser::value::ValueType::Matrix => "range vector",
-                _ => "string",
-            }
+            other.documented()
         )),
     }
 }
 
 /// Whether a label set has labels that dropping the metric name removes.
 fn has_metadata(l: &Labels) -> bool {
-    l.has(crate::storage::METRIC_NAME) || l.has("__type__") || l.has("__unit__")
+    l.iter().any(|l| ferrite_model::is_metadata_label(&l.name))
 }
 
 /// Refuses a step in which two samples have the same labels (compared by
@@ -736,124 +791,83 @@ fn range_value(res: Ev, ts: &[i64]) -> Result<Value> {
     }
 }
 
-/// The [mint, maxt] a query reads, for opening the querier.
-fn time_span(expr: &Expr, start: i64, end: i64, lookback: i64, sq_step: i64) -> (i64, i64) {
-    let mut span = (i64::MAX, i64::MIN);
-    walk_span(expr, start, end, start, end, lookback, sq_step, &mut span);
-    if span.0 > span.1 {
-        (start, end)
-    } else {
-        span
-    }
+/// What the time span a query reads depends on.
+struct SpanWalk {
+    query_start: i64,
+    query_end: i64,
+    lookback: i64,
+    default_subquery_step: i64,
+    durations: DurationContext,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk_span(
-    e: &Expr,
-    s: i64,
-    en: i64,
-    qs: i64,
-    qe: i64,
-    lb: i64,
-    sq_step: i64,
-    span: &mut (i64, i64),
-) {
-    let at_of = |at: &Option<AtModifier>| match at {
-        None => None,
-        Some(AtModifier::Start) => Some(qs),
-        Some(AtModifier::End) => Some(qe),
-        Some(AtModifier::At(t)) => Some(system_time_ms(t)),
-    };
-    let sel = |vs: &VectorSelector, range: i64, span: &mut (i64, i64)| {
-        let off = offset_ms(&vs.offset);
-        let (a, b) = match at_of(&vs.at) {
-            Some(t) => (t, t),
-            None => (s, en),
+impl SpanWalk {
+    /// The [mint, maxt] a query reads, for opening the querier.
+    fn time_span(&self, expr: &Expr) -> (i64, i64) {
+        let mut span = (i64::MAX, i64::MIN);
+        self.walk(expr, self.query_start, self.query_end, &mut span);
+        if span.0 > span.1 {
+            (self.query_start, self.query_end)
+        } else {
+            span
+        }
+    }
+
+    fn at_of(&self, at: &Option<AtModifier>) -> Option<i64> {
+        match at {
+            None => None,
+            Some(AtModifier::Start) => Some(self.query_start),
+            Some(AtModifier::End) => Some(self.query_end),
+            Some(AtModifier::At(t)) => Some(*t),
+        }
+    }
+
+    /// The steps' evaluation times [s, en] shifted by an `@` and offset.
+    fn shifted(&self, s: i64, en: i64, at: &Option<AtModifier>, off: i64) -> (i64, i64) {
+        match self.at_of(at) {
+            Some(t) => (t - off, t - off),
+            None => (s - off, en - off),
+        }
+    }
+
+    fn selector(&self, vs: &VectorSelector, range: i64, s: i64, en: i64, span: &mut (i64, i64)) {
+        let off = offset_ms(&vs.offset, &self.durations);
+        let (a, b) = self.shifted(s, en, &vs.at, off);
+        let back = if range > 0 { range } else { self.lookback };
+        // Anchored windows reach back one lookback further, for the sample
+        // before their start.
+        let back = if vs.anchored || vs.smoothed {
+            back + self.lookback
+        } else {
+            back
         };
-        let back = if range > 0 { range } else { lb };
-        span.0 = span.0.min(a - off - back);
-        span.1 = span.1.max(b - off);
-    };
-    match e {
-        Expr::VectorSelector(vs) => sel(vs, 0, span),
-        Expr::MatrixSelector(ms) => sel(&ms.vs, duration_ms(&ms.range), span),
-        Expr::Subquery(sq) => {
-            let off = offset_ms(&sq.offset);
-            let (a, b) = match at_of(&sq.at) {
-                Some(t) => (t, t),
-                None => (s, en),
-            };
-            let step = sq.step.as_ref().map(duration_ms).unwrap_or(sq_step);
-            let range = duration_ms(&sq.range);
-            walk_span(
-                &sq.expr,
-                a - off - range - step,
-                b - off,
-                qs,
-                qe,
-                lb,
-                sq_step,
-                span,
-            );
-        }
-        Expr::Aggregate(a) => {
-            walk_span(&a.expr, s, en, qs, qe, lb, sq_step, span);
-            if let Some(p) = &a.param {
-                walk_span(p, s, en, qs, qe, lb, sq_step, span);
-            }
-        }
-        Expr::Unary(u) => walk_span(&u.expr, s, en, qs, qe, lb, sq_step, span),
-        Expr::Paren(p) => walk_span(&p.expr, s, en, qs, qe, lb, sq_step, span),
-        Expr::Binary(b) => {
-            walk_span(&b.lhs, s, en, qs, qe, lb, sq_step, span);
-            walk_span(&b.rhs, s, en, qs, qe, lb, sq_step, span);
-        }
-        Expr::Call(c) => {
-            for a in &c.args.args {
-                walk_span(a, s, en, qs, qe, lb, sq_step, span);
-            }
-        }
-        _ => {}
+        span.0 = span.0.min(a - back);
+        span.1 = span.1.max(if vs.smoothed { b + self.lookback } else { b });
     }
-}
 
-/// Converts the parser's matchers (plus the metric name) to storage matchers;
-/// one set per `or` alternative.
-pub(crate) fn selector_matchers(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>> {
-    let conv = |ms: &[promql_parser::label::Matcher]| -> Result<Vec<Matcher>> {
-        let mut out = Vec::new();
-        if let Some(name) = &vs.name {
-            if !ms
-                .iter()
-                .any(|m| m.name == crate::storage::METRIC_NAME && m.op == MatchOp::Equal)
-            {
-                out.push(Matcher::new(
-                    MatchType::Equal,
-                    crate::storage::METRIC_NAME,
-                    name,
-                )?);
+    fn walk(&self, e: &Expr, s: i64, en: i64, span: &mut (i64, i64)) {
+        let ctx = &self.durations;
+        match e {
+            Expr::VectorSelector(vs) => self.selector(vs, 0, s, en, span),
+            Expr::MatrixSelector(ms) => {
+                self.selector(&ms.vs, range_ms(&ms.range, ctx), s, en, span)
+            }
+            Expr::Subquery(sq) => {
+                let off = offset_ms(&sq.offset, ctx);
+                let (a, b) = self.shifted(s, en, &sq.at, off);
+                let step = sq
+                    .step
+                    .as_ref()
+                    .map_or(self.default_subquery_step, |d| range_ms(d, ctx));
+                let range = range_ms(&sq.range, ctx);
+                self.walk(&sq.expr, a - range - step, b, span);
+            }
+            other => {
+                for child in crate::parsed::children(other) {
+                    self.walk(child, s, en, span);
+                }
             }
         }
-        for m in ms {
-            let kind = match m.op {
-                MatchOp::Equal => MatchType::Equal,
-                MatchOp::NotEqual => MatchType::NotEqual,
-                MatchOp::Re(_) => MatchType::Regex,
-                MatchOp::NotRe(_) => MatchType::NotRegex,
-            };
-            out.push(Matcher::new(kind, &m.name, &m.value)?);
-        }
-        Ok(out)
-    };
-    let mut sets = Vec::new();
-    if vs.matchers.or_matchers.is_empty() {
-        sets.push(conv(&vs.matchers.matchers)?);
-    } else {
-        for alt in &vs.matchers.or_matchers {
-            sets.push(conv(alt)?);
-        }
     }
-    Ok(sets)
 }
 
 impl<'q> Evaluator<'q> {
@@ -896,29 +910,20 @@ impl<'q> Evaluator<'q> {
             None => None,
             Some(AtModifier::Start) => Some(self.query_start),
             Some(AtModifier::End) => Some(self.query_end),
-            Some(AtModifier::At(t)) => Some(system_time_ms(t)),
+            Some(AtModifier::At(t)) => Some(*t),
         }
     }
 
-    /// Selects a selector's series over [mint, maxt], merging `or`
-    /// alternatives; samples are read when needed.
+    /// Selects a selector's series over [mint, maxt]; samples are read
+    /// when needed.
     fn select(&self, vs: &VectorSelector, mint: i64, maxt: i64) -> Result<Vec<LazySeries<'q>>> {
-        let sets = selector_matchers(vs)?;
+        let matchers: &[Matcher] = &vs.matchers;
         let hints = SelectHints {
             start: mint,
             end: maxt,
         };
         let querier: &'q dyn Querier = self.querier;
-        if sets.len() == 1 {
-            return Ok(querier.select_lazy(&sets[0], hints)?);
-        }
-        let mut all = Vec::new();
-        for set in &sets {
-            all.extend(querier.select_lazy(set, hints)?);
-        }
-        all.sort_by(|a, b| a.labels.cmp(&b.labels));
-        all.dedup_by(|a, b| a.labels == b.labels);
-        Ok(all)
+        Ok(querier.select_lazy(matchers, hints)?)
     }
 
     /// An instant vector selector for all steps; with `want_ts` the values
@@ -946,17 +951,21 @@ impl<'q> Evaluator<'q> {
         sink: &mut dyn RangeSink,
     ) -> Result<()> {
         self.check_deadline()?;
-        let off = offset_ms(&vs.offset);
+        let off = offset_ms(&vs.offset, &self.durations);
         let at = self.at_ms(&vs.at);
         let etimes: Vec<i64> = ts.iter().map(|&t| at.unwrap_or(t) - off).collect();
         let lo = etimes.iter().copied().min().unwrap_or(0);
         let hi = etimes.iter().copied().max().unwrap_or(0);
-        let series = self.select(vs, lo - self.lookback + 1, hi)?;
+        // Smoothed, a step also reads one lookback ahead.
+        let ahead = if vs.smoothed { self.lookback } else { 0 };
+        let series = self.select(vs, lo - self.lookback + 1, hi + ahead)?;
         let mut picker = StepPicker {
             etimes: &etimes,
             ascending: etimes.windows(2).all(|w| w[0] <= w[1]),
             lookback: self.lookback,
             want_ts,
+            smoothed: vs.smoothed,
+            stats_hints: self.stats_reads.contains(&crate::stats_hints::key(vs)),
         };
         // What the sink holds counts toward the max-samples limit as it
         // grows, before it can grow past it.
@@ -972,6 +981,9 @@ impl<'q> Evaluator<'q> {
                 Ok(buf.len())
             },
             |ev, _, i, s, _, values| {
+                for n in &values.notes {
+                    ev.annos.note(*n, s.labels.metric_name(), Some(vs.pos));
+                }
                 let labels = Arc::new(s.labels);
                 for &(step, f) in &values.floats {
                     sink.push(step, i, &labels, f, false);
@@ -994,11 +1006,16 @@ impl<'q> Evaluator<'q> {
         ts: &[i64],
     ) -> Result<(Vec<LazySeries<'q>>, RangeData)> {
         self.check_deadline()?;
-        let off = offset_ms(&vs.offset);
+        let off = offset_ms(&vs.offset, &self.durations);
         let at = self.at_ms(&vs.at);
+        let extended = Extension::of(vs).map(|kind| Extended {
+            kind,
+            lookback: self.lookback,
+        });
+        let (before, after) = extended.map_or((0, 0), |x| x.reach());
         let lo = ts.iter().map(|&t| at.unwrap_or(t) - off).min().unwrap_or(0);
         let hi = ts.iter().map(|&t| at.unwrap_or(t) - off).max().unwrap_or(0);
-        let series = self.select(vs, lo - range + 1, hi)?;
+        let series = self.select(vs, lo - range - before + 1, hi + after)?;
         Ok((
             series,
             RangeData {
@@ -1006,6 +1023,8 @@ impl<'q> Evaluator<'q> {
                 range,
                 offset: off,
                 at,
+                extended,
+                stats_hints: self.stats_reads.contains(&crate::stats_hints::key(vs)),
             },
         ))
     }
@@ -1040,14 +1059,13 @@ impl<'q> Evaluator<'q> {
     }
 
     fn eval_subquery(&mut self, sq: &parser::SubqueryExpr, ts: &[i64]) -> Result<RangeData> {
-        let off = offset_ms(&sq.offset);
+        let off = offset_ms(&sq.offset, &self.durations);
         let at = self.at_ms(&sq.at);
-        let range = duration_ms(&sq.range);
+        let range = range_ms(&sq.range, &self.durations);
         let step = sq
             .step
             .as_ref()
-            .map(duration_ms)
-            .unwrap_or(self.default_subquery_step)
+            .map_or(self.default_subquery_step, |d| range_ms(d, &self.durations))
             .max(1);
         let lo = ts.iter().map(|&t| at.unwrap_or(t) - off).min().unwrap_or(0);
         let hi = ts.iter().map(|&t| at.unwrap_or(t) - off).max().unwrap_or(0);
@@ -1064,6 +1082,8 @@ impl<'q> Evaluator<'q> {
             range,
             offset: off,
             at,
+            extended: None,
+            stats_hints: false,
         })
     }
 
@@ -1139,7 +1159,14 @@ impl<'q> Evaluator<'q> {
                 other => eval_err(format!("unary expression only allowed on expressions of type scalar or instant vector, got \"{}\"", other.type_name())),
             },
             Expr::VectorSelector(vs) => Ok(Ev::Vector(self.eval_vector_selector(vs, ts, false)?)),
-            Expr::MatrixSelector(ms) => Ok(Ev::Matrix(self.eval_matrix_selector(&ms.vs, duration_ms(&ms.range), ts)?)),
+            Expr::MatrixSelector(ms) => {
+                let range = range_ms(&ms.range, &self.durations);
+                let rd = self.eval_matrix_selector(&ms.vs, range, ts)?;
+                match rd.extended {
+                    Some(ext) => Ok(Ev::Matrix(crate::extended::extend_matrix(rd, ext, ts)?)),
+                    None => Ok(Ev::Matrix(rd)),
+                }
+            }
             Expr::Subquery(sq) => Ok(Ev::Matrix(self.eval_subquery(sq, ts)?)),
             Expr::Binary(b) => {
                 let r = crate::binary::eval_binary(self, b, ts)?;
@@ -1162,7 +1189,6 @@ impl<'q> Evaluator<'q> {
                     _ => self.settle_names(r),
                 }
             }
-            Expr::Extension(_) => eval_err("extension expressions are not supported"),
         }
     }
 
@@ -1527,7 +1553,7 @@ mod tests {
             "query processing would load too many samples into memory in query execution"
         );
         let eng = Engine::new(EngineOptions {
-            timeout: Duration::ZERO,
+            timeout: std::time::Duration::ZERO,
             ..Default::default()
         });
         let e = eng.instant_query(&db, "m", 0).unwrap_err();
@@ -1792,6 +1818,8 @@ mod window_tests {
                 range,
                 offset,
                 at: None,
+                extended: None,
+                stats_hints: false,
             };
             let mut cursor = (0, 0);
             // Mostly increasing, sometimes backwards.

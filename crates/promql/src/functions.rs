@@ -8,15 +8,17 @@
 
 use std::sync::Arc;
 
-use promql_parser::parser::{Call, Expr};
+use crate::parser::{Call, Expr};
 
 use crate::aggregate::{avg, variance};
-use crate::annotations::{go_unquote_bytes, with_metric_name, Monotonicity, SORT_WARNING};
+use crate::annotations::{with_metric_name, Monotonicity, SORT_WARNING};
 use crate::engine::DUPLICATE_LABELSET;
 use crate::engine::{
     eval_series, read_series_samples, window_in, Ev, Evaluator, Hist, Lbl, RangeData, Samp,
     StepValues,
 };
+use crate::extended::{Extended, Extension};
+use crate::stats_hints;
 use crate::storage::{compile_anchored, Labels, METRIC_NAME};
 use crate::{eval_err, Result};
 use ferrite_model::gofloat::parse_go_float;
@@ -91,6 +93,10 @@ pub fn quantile(q: f64, mut vals: Vec<f64>) -> f64 {
     let lower = rank.floor().max(0.0);
     let upper = (lower + 1.0).min(n - 1.0);
     let w = rank - rank.floor();
+    // On a sample exactly, its value (an infinity weighted by 0 is NaN).
+    if w == 0.0 {
+        return vals[lower as usize];
+    }
     vals[lower as usize] * (1.0 - w) + vals[upper as usize] * w
 }
 
@@ -338,7 +344,7 @@ pub(crate) fn is_range_function(name: &str) -> bool {
     )
 }
 
-fn unwrap_parens(e: &Expr) -> &Expr {
+pub(crate) fn unwrap_parens(e: &Expr) -> &Expr {
     match e {
         Expr::Paren(p) => unwrap_parens(&p.expr),
         other => other,
@@ -347,7 +353,8 @@ fn unwrap_parens(e: &Expr) -> &Expr {
 
 pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<Ev> {
     let name = call.func.name;
-    let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+    let args: Vec<&Expr> = call.args.iter().collect();
+    check_extensions(name, &args)?;
     if is_range_function(name) {
         return eval_range_function(ev, call, &args, ts);
     }
@@ -486,7 +493,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
         }
         "sort" | "sort_desc" => {
             if ts.len() > 1 {
-                let pos = ev.src.call(call);
+                let pos = Some(call.pos);
                 ev.annos.warn(SORT_WARNING.to_string(), pos);
             }
             let mut v = ev.eval_vector(args[0], ts)?;
@@ -514,7 +521,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
                     "invalid regular expression in label_replace(): {e}"
                 ))
             })?;
-            if !valid_label_name_arg(ev, call, 1, &dst) {
+            if !valid_label_name_arg(call, 1, &dst) {
                 return eval_err(format!(
                     "invalid destination label name in label_replace(): {dst}"
                 ));
@@ -540,12 +547,12 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let mut srcs = Vec::new();
             for (i, a) in args.iter().enumerate().skip(3) {
                 let src = string_arg(ev, a, ts)?;
-                if !valid_label_name_arg(ev, call, i, &src) {
+                if !valid_label_name_arg(call, i, &src) {
                     return eval_err(format!("invalid source label name in label_join(): {src}"));
                 }
                 srcs.push(src);
             }
-            if !valid_label_name_arg(ev, call, 1, &dst) {
+            if !valid_label_name_arg(call, 1, &dst) {
                 return eval_err(format!(
                     "invalid destination label name in label_join(): {dst}"
                 ));
@@ -587,7 +594,10 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             Ok(Ev::Vector(
                 ts.iter()
                     .map(|&t| {
-                        if (0..rd.series.len()).any(|i| !rd.window(i, t).is_empty()) {
+                        let present = |i: usize| {
+                            !rd.window(i, t).is_empty() || !rd.hist_window(i, t).is_empty()
+                        };
+                        if (0..rd.series.len()).any(present) {
                             Vec::new()
                         } else {
                             vec![Samp {
@@ -605,9 +615,9 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let q = ev.eval_scalar(args[0], ts)?;
             let v = ev.eval_vector(args[1], ts)?;
             let mut out = Vec::with_capacity(ts.len());
-            let q_pos = ev.src.call_arg(call, 0);
+            let q_pos = call.args.first().map(Expr::pos);
             let hist = HistArg {
-                pos: ev.src.call_arg(call, 1),
+                pos: call.args.get(1).map(Expr::pos),
                 monotonicity_info: true,
             };
             for (i, vec) in v.into_iter().enumerate() {
@@ -643,7 +653,7 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
             let v = ev.eval_vector(args[2], ts)?;
             let mut out = Vec::with_capacity(ts.len());
             let hist = HistArg {
-                pos: ev.src.call_arg(call, 2),
+                pos: call.args.get(2).map(Expr::pos),
                 monotonicity_info: false,
             };
             for (i, vec) in v.into_iter().enumerate() {
@@ -695,41 +705,12 @@ pub(crate) fn eval_call(ev: &mut Evaluator, call: &Call, ts: &[i64]) -> Result<E
 }
 
 /// Whether the string argument `i` of `call` (evaluated to `s`) is a valid
-/// label name: not empty and UTF-8. A literal is judged by its text, decoded
-/// as Prometheus (Go) does, since an escape like `\xff` is a raw byte there
-/// while the parser turns it into a character.
-fn valid_label_name_arg(ev: &Evaluator, call: &Call, i: usize, s: &str) -> bool {
-    if !crate::aggregate::valid_label_name(s) {
-        return false;
-    }
-    let is_literal = call
-        .args
-        .args
-        .get(i)
-        .is_some_and(|e| matches!(unwrap_parens(e), Expr::StringLiteral(_)));
-    if !is_literal {
-        return true;
-    }
-    let raw = ev
-        .src
-        .call_arg(call, i)
-        .map(|p| {
-            // Skip the parentheses of `("name")`.
-            let q = ev.src.query().as_bytes();
-            let mut p = p;
-            while q
-                .get(p)
-                .is_some_and(|c| *c == b'(' || c.is_ascii_whitespace())
-            {
-                p += 1;
-            }
-            p
-        })
-        .and_then(|p| ev.src.string_literal_at(p))
-        .and_then(go_unquote_bytes);
-    match raw {
-        Some(bytes) => !bytes.is_empty() && std::str::from_utf8(&bytes).is_ok(),
-        None => true,
+/// label name: not empty and UTF-8. A literal is judged by its bytes as
+/// Prometheus (Go) decodes them (`"\xff"` is no UTF-8 there).
+fn valid_label_name_arg(call: &Call, i: usize, s: &str) -> bool {
+    match call.args.get(i).map(unwrap_parens) {
+        Some(Expr::StringLiteral(lit)) => lit.is_valid_label_name(),
+        _ => crate::aggregate::valid_label_name(s),
     }
 }
 
@@ -824,15 +805,15 @@ fn absent_labels(e: &Expr) -> Labels {
         };
     };
     let mut seen: Vec<(String, Option<String>)> = Vec::new();
-    for m in &vs.matchers.matchers {
-        if m.name == METRIC_NAME {
+    for m in &vs.matchers {
+        if ferrite_model::is_metadata_label(&m.name) {
             continue;
         }
         if let Some(e) = seen.iter_mut().find(|(n, _)| *n == m.name) {
             e.1 = None;
             continue;
         }
-        let v = if m.op == promql_parser::label::MatchOp::Equal {
+        let v = if m.kind == crate::storage::MatchType::Equal {
             Some(m.value.clone())
         } else {
             None
@@ -913,16 +894,25 @@ impl RangeJob<'_> {
         out: &mut StepValues,
     ) {
         out.clear();
+        if let Some(ext) = &spec.extended {
+            return self.extended_values(spec, ext, samples, hists, out);
+        }
         let mut cursor = (0usize, 0usize);
         let mut hcursor = (0usize, 0usize);
+        let mut as_read = Vec::new();
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
             let w = window_in(samples, end, spec.range, &mut cursor);
-            let wh = if hists.is_empty() {
+            let mut wh = if hists.is_empty() {
                 &[]
             } else {
                 window_in(hists, end, spec.range, &mut hcursor)
             };
+            if spec.stats_hints && !wh.is_empty() {
+                let (from, to) = hcursor;
+                stats_hints::derive_window(hists, from, to, end - spec.range, &mut as_read);
+                wh = &as_read;
+            }
             let p = self.scalar_arg.map_or(0.0, |v| v[step]);
             if !wh.is_empty() {
                 let win = crate::histfn::Window {
@@ -933,13 +923,8 @@ impl RangeJob<'_> {
                     step_t: t,
                     param: p,
                 };
-                match crate::histfn::apply(self.func, &win, out) {
-                    Some(crate::histfn::Out::F(f)) => out.floats.push((step, f)),
-                    Some(crate::histfn::Out::H(h)) => {
-                        out.hists.push((step, crate::histfn::shared(h)))
-                    }
-                    None => {}
-                }
+                let result = crate::histfn::apply(self.func, &win, out);
+                out.push_result(step, result);
                 continue;
             }
             if w.is_empty() {
@@ -948,6 +933,36 @@ impl RangeJob<'_> {
             if let Some(f) = self.func.apply(w, end - spec.range, end, t, p) {
                 out.floats.push((step, f));
             }
+        }
+    }
+
+    /// [`Self::values`] over anchored or smoothed windows, which reach one
+    /// lookback before their start (and, smoothed, after their end).
+    fn extended_values(
+        &self,
+        spec: &RangeData,
+        ext: &Extended,
+        samples: &[(i64, f64)],
+        hists: &[(i64, Hist)],
+        out: &mut StepValues,
+    ) {
+        let (before, after) = ext.reach();
+        let reach = spec.range + before + after;
+        let mut cursor = (0usize, 0usize);
+        let mut hcursor = (0usize, 0usize);
+        for (step, &t) in self.ts.iter().enumerate() {
+            let end = spec.eval_time(t);
+            let w = crate::histfn::Window {
+                floats: window_in(samples, end + after, reach, &mut cursor),
+                hists: window_in(hists, end + after, reach, &mut hcursor),
+                start: end - spec.range,
+                end,
+                step_t: t,
+                param: self.scalar_arg.map_or(0.0, |v| v[step]),
+            };
+            let range_secs = spec.range as f64 / 1000.0;
+            let result = crate::extended::apply(self.func, ext, &w, range_secs, out);
+            out.push_result(step, result);
         }
     }
 
@@ -991,6 +1006,19 @@ impl RangeJob<'_> {
     }
 }
 
+/// Refuses anchored or smoothed selectors passed to a function that does
+/// not accept them.
+fn check_extensions(name: &str, args: &[&Expr]) -> Result<()> {
+    for arg in args {
+        if let Expr::MatrixSelector(ms) = arg {
+            if let Some(ext) = Extension::of(&ms.vs) {
+                ext.check_function(name)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Evaluates a range-vector function call for all steps into `sink`. A
 /// matrix selector argument is read one series at a time (into one reused
 /// buffer), never holding all of its samples at once.
@@ -1002,6 +1030,7 @@ pub(crate) fn range_function_into(
     sink: &mut dyn RangeSink,
 ) -> Result<()> {
     let name = call.func.name;
+    check_extensions(name, args)?;
     let Some(func) = RangeFn::of(name) else {
         return eval_err(format!("unknown range function {name:?}"));
     };
@@ -1013,7 +1042,7 @@ pub(crate) fn range_function_into(
     };
     let check_quantile = name == "quantile_over_time";
     let q_pos = if check_quantile {
-        ev.src.call_arg(call, 0)
+        call.args.first().map(Expr::pos)
     } else {
         None
     };
@@ -1031,10 +1060,10 @@ pub(crate) fn range_function_into(
         stripped: Vec::new(),
         notes: Vec::new(),
     };
-    let arg_pos = ev.src.call_arg(call, mi);
+    let arg_pos = call.args.get(mi).map(Expr::pos);
     match unwrap_parens(args[mi]) {
         Expr::MatrixSelector(ms) => {
-            let range = crate::engine::duration_ms(&ms.range);
+            let range = crate::engine::range_ms(&ms.range, &ev.durations);
             let (selected, spec) = ev.matrix_selection(&ms.vs, range, ts)?;
             let (mut total, mut pushed) = (0, 0);
             eval_series(
@@ -1145,7 +1174,14 @@ impl RangeFn {
 
     /// The function's value for window `w` = (start, end] of step `step_t`;
     /// `p` is its scalar parameter, if it has one.
-    fn apply(self, w: &[(i64, f64)], start: i64, end: i64, step_t: i64, p: f64) -> Option<f64> {
+    pub(crate) fn apply(
+        self,
+        w: &[(i64, f64)],
+        start: i64,
+        end: i64,
+        step_t: i64,
+        p: f64,
+    ) -> Option<f64> {
         use RangeFn::*;
         let vals = || w.iter().map(|&(_, v)| v);
         match self {
@@ -1286,7 +1322,7 @@ fn classic_histogram_step(
     let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
     for s in &vec {
         let le_s = s.labels.get("le");
-        let Ok(le) = parse_go_float(le_s.as_bytes()) else {
+        let Some(le) = parse_go_float(le_s.as_bytes()).ok().filter(|v| !v.is_nan()) else {
             let text = format!(
                 "PromQL warning: bucket label \"le\" is missing or has a malformed value of {le_s:?}"
             );
@@ -1294,9 +1330,11 @@ fn classic_histogram_step(
             ev.annos.warn(with_metric_name(&text, name), arg.pos);
             continue;
         };
+        // Buckets group by their labels but `le`, the name included: two
+        // metrics are two histograms, even if they collide once the name
+        // goes.
         let mut l = (*s.labels).clone();
         l.remove("le");
-        l.drop_metric_name();
         let i = *index.entry(l.clone()).or_insert_with(|| {
             hists.push(Hist {
                 labels: l,

@@ -414,6 +414,10 @@ pub(crate) fn histogram_quantile(q: f64, h: &FloatHistogram) -> (f64, Option<Qua
         }
     }
     let Some(mut bucket) = chosen else {
+        // No populated bucket: every observation is NaN (or none counts).
+        if h.sum.is_nan() && rank > 0.0 {
+            return (f64::NAN, Some(QuantileNote::NaNResult));
+        }
         return (f64::NAN, None);
     };
     let custom = h.uses_custom_buckets();

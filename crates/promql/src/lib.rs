@@ -4,7 +4,8 @@
 //! Where things are:
 //! - [`storage`]: the [`Queryable`]/[`Querier`] traits the engine reads
 //!   through, and [`MemStorage`], an in-memory implementation;
-//! - [`parsed`]: parsing (with `promql-parser`) into a [`ParsedExpr`], whose
+//! - [`parser`]: Ferrite's PromQL parser (lexer, syntax tree, type checks,
+//!   printer); [`parsed`]: a parsed query, [`ParsedExpr`], cached, whose
 //!   drop and walk never recurse; [`nesting`]: the limits a query's text is
 //!   checked against first (depth of its tree, the parser's work);
 //!   `stack`: the stack sized for a query's depth its recursion runs on;
@@ -14,8 +15,10 @@
 //! - parsed queries and compiled regexes are kept across queries in
 //!   `ferrite_model::cache`'s bounded caches;
 //! - `annotations`: warnings and infos in Prometheus' texts, with the
-//!   positions in the query text they refer to; `lexical`: the helpers
-//!   that scan query text for them and for `nesting`.
+//!   positions in the query text they refer to (the tree's); `lexical`:
+//!   the helpers that scan query text for `nesting`;
+//! - `extended`: anchored and smoothed selectors; `stats_hints`: the
+//!   counter-reset hints of histograms read for count and sum only.
 //!
 //! No request can exhaust a thread's stack: a query deeper than
 //! [`nesting::MAX_NESTING_DEPTH`] is refused before parsing, and everything
@@ -32,13 +35,16 @@ pub mod aggregate;
 mod annotations;
 pub mod binary;
 pub mod engine;
+mod extended;
 pub mod functions;
 mod histfn;
 mod lexical;
 pub mod nesting;
 pub mod parsed;
+pub mod parser;
 pub mod promqltest;
 mod stack;
+mod stats_hints;
 pub mod storage;
 pub mod value;
 
@@ -54,8 +60,12 @@ pub use value::{Sample, SeriesResult, Value};
 /// has one, since clients (and the conformance tests) compare them.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A query refused before parsing: nested deeper than the limit.
     #[error("{0}")]
-    Parse(String),
+    TooDeep(String),
+    /// A query that does not parse or type-check.
+    #[error(transparent)]
+    Syntax(#[from] parser::ParseError),
     #[error("query timed out in {0}")]
     Timeout(&'static str),
     #[error("query processing would load too many samples into memory in {0}")]

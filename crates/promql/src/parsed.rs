@@ -1,7 +1,7 @@
 //! Parsed queries: [`parse`] and the tree it returns, [`ParsedExpr`].
 //!
 //! A query's text is checked against the nesting limits (`nesting`) before
-//! `promql-parser` sees it, and parsed on a stack sized for its depth
+//! the parser (`parser`) sees it, and parsed on a stack sized for its depth
 //! (`stack`). The tree's own recursive operations (dropping it, walking it)
 //! are replaced by iterative ones here, so a parsed tree can be held,
 //! cached, walked and freed on any thread, whatever its depth.
@@ -9,12 +9,12 @@
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock};
 
-use promql_parser::parser::{self, Expr, NumberLiteral};
+use crate::parser::{self, Expr, NumberLiteral};
 
 use crate::{nesting, stack, Error, Result};
 use ferrite_model::cache::BoundedCache;
 
-/// A parsed query: promql-parser's tree, with the nesting bound its text
+/// A parsed query: the parser's tree, with the nesting bound its text
 /// was checked against. Dropping it takes constant stack.
 #[derive(Debug)]
 pub struct ParsedExpr {
@@ -32,9 +32,7 @@ impl ParsedExpr {
     /// The tree's nodes in pre-order, children in text order, walked
     /// without recursion.
     pub fn nodes(&self) -> Nodes<'_> {
-        Nodes {
-            stack: vec![&self.expr],
-        }
+        nodes_of(&self.expr)
     }
 }
 
@@ -46,32 +44,42 @@ impl Deref for ParsedExpr {
     }
 }
 
+/// The query as PromQL text, in Prometheus' printed form; printed on a
+/// stack sized for the tree's depth.
+impl std::fmt::Display for ParsedExpr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = stack::with_stack_for(self.depth, || self.expr.to_string());
+        f.write_str(&text)
+    }
+}
+
 impl Drop for ParsedExpr {
     fn drop(&mut self) {
-        let leaf = Expr::NumberLiteral(NumberLiteral { val: 0.0 });
+        let leaf = Expr::NumberLiteral(NumberLiteral { val: 0.0, pos: 0 });
         dismantle(std::mem::replace(&mut self.expr, leaf));
     }
 }
 
 /// An expression's child expressions, in text order.
-fn children(e: &Expr) -> impl DoubleEndedIterator<Item = &Expr> {
-    let (first, second, rest): (Option<&Expr>, Option<&Expr>, &[Box<Expr>]) = match e {
+pub(crate) fn children(e: &Expr) -> impl DoubleEndedIterator<Item = &Expr> {
+    let (first, second, rest): (Option<&Expr>, Option<&Expr>, &[Expr]) = match e {
         Expr::Aggregate(a) => (a.param.as_deref(), Some(&*a.expr), &[]),
         Expr::Unary(u) => (Some(&*u.expr), None, &[]),
         Expr::Binary(b) => (Some(&*b.lhs), Some(&*b.rhs), &[]),
         Expr::Paren(p) => (Some(&*p.expr), None, &[]),
         Expr::Subquery(s) => (Some(&*s.expr), None, &[]),
-        Expr::Call(c) => (None, None, &c.args.args),
+        Expr::Call(c) => (None, None, &c.args[..]),
         Expr::NumberLiteral(_)
         | Expr::StringLiteral(_)
         | Expr::VectorSelector(_)
-        | Expr::MatrixSelector(_)
-        | Expr::Extension(_) => (None, None, &[]),
+        | Expr::MatrixSelector(_) => (None, None, &[]),
     };
-    first
-        .into_iter()
-        .chain(second)
-        .chain(rest.iter().map(|b| &**b))
+    first.into_iter().chain(second).chain(rest.iter())
+}
+
+/// The nodes of a (sub)tree in pre-order, walked without recursion.
+pub(crate) fn nodes_of(root: &Expr) -> Nodes<'_> {
+    Nodes { stack: vec![root] }
 }
 
 /// Pre-order iterator over a tree's nodes (see [`ParsedExpr::nodes`]).
@@ -109,12 +117,11 @@ fn dismantle(root: Expr) {
             }
             Expr::Paren(p) => pending.push(*p.expr),
             Expr::Subquery(s) => pending.push(*s.expr),
-            Expr::Call(c) => pending.extend(c.args.args.into_iter().map(|b| *b)),
+            Expr::Call(c) => pending.extend(c.args),
             Expr::NumberLiteral(_)
             | Expr::StringLiteral(_)
             | Expr::VectorSelector(_)
-            | Expr::MatrixSelector(_)
-            | Expr::Extension(_) => {}
+            | Expr::MatrixSelector(_) => {}
         }
     }
 }
@@ -122,22 +129,15 @@ fn dismantle(root: Expr) {
 /// Parses a query. Its text must keep to the nesting limits (see
 /// `nesting`); it is then parsed on a stack sized for its depth. Parsed
 /// queries are kept (see `cache`), so a repeated query is parsed, and its
-/// regexes compiled, once. The parser's panics (it has some on
-/// out-of-range numbers, such as a range of `[1e400]` seconds) are parse
-/// errors.
+/// regexes compiled, once.
 pub fn parse(query: &str) -> Result<Arc<ParsedExpr>> {
     static PARSED: LazyLock<BoundedCache<Arc<ParsedExpr>>> =
         LazyLock::new(|| BoundedCache::new(256, 4096));
     PARSED.get_or_try_insert(query, || {
         let depth = nesting::check(query)?.depth;
         stack::with_stack_for(depth, || {
-            match std::panic::catch_unwind(|| parser::parse(query)) {
-                Ok(Ok(expr)) => Ok(Arc::new(ParsedExpr { expr, depth })),
-                Ok(Err(e)) => Err(Error::Parse(e)),
-                Err(_) => Err(Error::Parse(format!(
-                    "invalid expression {query:?}: a number is out of range"
-                ))),
-            }
+            let expr = parser::parse_expr(query).map_err(Error::Syntax)?;
+            Ok(Arc::new(ParsedExpr { expr, depth }))
         })
     })
 }
@@ -180,6 +180,11 @@ mod tests {
             (count, depth)
         });
         assert_eq!((count, depth), (n + 1, n + 1));
+        let printed = on_small_stack(move || {
+            let q = format!("{}x{}", "abs(".repeat(n), ")".repeat(n));
+            parse(&q).expect("parses").to_string().len()
+        });
+        assert_eq!(printed, n * 5 + 1);
     }
 
     #[test]

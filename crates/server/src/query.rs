@@ -302,7 +302,7 @@ impl From<ferrite_promql::Error> for ApiError {
     fn from(e: ferrite_promql::Error) -> Self {
         use ferrite_promql::Error as E;
         let (status, kind) = match &e {
-            E::Parse(_) => (StatusCode::BAD_REQUEST, "bad_data"),
+            E::TooDeep(_) | E::Syntax(_) => (StatusCode::BAD_REQUEST, "bad_data"),
             E::Timeout(_) => (StatusCode::SERVICE_UNAVAILABLE, "timeout"),
             E::TooManySamples(_) | E::Eval(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),
             E::Storage(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),
@@ -399,8 +399,7 @@ fn parse_rfc3339(s: &str) -> Option<i64> {
 pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
     if let Ok(f) = s.parse::<f64>() {
         // As Prometheus: a number is seconds, and one out of range is an
-        // error. (It must not reach promql-parser, whose `parse_duration`
-        // panics on an infinite or negative number of seconds.)
+        // error.
         let ms = (f * 1000.0).round();
         if ms.is_finite() && ms.abs() < i64::MAX as f64 {
             return Ok(ms as i64);
@@ -409,8 +408,7 @@ pub fn parse_duration(s: &str) -> Result<i64, ApiError> {
             "cannot parse {s:?} to a valid duration. It overflows int64"
         )));
     }
-    promql_parser::util::parse_duration(s)
-        .map(|d| d.as_millis() as i64)
+    ferrite_model::units::parse_duration_ms(s)
         .map_err(|_| ApiError::bad_data(format!("cannot parse {s:?} to a valid duration")))
 }
 
@@ -809,9 +807,10 @@ fn param_with(
         .map_err(|e| ApiError::bad_data(format!("invalid parameter \"{name}\": {}", e.message)))
 }
 
-/// Parses a query, with the API's error for a bad one.
+/// Parses a query, with the API's error for a bad one, as Prometheus
+/// words it: `invalid parameter "query": 1:5: parse error: ...`.
 pub fn check_query(query: &str) -> Result<Arc<ParsedExpr>, ApiError> {
-    parse_promql(query).map_err(|e| ApiError::from(ferrite_promql::Error::Parse(e)))
+    parse_promql(query).map_err(|e| ApiError::bad_data(format!("invalid parameter \"query\": {e}")))
 }
 
 /// Parses a query before anything else of the request is used, so that a
@@ -1074,8 +1073,8 @@ mod tests {
         assert_eq!(parse_duration("15").ok(), Some(15_000));
         assert_eq!(parse_duration("1m").ok(), Some(60_000));
         assert!(parse_duration("x").is_err());
-        // Found by the http_params fuzz target: promql-parser panics on
-        // these.
+        // Found by the http_params fuzz target (the parser Ferrite used
+        // before its own panicked on these).
         for overflow in ["42e5454", "inf", "-Infinity", "NaN", "1e300"] {
             assert!(parse_duration(overflow).is_err(), "{overflow}");
         }
@@ -1102,7 +1101,7 @@ mod tests {
         assert!(check_params(b"query=up&time=10&limit=5&match[]=up").is_ok());
         assert!(check_params(b"query=rate(up%5B5m%5D)&start=0&end=60&step=15s").is_ok());
         assert!(check_params(b"").is_ok());
-        // promql-parser panics on this one; it must be a plain error.
+        // A range out of range: a plain error.
         let e = check_params(b"query=up%5B1e400%5D").unwrap_err();
         assert_eq!(e.kind, "bad_data");
         for bad in [

@@ -1,32 +1,26 @@
 //! Series selectors (`up{job="a"}`, `{x=~"y"}`) as the API's `match[]` and
-//! promtool's `--match` take them, parsed with the `promql-parser` crate
+//! promtool's `--match` take them, parsed with the engine's PromQL parser
 //! into Ferrite matchers.
 //!
 //! promtool uses Prometheus' `ParseMetricSelector`, which, unlike a PromQL
 //! query, accepts a selector whose matchers all match the empty string:
-//! promtool's own `dump` default is `{__name__=~'(?s:.*)'}`. The crate
+//! promtool's own `dump` default is `{__name__=~'(?s:.*)'}`. The parser
 //! rejects those, so such a selector is parsed again with a placeholder
 //! matcher that is dropped afterwards.
 
 use anyhow::{bail, Result};
-use ferrite_model::{MatchType, Matcher};
-use promql_parser::label::MatchOp;
+use ferrite_model::Matcher;
 use std::sync::Arc;
 
+use ferrite_promql::parser::Expr;
 use ferrite_promql::ParsedExpr;
-use promql_parser::parser::Expr;
 
 const PLACEHOLDER: &str = "__ferrite_placeholder__";
 
-/// A query or selector parsed by the engine's parser, whose panics (on some
-/// number literals, found by the `http_params` fuzz target) are errors, so
-/// a request cannot take the server's task down with it. Parsed queries
-/// are kept across requests.
+/// A query or selector parsed by the engine's parser, its error as the
+/// text the API answers with. Parsed queries are kept across requests.
 pub fn parse_promql(s: &str) -> std::result::Result<Arc<ParsedExpr>, String> {
-    ferrite_promql::parse(s).map_err(|e| match e {
-        ferrite_promql::Error::Parse(e) => e,
-        other => other.to_string(),
-    })
+    ferrite_promql::parse(s).map_err(|e| e.to_string())
 }
 
 /// Parses one series selector into matchers (a metric name becomes a
@@ -55,28 +49,15 @@ pub fn parse_selector(s: &str) -> Result<Vec<Matcher>> {
     if vs.offset.is_some() || vs.at.is_some() {
         bail!("invalid series selector {s:?}: offset and @ modifiers are not allowed");
     }
-    if !vs.matchers.or_matchers.is_empty() {
-        bail!("invalid series selector {s:?}: `or` inside a selector is not supported");
+    if vs.anchored || vs.smoothed {
+        bail!("invalid series selector {s:?}: anchored and smoothed modifiers are not allowed");
     }
-    let mut out = Vec::with_capacity(vs.matchers.matchers.len() + 1);
-    if let Some(name) = &vs.name {
-        out.push(Matcher::equal("__name__", name));
-    }
-    for m in &vs.matchers.matchers {
-        if m.name == PLACEHOLDER {
-            continue;
-        }
-        let kind = match m.op {
-            MatchOp::Equal => MatchType::Equal,
-            MatchOp::NotEqual => MatchType::NotEqual,
-            MatchOp::Re(_) => MatchType::Regex,
-            MatchOp::NotRe(_) => MatchType::NotRegex,
-        };
-        out.push(
-            Matcher::new(kind, &m.name, &m.value)
-                .map_err(|e| anyhow::anyhow!("invalid series selector {s:?}: {e}"))?,
-        );
-    }
+    let out: Vec<Matcher> = vs
+        .matchers
+        .iter()
+        .filter(|m| m.name != PLACEHOLDER)
+        .cloned()
+        .collect();
     Ok(out)
 }
 

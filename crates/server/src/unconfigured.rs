@@ -70,8 +70,8 @@ pub async fn query_exemplars(
     let has_selector = expr.nodes().any(|e| {
         matches!(
             e,
-            promql_parser::parser::Expr::VectorSelector(_)
-                | promql_parser::parser::Expr::MatrixSelector(_)
+            ferrite_promql::parser::Expr::VectorSelector(_)
+                | ferrite_promql::parser::Expr::MatrixSelector(_)
         )
     });
     Ok(success(if has_selector { json!([]) } else { Value::Null }))

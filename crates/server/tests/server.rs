@@ -187,6 +187,10 @@ async fn remote_write_then_clean_shutdown_keeps_everything() {
     assert_eq!(status, 400);
     assert_eq!(v["status"], "error");
     assert_eq!(v["errorType"], "bad_data");
+    assert_eq!(
+        v["error"],
+        "invalid parameter \"query\": 1:5: parse error: unclosed left parenthesis"
+    );
     let (status, v) = get("/api/v1/query_range?query=up&start=10&end=5&step=1".to_string()).await;
     assert_eq!(status, 400, "{v}");
 
