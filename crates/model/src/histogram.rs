@@ -90,7 +90,7 @@ pub struct Span {
 }
 
 /// A native histogram with integer counts (what instrumentation observes).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Histogram {
     /// Counter reset knowledge.
     pub counter_reset_hint: CounterResetHint,
@@ -117,7 +117,7 @@ pub struct Histogram {
 }
 
 /// A native histogram with float counts (what PromQL computes with).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct FloatHistogram {
     /// Counter reset knowledge.
     pub counter_reset_hint: CounterResetHint,
@@ -142,6 +142,38 @@ pub struct FloatHistogram {
     /// Custom upper bounds (schema -53 only).
     pub custom_values: Vec<f64>,
 }
+
+/// `Clone` whose `clone_from` reuses the destination's buckets and spans
+/// (the derived one allocates anew): the head keeps every series' newest
+/// histogram and overwrites it on each append.
+macro_rules! clone_reusing_buffers {
+    ($t:ty) => {
+        impl Clone for $t {
+            fn clone(&self) -> Self {
+                let mut out = Self::default();
+                out.clone_from(self);
+                out
+            }
+
+            fn clone_from(&mut self, src: &Self) {
+                self.counter_reset_hint = src.counter_reset_hint;
+                self.schema = src.schema;
+                self.zero_threshold = src.zero_threshold;
+                self.zero_count = src.zero_count;
+                self.count = src.count;
+                self.sum = src.sum;
+                self.positive_spans.clone_from(&src.positive_spans);
+                self.negative_spans.clone_from(&src.negative_spans);
+                self.positive_buckets.clone_from(&src.positive_buckets);
+                self.negative_buckets.clone_from(&src.negative_buckets);
+                self.custom_values.clone_from(&src.custom_values);
+            }
+        }
+    };
+}
+
+clone_reusing_buffers!(Histogram);
+clone_reusing_buffers!(FloatHistogram);
 
 /// What is wrong with a histogram, with Prometheus' wording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

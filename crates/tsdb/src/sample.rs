@@ -36,6 +36,16 @@ impl SampleRef<'_> {
         }
     }
 
+    /// Stores the value in `dst`, reusing its histogram's allocations when
+    /// it holds one of the same kind.
+    pub fn store_into(self, dst: &mut SampleValue) {
+        match (self, dst) {
+            (SampleRef::Histogram(h), SampleValue::Histogram(b)) => (**b).clone_from(h),
+            (SampleRef::FloatHistogram(h), SampleValue::FloatHistogram(b)) => (**b).clone_from(h),
+            (v, dst) => *dst = v.to_owned_value(),
+        }
+    }
+
     /// A borrowed view of an owned value.
     pub fn of(v: &SampleValue) -> SampleRef<'_> {
         match v {

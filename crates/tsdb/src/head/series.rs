@@ -293,7 +293,7 @@ impl MemSeries {
         };
         let appended = self.finish_histogram_append(series_ref, t, outcome, opts, mapper);
         if appended {
-            self.last = v.to_owned_value();
+            v.store_into(&mut self.last);
         }
         appended
     }
