@@ -1,7 +1,6 @@
 package interop_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"ferrite.dev/interop/internal/e2e"
@@ -173,24 +170,5 @@ func remoteWriteOne(t *testing.T, base, name string, labels map[string]string, a
 		Labels:  ls,
 		Samples: []prompb.Sample{{Value: v, Timestamp: at.UnixMilli()}},
 	}}}
-	raw, err := proto.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpReq, err := http.NewRequest("POST", base+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpReq.Header.Set("Content-Type", "application/x-protobuf")
-	httpReq.Header.Set("Content-Encoding", "snappy")
-	httpReq.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(httpReq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("remote write to %s: %d %s", base, resp.StatusCode, body)
-	}
+	mustWrite(t, base, req)
 }

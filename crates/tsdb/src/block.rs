@@ -398,6 +398,17 @@ pub struct BlockChunk {
     pub data: Vec<u8>,
 }
 
+impl From<crate::sample::BuiltChunk> for BlockChunk {
+    fn from(c: crate::sample::BuiltChunk) -> Self {
+        BlockChunk {
+            mint: c.mint,
+            maxt: c.maxt,
+            encoding: c.encoding as u8,
+            data: c.bytes,
+        }
+    }
+}
+
 impl BlockChunk {
     /// An XOR chunk.
     pub fn xor(mint: i64, maxt: i64, data: Vec<u8>) -> Self {

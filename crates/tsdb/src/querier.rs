@@ -19,6 +19,7 @@ use ferrite_index::SymbolCache;
 use crate::block::Block;
 use crate::error::QueryError;
 use crate::head::ooo::OooFields;
+use crate::head::series::{MmappedChunk, UnmappedChunk};
 use crate::head::Head;
 use crate::head_chunks::{ChunkBytes, ChunkDiskMapper, ChunkDiskMapperRef};
 use crate::postings::{intersect, merge, subtract};
@@ -45,6 +46,18 @@ enum ChunkSource {
     Memory(Vec<u8>, u8),
     /// In a block's chunk files.
     Block(Arc<Block>, u64),
+}
+
+impl ChunkHandle {
+    /// A head chunk: the head's tombstones are the series' first list.
+    fn of_head(source: ChunkSource, mint: i64, maxt: i64) -> Self {
+        ChunkHandle {
+            source,
+            mint,
+            maxt,
+            tombstones: 0,
+        }
+    }
 }
 
 /// A chunk whose source deleted nothing (no tombstone list allocated).
@@ -405,34 +418,42 @@ impl<'h> HeadQuerier<'h> {
         out
     }
 
+    /// Handles for a series' closed chunks in range: those in
+    /// `chunks_head/` (resolved now, so they stay readable if truncation
+    /// deletes the file) and those kept in memory after a failed write.
+    fn closed_chunks(
+        &self,
+        mmapped: &[MmappedChunk],
+        unmapped: &[UnmappedChunk],
+        out: &mut Vec<ChunkHandle>,
+    ) {
+        let in_range = |mint: i64, maxt: i64| maxt >= self.mint && mint <= self.maxt;
+        for c in mmapped.iter().filter(|c| in_range(c.mint, c.maxt)) {
+            let encoding = c.encoding as u8;
+            let source = match self.head.mapper.chunk(c.chunk_ref) {
+                Ok(bytes) => ChunkSource::MappedBytes(bytes, encoding),
+                // Reported when the samples are read.
+                Err(_) => ChunkSource::Mapped(c.chunk_ref, encoding),
+            };
+            out.push(ChunkHandle::of_head(source, c.mint, c.maxt));
+        }
+        for c in unmapped.iter().filter(|c| in_range(c.mint, c.maxt)) {
+            let source = ChunkSource::Memory(c.bytes.clone(), c.encoding as u8);
+            out.push(ChunkHandle::of_head(source, c.mint, c.maxt));
+        }
+    }
+
     /// A series' out-of-order chunks in range: those in `chunks_head/`,
     /// those kept in memory, and the in-memory one encoded now. They may
     /// overlap each other and the in-order chunks; reads merge by time.
     fn ooo_chunks(&self, ooo: &OooFields, out: &mut Vec<ChunkHandle>) {
         let in_range = |mint: i64, maxt: i64| maxt >= self.mint && mint <= self.maxt;
-        let handle = |source, mint, maxt| ChunkHandle {
-            source,
-            mint,
-            maxt,
-            tombstones: 0,
-        };
-        for c in ooo.mmapped.iter().filter(|c| in_range(c.mint, c.maxt)) {
-            let encoding = c.encoding as u8;
-            let source = match self.head.mapper.chunk(c.chunk_ref) {
-                Ok(bytes) => ChunkSource::MappedBytes(bytes, encoding),
-                Err(_) => ChunkSource::Mapped(c.chunk_ref, encoding),
-            };
-            out.push(handle(source, c.mint, c.maxt));
-        }
-        for c in ooo.unmapped.iter().filter(|c| in_range(c.mint, c.maxt)) {
-            let source = ChunkSource::Memory(c.bytes.clone(), c.encoding as u8);
-            out.push(handle(source, c.mint, c.maxt));
-        }
+        self.closed_chunks(&ooo.mmapped, &ooo.unmapped, out);
         if let Some(h) = ooo.head.as_ref().filter(|h| in_range(h.mint, h.maxt)) {
             let float_encoding = self.head.chunk_opts.float_encoding;
             h.chunk.encode(float_encoding, &mut |c: BuiltChunk| {
                 let source = ChunkSource::Memory(c.bytes, c.encoding as u8);
-                out.push(handle(source, c.mint, c.maxt));
+                out.push(ChunkHandle::of_head(source, c.mint, c.maxt));
             });
         }
     }
@@ -448,34 +469,13 @@ impl<'h> HeadQuerier<'h> {
             let mut chunks = Vec::new();
             {
                 let d = entry.data.lock();
-                let handle = |source, mint, maxt| ChunkHandle {
-                    source,
-                    mint,
-                    maxt,
-                    tombstones: 0,
-                };
-                for c in &d.mmapped {
-                    if c.maxt >= self.mint && c.mint <= self.maxt {
-                        let encoding = c.encoding as u8;
-                        let source = match head.mapper.chunk(c.chunk_ref) {
-                            Ok(bytes) => ChunkSource::MappedBytes(bytes, encoding),
-                            // Reported when the samples are read.
-                            Err(_) => ChunkSource::Mapped(c.chunk_ref, encoding),
-                        };
-                        chunks.push(handle(source, c.mint, c.maxt));
-                    }
-                }
-                for c in d.unmapped.iter().flat_map(|u| u.iter()) {
-                    if c.maxt >= self.mint && c.mint <= self.maxt {
-                        let source = ChunkSource::Memory(c.bytes.clone(), c.encoding as u8);
-                        chunks.push(handle(source, c.mint, c.maxt));
-                    }
-                }
+                let unmapped = d.unmapped.as_deref().map_or(&[][..], Vec::as_slice);
+                self.closed_chunks(&d.mmapped, unmapped, &mut chunks);
                 if let Some(c) = &d.open {
                     if c.chunk.num_samples() > 0 && c.maxt >= self.mint && c.mint <= self.maxt {
                         let bytes = c.chunk.bytes().to_vec();
                         let source = ChunkSource::Memory(bytes, c.chunk.encoding() as u8);
-                        chunks.push(handle(source, c.mint, c.maxt));
+                        chunks.push(ChunkHandle::of_head(source, c.mint, c.maxt));
                     }
                 }
                 if let Some(ooo) = &d.ooo {

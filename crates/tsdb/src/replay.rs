@@ -414,6 +414,22 @@ impl Decoder<'_> {
     }
 }
 
+/// What replay (of the WAL and of the WBL) does with a decoded histogram
+/// of `schema`, as Prometheus' decoder: `false` for a schema it does not
+/// know (skipped), else `true` once `reduce` brought a schema reserved for
+/// finer resolution (9..=52) down to 8; its error for a layout the
+/// reduction refuses makes the record undecodable.
+pub(crate) fn replayable_histogram(
+    schema: i32,
+    reduce: impl FnOnce() -> Result<(), HistogramError>,
+) -> Result<bool, HistogramError> {
+    if !ferrite_model::histogram::is_known_schema(schema) {
+        return Ok(false);
+    }
+    reduce()?;
+    Ok(true)
+}
+
 /// The histogram samples of a decoded record that replay applies, taken
 /// out of `decoded`, as Prometheus v3.16's WAL decoder and replay have
 /// them: those of schemas it does not know are skipped (and counted),
@@ -429,21 +445,20 @@ fn keep_histograms<S>(
     skip_until: &RefTable<i64>,
     out: &mut DecodedRange,
 ) -> Result<Vec<S>, Undecodable> {
-    use ferrite_model::histogram::is_known_schema;
     let mut unknown = 0u64;
     let mut in_mmapped = 0u64;
     let mut kept = Vec::with_capacity(decoded.len());
     for (n, mut s) in decoded.drain(..).enumerate() {
         let (series_ref, t, schema) = ref_t_schema(&s);
-        if !is_known_schema(schema) {
-            unknown += 1;
-            continue;
-        }
-        reduce(&mut s).map_err(|source| Undecodable::Reduction {
-            number: n + 1 - unknown as usize,
-            source,
+        let replayed = replayable_histogram(schema, || reduce(&mut s)).map_err(|source| {
+            Undecodable::Reduction {
+                number: n + 1 - unknown as usize,
+                source,
+            }
         })?;
-        if t <= skip_until.get(series_ref) {
+        if !replayed {
+            unknown += 1;
+        } else if t <= skip_until.get(series_ref) {
             in_mmapped += 1;
         } else {
             kept.push(s);

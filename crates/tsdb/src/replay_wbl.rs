@@ -27,6 +27,7 @@ use crate::error::{HeadError, Unsupported, UnsupportedKind};
 use crate::head::series::MmappedChunk;
 use crate::head::Head;
 use crate::head_chunks::ChunkDiskMapperRef;
+use crate::replay::replayable_histogram;
 use crate::sample::SampleRef;
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -198,23 +199,6 @@ impl From<record::RecordError> for RecordFailure {
     }
 }
 
-/// A histogram's schema, whichever its kind.
-trait HasSchema {
-    fn schema(&self) -> i32;
-}
-
-impl HasSchema for ferrite_model::Histogram {
-    fn schema(&self) -> i32 {
-        self.schema
-    }
-}
-
-impl HasSchema for ferrite_model::FloatHistogram {
-    fn schema(&self) -> i32 {
-        self.schema
-    }
-}
-
 /// Decode buffers reused across records.
 #[derive(Default)]
 struct Scratch {
@@ -259,7 +243,7 @@ impl<R: Fn(u64) -> u64> WblApplier<'_, R> {
             | RecordType::HistogramSamplesV2 => {
                 record::decode_histogram_samples(rec, &mut s.histograms)?;
                 for x in s.histograms.iter_mut() {
-                    if self.readable_schema(&mut x.h)? {
+                    if self.readable(x.h.schema, || x.h.reduce_reserved_schema())? {
                         self.insert(x.series_ref, x.t, SampleRef::Histogram(&x.h));
                     }
                 }
@@ -269,7 +253,7 @@ impl<R: Fn(u64) -> u64> WblApplier<'_, R> {
             | RecordType::FloatHistogramSamplesV2 => {
                 record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
                 for x in s.float_histograms.iter_mut() {
-                    if self.readable_schema(&mut x.h)? {
+                    if self.readable(x.h.schema, || x.h.reduce_reserved_schema())? {
                         self.insert(x.series_ref, x.t, SampleRef::FloatHistogram(&x.h));
                     }
                 }
@@ -290,20 +274,20 @@ impl<R: Fn(u64) -> u64> WblApplier<'_, R> {
         Ok(())
     }
 
-    /// Whether replay stores a histogram, as Prometheus' decoder decides:
-    /// unknown schemas are skipped, schemas 9..52 reduced to 8 (a layout
-    /// that cannot be reduced makes the record damage).
-    fn readable_schema<H: ReduceResolution + HasSchema>(
+    /// Whether replay stores a histogram of `schema`
+    /// ([`replayable_histogram`]); skipped ones are counted, a layout the
+    /// reduction refuses makes the record damage.
+    fn readable(
         &mut self,
-        h: &mut H,
+        schema: i32,
+        reduce: impl FnOnce() -> Result<(), ferrite_model::HistogramError>,
     ) -> Result<bool, RecordFailure> {
-        if !ferrite_model::histogram::is_known_schema(h.schema()) {
-            self.stats.unknown_schema_histograms += 1;
-            return Ok(false);
-        }
-        h.reduce_reserved_schema()
+        let readable = replayable_histogram(schema, reduce)
             .map_err(|e| RecordFailure::Corrupt(e.to_string()))?;
-        Ok(true)
+        if !readable {
+            self.stats.unknown_schema_histograms += 1;
+        }
+        Ok(readable)
     }
 
     fn insert(&mut self, series_ref: u64, t: i64, v: SampleRef<'_>) {

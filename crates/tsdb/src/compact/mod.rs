@@ -222,14 +222,7 @@ fn head_chunks_in_range(
         // inside the range that are not deleted, in one chunk.
         let mut builder =
             ChunkBuilder::single().with_float_encoding(head.chunk_opts.float_encoding);
-        let mut emit = |c: BuiltChunk| {
-            out.push(BlockChunk {
-                mint: c.mint,
-                maxt: c.maxt,
-                encoding: c.encoding as u8,
-                data: c.bytes,
-            })
-        };
+        let mut emit = |c: BuiltChunk| out.push(c.into());
         decoder
             .for_each(encoding, bytes, |t, v| {
                 if t >= mint && t <= last && !is_deleted(t) {
@@ -560,14 +553,7 @@ fn merged_chunks(
     samples.sort_by_key(|s| (s.0, s.1));
     samples.dedup_by_key(|s| s.0);
     let mut builder = ChunkBuilder::new().with_float_encoding(float_encoding);
-    let mut emit = |c: BuiltChunk| {
-        out.push(BlockChunk {
-            mint: c.mint,
-            maxt: c.maxt,
-            encoding: c.encoding as u8,
-            data: c.bytes,
-        })
-    };
+    let mut emit = |c: BuiltChunk| out.push(c.into());
     for (t, _, v) in &samples {
         builder.push(*t, SampleRef::of(v), &mut emit);
     }

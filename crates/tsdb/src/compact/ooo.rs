@@ -315,14 +315,7 @@ fn encode(
     out: &mut Vec<BlockChunk>,
 ) {
     let mut builder = ChunkBuilder::new().with_float_encoding(float_encoding);
-    let mut emit = |c: BuiltChunk| {
-        out.push(BlockChunk {
-            mint: c.mint,
-            maxt: c.maxt,
-            encoding: c.encoding as u8,
-            data: c.bytes,
-        })
-    };
+    let mut emit = |c: BuiltChunk| out.push(c.into());
     for (t, v) in samples {
         builder.push(*t, SampleRef::of(v), &mut emit);
     }

@@ -500,6 +500,20 @@ impl MemSeries {
                 .is_some_and(|c| c.chunk.num_samples() > 0)
     }
 
+    /// The oldest `chunks_head/` file holding one of the series' chunks,
+    /// in-order or out-of-order (`u32::MAX`: none). Out-of-order chunks
+    /// stay until out-of-order compaction.
+    pub fn first_chunk_file(&self) -> u32 {
+        let in_order = self.mmapped.first();
+        let ooo = self.ooo.as_ref().and_then(|o| o.mmapped.first());
+        in_order
+            .into_iter()
+            .chain(ooo)
+            .map(|c| c.chunk_ref.seq())
+            .min()
+            .unwrap_or(u32::MAX)
+    }
+
     /// Approximate heap bytes held by this series' sample data.
     pub fn heap_bytes(&self) -> usize {
         let last = match &self.last {

@@ -41,13 +41,7 @@ impl Head {
             let alive = {
                 let mut d = entry.data.lock();
                 let alive = d.truncate_chunks_before(mint);
-                if let Some(c) = d.mmapped.first() {
-                    min_seq = min_seq.min(c.chunk_ref.seq());
-                }
-                // Out-of-order chunks stay until out-of-order compaction.
-                if let Some(c) = d.ooo.as_ref().and_then(|o| o.mmapped.first()) {
-                    min_seq = min_seq.min(c.chunk_ref.seq());
-                }
+                min_seq = min_seq.min(d.first_chunk_file());
                 alive
             };
             if alive {
@@ -102,12 +96,7 @@ impl Head {
             let Some(entry) = self.series.get(r) else {
                 continue;
             };
-            let d = entry.data.lock();
-            let in_order = d.mmapped.first();
-            let ooo = d.ooo.as_ref().and_then(|o| o.mmapped.first());
-            for c in in_order.into_iter().chain(ooo) {
-                min_seq = min_seq.min(c.chunk_ref.seq());
-            }
+            min_seq = min_seq.min(entry.data.lock().first_chunk_file());
         }
         self.truncate_chunk_files_before(min_seq)
     }
