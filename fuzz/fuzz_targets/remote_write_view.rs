@@ -1,9 +1,10 @@
 #![no_main]
 //! Remote write 1.0 read in place (`V1View`, the ingest hot path):
 //! arbitrary bytes as a decompressed body. Must never panic, and wherever
-//! the view accepts the body it must read what prost + `convert_v1` read.
+//! the view accepts the body it must read what prost + `convert_v1` read,
+//! native histograms included.
 use ferrite_remote::decode::convert_v1;
-use ferrite_remote::{decode_v1, utf8_labels, V1View, ValidationScheme};
+use ferrite_remote::{decode_v1, utf8_labels, HistogramBuf, V1View, ValidationScheme};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let (mut raw, mut kept, mut pairs, mut samples) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut valid = general.series.iter();
+    let mut buf = HistogramBuf::new();
     for s in view.series() {
         let ok = s.read_unchecked(scheme, &mut raw, &mut kept, &mut samples)
             && utf8_labels(&kept, &mut pairs);
@@ -34,6 +36,16 @@ fuzz_target!(|data: &[u8]| {
             for (a, &(t, v)) in g.samples.iter().zip(&samples) {
                 assert_eq!((a.timestamp, a.value.to_bits()), (t, v.to_bits()));
             }
+            // `Debug`: NaNs compare equal there.
+            let read: Vec<String> = s
+                .histograms()
+                .map(|m| {
+                    let (t, kind) = buf.read(m);
+                    format!("{:?}", buf.to_sample(t, kind))
+                })
+                .collect();
+            let want: Vec<String> = g.histograms.iter().map(|h| format!("{h:?}")).collect();
+            assert_eq!(read, want);
         }
     }
     assert!(valid.next().is_none());

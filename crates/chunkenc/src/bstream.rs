@@ -125,6 +125,53 @@ impl BitSink for BitWriter<'_> {
     }
 }
 
+/// Bit fields gathered for fewer writes: a sample's fields often fit 64
+/// bits, so appending them takes a single [`BitWriter::write_bits`]
+/// (more fields spill to the writer 64 bits at a time). Call
+/// [`BitGather::finish`] to write what is left.
+pub(crate) struct BitGather<'w, 'b> {
+    w: &'w mut BitWriter<'b>,
+    /// The gathered fields in the low `len` bits (0 when `len` is 0).
+    bits: u64,
+    len: u32,
+}
+
+impl<'w, 'b> BitGather<'w, 'b> {
+    #[inline(always)]
+    pub(crate) fn new(w: &'w mut BitWriter<'b>) -> Self {
+        BitGather { w, bits: 0, len: 0 }
+    }
+
+    /// Writes what is gathered.
+    #[inline(always)]
+    pub(crate) fn finish(self) {
+        self.w.write_bits(self.bits, self.len);
+    }
+
+    /// Writes what is gathered and starts over with `bits`.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, bits: u64, nbits: u32) {
+        self.w.write_bits(self.bits, self.len);
+        self.bits = bits;
+        self.len = nbits;
+    }
+}
+
+impl BitSink for BitGather<'_, '_> {
+    #[inline(always)]
+    fn put_bits(&mut self, bits: u64, nbits: u32) {
+        if self.len + nbits <= 64 {
+            // `wrapping_shl` by 64 shifts by 0, but then `len` was 0 and
+            // `self.bits` is 0.
+            self.bits = self.bits.wrapping_shl(nbits) | bits;
+            self.len += nbits;
+        } else {
+            self.spill(bits, nbits);
+        }
+    }
+}
+
 /// Reads bits from a byte slice, high bit first.
 ///
 /// The state is just a bit position: every read loads the eight bytes

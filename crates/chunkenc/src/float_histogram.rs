@@ -27,7 +27,7 @@
 
 use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Span};
 
-use crate::bstream::{BitReader, BitWriter};
+use crate::bstream::{BitGather, BitReader, BitWriter};
 use crate::histogram::{check_end, target_spans};
 use crate::histogram_meta::{
     check_spans, counter_side_diff, gauge_side_diff, needs_reduction, reduce_resolution, remap,
@@ -498,19 +498,22 @@ impl FloatHistogramChunk {
             st.t_delta = 0;
         } else {
             let t_delta = t.wrapping_sub(st.t);
-            write_varbit_int(&mut w, t_delta.wrapping_sub(st.t_delta));
-            st.count.write(&mut w, sample.count);
-            st.zero_count.write(&mut w, sample.zero_count);
-            st.sum.write(&mut w, sample.sum);
+            // Gathered into few writes (see the integer chunk's `push`).
+            let mut g = BitGather::new(&mut w);
+            write_varbit_int(&mut g, t_delta.wrapping_sub(st.t_delta));
+            st.count.write(&mut g, sample.count);
+            st.zero_count.write(&mut g, sample.zero_count);
+            st.sum.write(&mut g, sample.sum);
             for (fields, new) in [
                 (&mut st.positive, sample.positive),
                 (&mut st.negative, sample.negative),
             ] {
                 debug_assert!(new.is_empty() || new.len() == fields.len());
                 for (f, &v) in fields.iter_mut().zip(new) {
-                    f.write(&mut w, v);
+                    f.write(&mut g, v);
                 }
             }
+            g.finish();
             st.t_delta = t_delta;
         }
         st.t = t;

@@ -68,7 +68,7 @@
 
 use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Histogram, Span};
 
-use crate::bstream::{BitReader, BitWriter};
+use crate::bstream::{BitGather, BitReader, BitWriter};
 use crate::histogram_meta::{
     absolute, check_spans, counter_side_diff, gauge_side_diff, needs_reduction, reduce_resolution,
     remap, to_deltas, union_spans, AppendError, AppendOutcome, CounterResetHeader, Fault,
@@ -573,15 +573,18 @@ impl HistogramChunk {
             let t_delta = t.wrapping_sub(st.t);
             let count_delta = (sample.count as i64).wrapping_sub(st.count as i64);
             let zero_count_delta = (sample.zero_count as i64).wrapping_sub(st.zero_count as i64);
-            write_varbit_int(&mut w, t_delta.wrapping_sub(st.t_delta));
+            // Most fields are a bit or a few: gathered, they take a few
+            // writes rather than one each.
+            let mut g = BitGather::new(&mut w);
+            write_varbit_int(&mut g, t_delta.wrapping_sub(st.t_delta));
             if stale {
-                write_varbit_int(&mut w, 0);
-                write_varbit_int(&mut w, 0);
+                write_varbit_int(&mut g, 0);
+                write_varbit_int(&mut g, 0);
             } else {
-                write_varbit_int(&mut w, count_delta.wrapping_sub(st.count_delta));
-                write_varbit_int(&mut w, zero_count_delta.wrapping_sub(st.zero_count_delta));
+                write_varbit_int(&mut g, count_delta.wrapping_sub(st.count_delta));
+                write_varbit_int(&mut g, zero_count_delta.wrapping_sub(st.zero_count_delta));
             }
-            st.sum_window.write(&mut w, st.sum ^ sample.sum.to_bits());
+            st.sum_window.write(&mut g, st.sum ^ sample.sum.to_bits());
             for (last, change, new) in [
                 (&mut st.positive, &mut st.positive_change, sample.positive),
                 (&mut st.negative, &mut st.negative_change, sample.negative),
@@ -589,11 +592,12 @@ impl HistogramChunk {
                 debug_assert!(new.is_empty() || new.len() == last.len());
                 for ((last, change), &b) in last.iter_mut().zip(change.iter_mut()).zip(new) {
                     let delta = b.wrapping_sub(*last);
-                    write_varbit_int(&mut w, delta.wrapping_sub(*change));
+                    write_varbit_int(&mut g, delta.wrapping_sub(*change));
                     *change = delta;
                     *last = b;
                 }
             }
+            g.finish();
             st.t_delta = t_delta;
             st.count_delta = count_delta;
             st.zero_count_delta = zero_count_delta;

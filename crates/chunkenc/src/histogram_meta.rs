@@ -637,6 +637,14 @@ pub(crate) fn counter_side_diff<T: BucketCount>(
     counts: impl Iterator<Item = T>,
 ) -> Option<SideDiff> {
     let mut diff = SideDiff::default();
+    if chunk_spans == spans {
+        // The usual case, the same buckets: no bucket is missing or new,
+        // and none may have decreased (`!(a > b)`: as below, a NaN count
+        // does not count as a decrease).
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        let kept = chunk_counts.zip(counts).all(|(a, b)| !(a > b));
+        return kept.then_some(diff);
+    }
     let mut a = bucket_indices(chunk_spans).zip(chunk_counts).peekable();
     let mut b = bucket_indices(spans).zip(counts).peekable();
     loop {

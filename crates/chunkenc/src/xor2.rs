@@ -50,7 +50,7 @@ use std::iter::FusedIterator;
 
 use ferrite_model::STALE_NAN_BITS;
 
-use crate::bstream::{BitReader, BitWriter, EndOfStream};
+use crate::bstream::{BitGather, BitReader, BitWriter, EndOfStream};
 use crate::st::{BitSink, StDecoder, StEncoder, StHeader};
 use crate::xor_value::XorWindow;
 use crate::{ChunkError, Fault};
@@ -281,7 +281,7 @@ impl Xor2Chunk {
         // Gather the sample's fields, typically well under 64 bits, to
         // write them at once.
         let mut w = BitWriter::new(&mut self.buf, &mut self.free_bits);
-        let mut out = Pending::new(&mut w);
+        let mut out = BitGather::new(&mut w);
         write_joint(&mut out, dod, value, self.baseline, &mut self.window);
         let st_bits = self.st.encode(&mut out, index, t, prev_t, st);
         out.finish();
@@ -323,51 +323,6 @@ impl Xor2Chunk {
         if let Some(header) = self.buf.first_chunk_mut::<HEADER_LEN>() {
             header[..2].copy_from_slice(&count.to_be_bytes());
             header[ST_HEADER_AT] |= st_bits;
-        }
-    }
-}
-
-/// Bit fields gathered for one write: a sample's fields usually fit 64
-/// bits, so appending takes a single [`BitWriter::write_bits`].
-struct Pending<'w, 'b> {
-    w: &'w mut BitWriter<'b>,
-    /// The gathered fields in the low `len` bits (0 when `len` is 0).
-    bits: u64,
-    len: u32,
-}
-
-impl<'w, 'b> Pending<'w, 'b> {
-    #[inline(always)]
-    fn new(w: &'w mut BitWriter<'b>) -> Self {
-        Pending { w, bits: 0, len: 0 }
-    }
-
-    /// Writes what is gathered.
-    #[inline(always)]
-    fn finish(self) {
-        self.w.write_bits(self.bits, self.len);
-    }
-
-    /// Writes what is gathered and starts over with `bits`.
-    #[cold]
-    #[inline(never)]
-    fn spill(&mut self, bits: u64, nbits: u32) {
-        self.w.write_bits(self.bits, self.len);
-        self.bits = bits;
-        self.len = nbits;
-    }
-}
-
-impl BitSink for Pending<'_, '_> {
-    #[inline(always)]
-    fn put_bits(&mut self, bits: u64, nbits: u32) {
-        if self.len + nbits <= 64 {
-            // `wrapping_shl` by 64 shifts by 0, but then `len` was 0 and
-            // `self.bits` is 0.
-            self.bits = self.bits.wrapping_shl(nbits) | bits;
-            self.len += nbits;
-        } else {
-            self.spill(bits, nbits);
         }
     }
 }

@@ -92,7 +92,7 @@ impl HistogramValue {
 
 /// Go's `histogram.CounterResetHint(h.ResetHint)`: the four hints;
 /// other numbers (which no sender uses) are taken as unknown.
-fn hint(reset_hint: i32) -> CounterResetHint {
+pub(crate) fn hint(reset_hint: i32) -> CounterResetHint {
     match reset_hint {
         1 => CounterResetHint::CounterReset,
         2 => CounterResetHint::NotCounterReset,

@@ -6,9 +6,10 @@
 //! protobuf where it lies instead: label names and values are `&str`s into
 //! the decompressed body and samples are read as the caller appends them.
 //!
-//! It understands only the shape senders use for float samples — series
-//! made of labels and samples. Anything else (exemplars, native histograms,
-//! metadata, unknown fields, other wire types) or any malformed byte makes
+//! It understands only the shape senders use for samples — series made of
+//! labels, float samples and native histograms ([`histogram`]). Anything
+//! else (exemplars, metadata, unknown fields, other wire types) or any
+//! malformed byte makes
 //! [`V1View::new`] return `None`, and the caller takes the general path
 //! ([`crate::decode_request`]), which gives the exact answer, errors
 //! included. Where `new` accepts a body, what the view yields is what the
@@ -16,13 +17,18 @@
 //! last-field-wins rule for repeated scalars, defaults for absent fields,
 //! and the same label validation ([`validate_pairs`]).
 
+mod histogram;
+
+pub use histogram::{HistogramBuf, HistogramKind, HistogramMessage};
+
 use crate::decode::{utf8_pairs, validate_pairs, validate_structure};
-use crate::{SeriesError, ValidationScheme};
+use crate::{HistogramSample, SeriesError, ValidationScheme};
 
 /// Field keys (field number << 3 | wire type) the view accepts.
 const KEY_TIMESERIES: u64 = 1 << 3 | 2;
 const KEY_LABELS: u64 = 1 << 3 | 2;
 const KEY_SAMPLES: u64 = 2 << 3 | 2;
+const KEY_HISTOGRAMS: u64 = 4 << 3 | 2;
 const KEY_NAME: u64 = 1 << 3 | 2;
 const KEY_VALUE: u64 = 2 << 3 | 2;
 const KEY_SAMPLE_VALUE: u64 = 1 << 3 | 1;
@@ -229,13 +235,17 @@ pub struct V1View<'a> {
     raw: &'a [u8],
     series: usize,
     samples: usize,
+    histograms: usize,
+    histogram_memory: usize,
 }
 
 impl<'a> V1View<'a> {
     /// Checks the whole message; `None` if it has anything but series of
-    /// labels and float samples, or is malformed (use the general path).
+    /// labels, float samples and native histograms, or is malformed (use
+    /// the general path).
     pub fn new(raw: &'a [u8]) -> Option<Self> {
         let (mut series, mut samples) = (0usize, 0usize);
+        let (mut histograms, mut histogram_memory) = (0usize, 0usize);
         let ok = all_fields(raw, |k, f| {
             let (KEY_TIMESERIES, Field::Len(ts)) = (k, f) else {
                 return false;
@@ -247,6 +257,16 @@ impl<'a> V1View<'a> {
                     samples += 1;
                     is_sample(s)
                 }
+                (KEY_HISTOGRAMS, Field::Len(h)) => match histogram::check(h) {
+                    Some(size) => {
+                        histograms += 1;
+                        histogram_memory += std::mem::size_of::<HistogramSample>()
+                            + size.spans * std::mem::size_of::<ferrite_model::Span>()
+                            + size.values * 8;
+                        true
+                    }
+                    None => false,
+                },
                 _ => false,
             })
         });
@@ -254,7 +274,21 @@ impl<'a> V1View<'a> {
             raw,
             series,
             samples,
+            histograms,
+            histogram_memory,
         })
+    }
+
+    /// Number of native histograms in the request.
+    pub fn histogram_count(&self) -> usize {
+        self.histograms
+    }
+
+    /// About the memory the request's histograms take once read, each
+    /// into its own vectors (as [`crate::HistogramValue::memory`] counts
+    /// it): what a receiver that keeps them until its commit must budget.
+    pub fn histogram_memory(&self) -> usize {
+        self.histogram_memory
     }
 
     /// Number of series in the request.
@@ -304,6 +338,14 @@ impl<'a> SeriesView<'a> {
         validate_pairs(raw, scheme, out)
     }
 
+    /// The series' native histograms, in request order.
+    pub fn histograms(&self) -> impl Iterator<Item = HistogramMessage<'a>> + 'a {
+        Fields::new(self.msg).filter_map(|(k, f)| match (k, f) {
+            (KEY_HISTOGRAMS, Field::Len(h)) => Some(HistogramMessage(h)),
+            _ => None,
+        })
+    }
+
     /// Reads the series in one walk: its labels validated into `out` (as
     /// [`SeriesView::labels`]) and its samples into `samples`. On `Err`,
     /// `samples` still holds the series' samples.
@@ -345,23 +387,48 @@ impl<'a> SeriesView<'a> {
         kept: &mut Vec<(&'a [u8], &'a [u8])>,
         samples: &mut Vec<(i64, f64)>,
     ) -> bool {
-        self.walk_into(raw, samples);
+        self.walk_into(raw, samples, None);
+        validate_structure(raw, scheme, kept)
+    }
+
+    /// [`SeriesView::read_unchecked_into`] also appending the series'
+    /// native histograms to `histograms`.
+    pub fn read_unchecked_with_histograms(
+        &self,
+        scheme: ValidationScheme,
+        raw: &mut Vec<(&'a [u8], &'a [u8])>,
+        kept: &mut Vec<(&'a [u8], &'a [u8])>,
+        samples: &mut Vec<(i64, f64)>,
+        histograms: &mut Vec<HistogramMessage<'a>>,
+    ) -> bool {
+        self.walk_into(raw, samples, Some(histograms));
         validate_structure(raw, scheme, kept)
     }
 
     /// One walk over the series: its raw labels and its samples.
     fn walk(&self, raw: &mut Vec<(&'a [u8], &'a [u8])>, samples: &mut Vec<(i64, f64)>) {
         samples.clear();
-        self.walk_into(raw, samples);
+        self.walk_into(raw, samples, None);
     }
 
-    /// [`SeriesView::walk`] appending to `samples`.
-    fn walk_into(&self, raw: &mut Vec<(&'a [u8], &'a [u8])>, samples: &mut Vec<(i64, f64)>) {
+    /// [`SeriesView::walk`] appending to `samples`, and to `histograms`
+    /// if given.
+    fn walk_into(
+        &self,
+        raw: &mut Vec<(&'a [u8], &'a [u8])>,
+        samples: &mut Vec<(i64, f64)>,
+        mut histograms: Option<&mut Vec<HistogramMessage<'a>>>,
+    ) {
         raw.clear();
         for (k, f) in Fields::new(self.msg) {
             match (k, f) {
                 (KEY_LABELS, Field::Len(l)) => raw.push(label(l)),
                 (KEY_SAMPLES, Field::Len(s)) => samples.push(sample(s)),
+                (KEY_HISTOGRAMS, Field::Len(h)) => {
+                    if let Some(out) = histograms.as_deref_mut() {
+                        out.push(HistogramMessage(h));
+                    }
+                }
                 _ => {}
             }
         }

@@ -4,8 +4,11 @@
 //! with the same errors — including bodies with damaged bytes.
 
 use ferrite_remote::decode::convert_v1;
+use ferrite_remote::histogram::from_v1;
 use ferrite_remote::proto::v1;
-use ferrite_remote::{decode_v1, utf8_labels, SeriesError, V1View, ValidationScheme};
+use ferrite_remote::{
+    decode_v1, utf8_labels, HistogramBuf, HistogramSample, SeriesError, V1View, ValidationScheme,
+};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -18,12 +21,60 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// Floats that compare equal to themselves.
+fn number() -> impl Strategy<Value = f64> {
+    prop_oneof![Just(0.0), Just(-0.0), Just(f64::INFINITY), -1e6f64..1e6,]
+}
+
+fn bucket_span() -> impl Strategy<Value = v1::BucketSpan> {
+    (any::<i32>(), any::<u32>()).prop_map(|(offset, length)| v1::BucketSpan { offset, length })
+}
+
+/// Any `Histogram` message prost can encode (valid or not as a histogram).
+fn histogram() -> impl Strategy<Value = v1::Histogram> {
+    let count = prop_oneof![
+        Just(None),
+        any::<u64>().prop_map(|c| Some(v1::Count::CountInt(c))),
+        number().prop_map(|c| Some(v1::Count::CountFloat(c))),
+    ];
+    let zero_count = prop_oneof![
+        Just(None),
+        any::<u64>().prop_map(|c| Some(v1::ZeroCount::ZeroCountInt(c))),
+        number().prop_map(|c| Some(v1::ZeroCount::ZeroCountFloat(c))),
+    ];
+    let spans = || proptest::collection::vec(bucket_span(), 0..3);
+    let ints = || proptest::collection::vec(any::<i64>(), 0..4);
+    let floats = || proptest::collection::vec(number(), 0..4);
+    (
+        (count, zero_count, number(), any::<i32>(), number()),
+        (spans(), ints(), floats(), spans(), ints(), floats()),
+        (any::<i32>(), any::<i64>(), floats()),
+    )
+        .prop_map(|(a, b, c)| v1::Histogram {
+            count: a.0,
+            zero_count: a.1,
+            sum: a.2,
+            schema: a.3,
+            zero_threshold: a.4,
+            negative_spans: b.0,
+            negative_deltas: b.1,
+            negative_counts: b.2,
+            positive_spans: b.3,
+            positive_deltas: b.4,
+            positive_counts: b.5,
+            reset_hint: c.0,
+            timestamp: c.1,
+            custom_values: c.2,
+        })
+}
+
 fn series() -> impl Strategy<Value = v1::TimeSeries> {
     (
         proptest::collection::vec((bytes(), bytes()), 0..5),
         proptest::collection::vec((any::<i64>(), any::<f64>()), 0..4),
+        proptest::collection::vec(histogram(), 0..3),
     )
-        .prop_map(|(ls, ss)| v1::TimeSeries {
+        .prop_map(|(ls, ss, hs)| v1::TimeSeries {
             labels: ls
                 .into_iter()
                 .map(|(name, value)| v1::Label { name, value })
@@ -32,11 +83,28 @@ fn series() -> impl Strategy<Value = v1::TimeSeries> {
                 .into_iter()
                 .map(|(timestamp, value)| v1::Sample { value, timestamp })
                 .collect(),
+            histograms: hs,
             ..Default::default()
         })
 }
 
-type Read = (Vec<(String, String)>, Vec<(i64, u64)>);
+/// Labels, samples (value bits) and histograms (their `Debug` text, which
+/// damaged bytes may fill with NaNs: equal where `==` is not).
+type Read = (Vec<(String, String)>, Vec<(i64, u64)>, Vec<String>);
+
+fn debug(h: &HistogramSample) -> String {
+    format!("{h:?}")
+}
+
+/// A series' histograms read in place, through one reused buffer.
+fn view_histograms(s: &ferrite_remote::SeriesView<'_>, buf: &mut HistogramBuf) -> Vec<String> {
+    s.histograms()
+        .map(|m| {
+            let (t, kind) = buf.read(m);
+            debug(&buf.to_sample(t, kind))
+        })
+        .collect()
+}
 
 /// What the view reads: valid series and the errors of refused ones.
 fn through_view(
@@ -46,6 +114,7 @@ fn through_view(
     let (mut ok, mut errs, mut invalid) = (Vec::new(), Vec::new(), 0);
     let (mut raw, mut pairs) = (Vec::new(), Vec::new());
     let mut samples = Vec::new();
+    let mut buf = HistogramBuf::new();
     for s in view.series() {
         let one_walk = s.read(scheme, &mut raw, &mut pairs, &mut samples);
         let bits = |v: &[(i64, f64)]| v.iter().map(|&(t, x)| (t, x.to_bits())).collect::<Vec<_>>();
@@ -71,6 +140,18 @@ fn through_view(
         );
         assert_eq!(kept, kept_before);
         assert_eq!(bits(&appended[1..]), bits(&samples));
+        let mut with_h = vec![(7, 7.0)];
+        let mut messages = Vec::new();
+        let all = s.read_unchecked_with_histograms(
+            scheme,
+            &mut raw,
+            &mut kept,
+            &mut with_h,
+            &mut messages,
+        );
+        assert_eq!(all, into);
+        assert_eq!(bits(&with_h), bits(&appended));
+        assert_eq!(messages.len(), s.histograms().count());
         match labels {
             Ok(()) => ok.push((
                 pairs
@@ -78,9 +159,10 @@ fn through_view(
                     .map(|&(n, v)| (n.to_owned(), v.to_owned()))
                     .collect(),
                 s.samples().map(|(t, v)| (t, v.to_bits())).collect(),
+                view_histograms(&s, &mut buf),
             )),
             Err(e) => {
-                invalid += s.sample_count();
+                invalid += s.sample_count() + s.histograms().count();
                 errs.push(e);
             }
         }
@@ -103,6 +185,7 @@ fn through_prost(raw: &[u8], scheme: ValidationScheme) -> (Vec<Read>, Vec<Series
                     .iter()
                     .map(|x| (x.timestamp, x.value.to_bits()))
                     .collect(),
+                s.histograms.iter().map(debug).collect(),
             )
         })
         .collect();
@@ -137,6 +220,8 @@ proptest! {
                 prop_assert_eq!(&got, &through_prost(&raw, scheme));
                 let samples: usize = view.series().map(|s| s.sample_count()).sum();
                 prop_assert_eq!(view.sample_count(), samples);
+                let histograms: usize = view.series().map(|s| s.histograms().count()).sum();
+                prop_assert_eq!(view.histogram_count(), histograms);
             }
             None => prop_assert!(!pristine, "a plain request must take the fast path"),
         }
@@ -166,7 +251,180 @@ fn repeated_scalar_fields_keep_the_last() {
         got.0,
         vec![(
             vec![("__name__".to_owned(), "up".to_owned())],
-            vec![(7, 1.0f64.to_bits())]
+            vec![(7, 1.0f64.to_bits())],
+            vec![]
         )]
     );
+}
+
+/// One field of a hand-encoded `Histogram` message: prost writes each field
+/// once and repeated numbers packed, but a sender may repeat any field and
+/// write repeated numbers unpacked, or mix both.
+#[derive(Debug, Clone)]
+enum HistogramField {
+    CountInt(u64),
+    CountFloat(f64),
+    Sum(f64),
+    Schema(u64),
+    ZeroThreshold(f64),
+    ZeroCountInt(u64),
+    ZeroCountFloat(f64),
+    Span {
+        positive: bool,
+        offset: u64,
+        length: u64,
+    },
+    DeltasPacked {
+        positive: bool,
+        values: Vec<u64>,
+    },
+    Delta {
+        positive: bool,
+        value: u64,
+    },
+    CountsPacked {
+        field: u64,
+        values: Vec<f64>,
+    },
+    Count {
+        field: u64,
+        value: f64,
+    },
+    ResetHint(u64),
+    Timestamp(u64),
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_len(out: &mut Vec<u8>, key: u64, body: &[u8]) {
+    put_varint(out, key);
+    put_varint(out, body.len() as u64);
+    out.extend_from_slice(body);
+}
+
+fn put_fixed(out: &mut Vec<u8>, key: u64, v: f64) {
+    put_varint(out, key);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_uint(out: &mut Vec<u8>, key: u64, v: u64) {
+    put_varint(out, key);
+    put_varint(out, v);
+}
+
+impl HistogramField {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let side = |positive: bool, pos: u64, neg: u64| if positive { pos } else { neg };
+        match self {
+            HistogramField::CountInt(v) => put_uint(out, 1 << 3, *v),
+            HistogramField::CountFloat(v) => put_fixed(out, 2 << 3 | 1, *v),
+            HistogramField::Sum(v) => put_fixed(out, 3 << 3 | 1, *v),
+            HistogramField::Schema(v) => put_uint(out, 4 << 3, *v),
+            HistogramField::ZeroThreshold(v) => put_fixed(out, 5 << 3 | 1, *v),
+            HistogramField::ZeroCountInt(v) => put_uint(out, 6 << 3, *v),
+            HistogramField::ZeroCountFloat(v) => put_fixed(out, 7 << 3 | 1, *v),
+            HistogramField::Span {
+                positive,
+                offset,
+                length,
+            } => {
+                let mut body = Vec::new();
+                put_uint(&mut body, 1 << 3, *offset);
+                put_uint(&mut body, 2 << 3, *length);
+                put_len(out, side(*positive, 11, 8) << 3 | 2, &body);
+            }
+            HistogramField::DeltasPacked { positive, values } => {
+                let mut body = Vec::new();
+                for v in values {
+                    put_varint(&mut body, *v);
+                }
+                put_len(out, side(*positive, 12, 9) << 3 | 2, &body);
+            }
+            HistogramField::Delta { positive, value } => {
+                put_uint(out, side(*positive, 12, 9) << 3, *value)
+            }
+            HistogramField::CountsPacked { field, values } => {
+                let body: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                put_len(out, field << 3 | 2, &body);
+            }
+            HistogramField::Count { field, value } => put_fixed(out, field << 3 | 1, *value),
+            HistogramField::ResetHint(v) => put_uint(out, 14 << 3, *v),
+            HistogramField::Timestamp(v) => put_uint(out, 15 << 3, *v),
+        }
+    }
+}
+
+fn histogram_field() -> impl Strategy<Value = HistogramField> {
+    use HistogramField as F;
+    let counts_field = prop_oneof![Just(10u64), Just(13), Just(16)];
+    prop_oneof![
+        any::<u64>().prop_map(F::CountInt),
+        number().prop_map(F::CountFloat),
+        number().prop_map(F::Sum),
+        any::<u64>().prop_map(F::Schema),
+        number().prop_map(F::ZeroThreshold),
+        any::<u64>().prop_map(F::ZeroCountInt),
+        number().prop_map(F::ZeroCountFloat),
+        (any::<bool>(), any::<u64>(), any::<u64>()).prop_map(|(positive, offset, length)| {
+            F::Span {
+                positive,
+                offset,
+                length,
+            }
+        }),
+        (any::<bool>(), proptest::collection::vec(any::<u64>(), 0..4))
+            .prop_map(|(positive, values)| F::DeltasPacked { positive, values }),
+        (any::<bool>(), any::<u64>()).prop_map(|(positive, value)| F::Delta { positive, value }),
+        (
+            counts_field.clone(),
+            proptest::collection::vec(number(), 0..4)
+        )
+            .prop_map(|(field, values)| F::CountsPacked { field, values }),
+        (counts_field, number()).prop_map(|(field, value)| F::Count { field, value }),
+        any::<u64>().prop_map(F::ResetHint),
+        any::<u64>().prop_map(F::Timestamp),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Hand-encoded histograms (fields repeated, in any order, packed or
+    /// not, 64-bit values in 32-bit fields) read in place equal prost's.
+    #[test]
+    fn histograms_read_in_place_equal_prost(
+        fields in proptest::collection::vec(histogram_field(), 0..12),
+        damage in proptest::option::of((any::<prop::sample::Index>(), any::<u8>())),
+    ) {
+        let mut msg = Vec::new();
+        for f in &fields {
+            f.encode(&mut msg);
+        }
+        if let (Some((i, b)), false) = (damage, msg.is_empty()) {
+            let i = i.index(msg.len());
+            msg[i] = b;
+        }
+        let mut ts = Vec::new();
+        put_len(&mut ts, 1 << 3 | 2, &[0x0a, 1, b'a', 0x12, 1, b'b']);
+        put_len(&mut ts, 4 << 3 | 2, &msg);
+        let mut raw = Vec::new();
+        put_len(&mut raw, 1 << 3 | 2, &ts);
+        let Some(view) = V1View::new(&raw) else {
+            prop_assert!(damage.is_some(), "every known field, well formed, is read in place");
+            return Ok(());
+        };
+        let prost = decode_v1(&raw).expect("the view accepted it");
+        let want = from_v1(&prost.timeseries[0].histograms[0]);
+        let s = view.series().next().expect("one series");
+        let mut buf = HistogramBuf::new();
+        // Read twice: what the first read left in the buffer must not show.
+        let _ = view_histograms(&s, &mut buf);
+        prop_assert_eq!(view_histograms(&s, &mut buf), vec![debug(&want)]);
+    }
 }

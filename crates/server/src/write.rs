@@ -7,11 +7,12 @@
 //! answers 400 listing what it could not, with the counts of what was
 //! written in the `X-Prometheus-Remote-Write-*-Written` headers.
 //!
-//! The hot path: a 1.0 request of the common shape (series of labels and
-//! float samples) is read in place ([`V1View`]) from a per-thread
-//! decompression buffer and appended by label pairs, so a request costs a
-//! handful of allocations rather than several per label. Every other
-//! request takes the general decoder, which answers identically.
+//! The hot path ([`view`]): a 1.0 request of the common shape (series of
+//! labels, float samples and native histograms) is read in place
+//! ([`V1View`]) from a per-thread decompression buffer and appended by
+//! label pairs, so a request costs a handful of allocations rather than
+//! several per label and histogram. Every other request takes the general
+//! decoder, which answers identically.
 //!
 //! A body may take [`MAX_BODY_BYTES`] (413 beyond: Prometheus has no limit
 //! of its own on the compressed body, only on the decompressed one, which
@@ -30,14 +31,18 @@ use std::cell::RefCell;
 
 use ferrite_remote::text::labels_to_string;
 use ferrite_remote::{
-    decode_message, read_body, utf8_labels, DecodeOptions, HistogramSample, HistogramValue,
-    MessageType, V1View, Verdict, WriteRequest, WriteStats,
+    decode_message, read_body, DecodeOptions, HistogramSample, HistogramValue, MessageType, V1View,
+    Verdict, WriteRequest, WriteStats,
 };
 use ferrite_tsdb::{AppendError, Db};
 use futures_util::StreamExt;
 use tracing::warn;
 
 use crate::AppState;
+
+mod view;
+
+pub use view::append_view;
 
 /// Largest request body accepted before decompression.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
@@ -143,7 +148,11 @@ thread_local! {
 /// Larger decompression buffers are given back after their request.
 const KEEP_BUFFER_BYTES: usize = 4 << 20;
 
-fn decode_and_append(
+/// Decodes a request body (headers' values given) and appends it: the
+/// in-place path when the body allows, else the general decoder. `raw` is
+/// the decompression buffer, reused across calls. `Err`: the request was
+/// refused as a whole (status and message).
+pub fn decode_and_append(
     db: &Db,
     content_type: Option<&str>,
     content_encoding: Option<&str>,
@@ -155,86 +164,13 @@ fn decode_and_append(
     let message = read_body(content_type, content_encoding, body, &opts, raw).map_err(bad)?;
     if message == MessageType::V1 {
         if let Some(view) = V1View::new(raw) {
-            return Ok(append_view(db, &view, &opts));
+            if view::within_budget(&view, raw.len(), &opts) {
+                return Ok(append_view(db, &view, &opts));
+            }
         }
     }
     let req = decode_message(message, raw, &opts).map_err(bad)?;
     Ok(append(db, req))
-}
-
-/// Appends a 1.0 request read in place, as [`append`] would append the
-/// same request decoded: invalid series are dropped, an append error rolls
-/// the whole request back.
-pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
-    // Read every series first, then find the known ones in one batch.
-    let (mut raw, mut kept) = (Vec::new(), Vec::new());
-    let mut all_kept: Vec<(&[u8], &[u8])> = Vec::new();
-    let mut all_samples: Vec<(i64, f64)> =
-        Vec::with_capacity(view.sample_count().min(MAX_RESERVED_SAMPLES));
-    // (labels range in all_kept, samples range in all_samples) per valid series
-    let mut series: Vec<(usize, usize, usize, usize)> =
-        Vec::with_capacity(view.series_count().min(MAX_RESERVED_SERIES));
-    for s in view.series() {
-        let n = all_samples.len();
-        if !s.read_unchecked_into(opts.validation, &mut raw, &mut kept, &mut all_samples)
-            || all_samples.len() == n
-        {
-            all_samples.truncate(n);
-            continue;
-        }
-        let k = all_kept.len();
-        all_kept.extend_from_slice(&kept);
-        series.push((k, all_kept.len(), n, all_samples.len()));
-    }
-    let sets: Vec<&[(&[u8], &[u8])]> = series.iter().map(|&(a, b, _, _)| &all_kept[a..b]).collect();
-    let mut app = db.appender();
-    let mut found = Vec::new();
-    app.find_existing(&sets, &mut found);
-    let mut pairs = Vec::new();
-    let max_time = max_time_now();
-    for ((&(_, _, s0, s1), kept), found) in series.iter().zip(&sets).zip(&found) {
-        let mut series_ref = None;
-        for &(t, v) in &all_samples[s0..s1] {
-            let res: Result<(), SampleError> = match (found, series_ref) {
-                // A known series' labels are valid; a new one's are checked.
-                (None, None) if !utf8_labels(kept, &mut pairs) => break,
-                _ if t > max_time => Err(SampleError::TooFarInFuture),
-                (Some(f), _) => app.append_found(f, t, v).map(|_| ()).map_err(Into::into),
-                (None, Some(r)) => app.append_ref(r, t, v).map_err(Into::into),
-                (None, None) => app
-                    .append_pairs(&pairs, t, v)
-                    .map(|r| series_ref = Some(r))
-                    .map_err(Into::into),
-            };
-            if let Err(e) = res {
-                if e.out_of_order() {
-                    warn!(series = %ferrite_remote::text::labels_string(kept), timestamp = t, error = %e, "sample from remote write refused");
-                }
-                let _ = app.rollback();
-                return Answer {
-                    status: if e.bad_request() {
-                        StatusCode::BAD_REQUEST
-                    } else {
-                        StatusCode::INTERNAL_SERVER_ERROR
-                    },
-                    message: Some(e.to_string()),
-                    stats: None,
-                };
-            }
-        }
-    }
-    match app.commit() {
-        Ok(()) => Answer {
-            status: StatusCode::NO_CONTENT,
-            message: None,
-            stats: None,
-        },
-        Err(e) => Answer {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: Some(e.to_string()),
-            stats: None,
-        },
-    }
 }
 
 fn refused_sample(e: &AppendError) -> bool {
@@ -256,6 +192,38 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// Everything was written: 204.
+    fn written(stats: Option<WriteStats>) -> Self {
+        Answer {
+            status: StatusCode::NO_CONTENT,
+            message: None,
+            stats,
+        }
+    }
+
+    /// A sample or histogram refused the request: 400 or 500 as
+    /// [`SampleError::bad_request`] says.
+    fn refused(e: &SampleError, stats: Option<WriteStats>) -> Self {
+        Answer {
+            status: if e.bad_request() {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            },
+            message: Some(e.to_string()),
+            stats,
+        }
+    }
+
+    /// The commit failed: 500.
+    fn failed(message: String, stats: Option<WriteStats>) -> Self {
+        Answer {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: Some(message),
+            stats,
+        }
+    }
+
     pub fn status(&self) -> StatusCode {
         self.status
     }
@@ -369,8 +337,8 @@ fn append_float(
 }
 
 /// Appends one native histogram as Prometheus' receiver and head do: the
-/// time limit, then a reserved schema reduced to 8, then validation, then
-/// the head's bounds and order checks.
+/// time limit, then a reserved schema reduced to 8, then the appender's
+/// checks (validation, the head's bounds, the series' order).
 fn append_histogram(
     app: &mut ferrite_tsdb::HeadAppender<'_>,
     labels: &ferrite_model::Labels,
@@ -384,11 +352,6 @@ fn append_histogram(
     value
         .reduce_reserved_schema()
         .map_err(SampleError::Histogram)?;
-    // Validated here first: Prometheus' head validates before its bounds
-    // check, the appender after it.
-    value
-        .validate()
-        .map_err(|e| SampleError::Append(AppendError::InvalidHistogram(e)))?;
     match value {
         HistogramValue::Int(x) => app.append_histogram(labels, h.timestamp, x)?,
         HistogramValue::Float(x) => app.append_float_histogram(labels, h.timestamp, x)?,
@@ -396,7 +359,7 @@ fn append_histogram(
     Ok(())
 }
 
-fn log_refused(e: &SampleError, labels: &ferrite_model::Labels, t: i64, histogram: bool) {
+fn log_refused(e: &SampleError, labels: &dyn std::fmt::Display, t: i64, histogram: bool) {
     if e.out_of_order() {
         let what = if histogram { "histogram" } else { "sample" };
         warn!(series = %labels, timestamp = t, error = %e, "{what} from remote write refused");
@@ -430,15 +393,7 @@ pub fn append_until(db: &Db, req: WriteRequest, max_time: i64) -> Answer {
     let mut stats = WriteStats::default();
     let fail = |app: ferrite_tsdb::HeadAppender<'_>, e: &SampleError| {
         let _ = app.rollback();
-        Answer {
-            status: if e.bad_request() {
-                StatusCode::BAD_REQUEST
-            } else {
-                StatusCode::INTERNAL_SERVER_ERROR
-            },
-            message: Some(e.to_string()),
-            stats: v2.then(WriteStats::default),
-        }
+        Answer::refused(e, v2.then(WriteStats::default))
     };
     for series in req.series {
         let labels = &series.labels;
@@ -469,11 +424,7 @@ pub fn append_until(db: &Db, req: WriteRequest, max_time: i64) -> Answer {
         }
     }
     if let Err(e) = app.commit() {
-        return Answer {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: Some(e.to_string()),
-            stats: v2.then(WriteStats::default),
-        };
+        return Answer::failed(e.to_string(), v2.then(WriteStats::default));
     }
     let stats = v2.then_some(WriteStats {
         samples: stats.samples,
@@ -481,11 +432,7 @@ pub fn append_until(db: &Db, req: WriteRequest, max_time: i64) -> Answer {
         exemplars: 0,
     });
     if problems.is_empty() {
-        Answer {
-            status: StatusCode::NO_CONTENT,
-            message: None,
-            stats,
-        }
+        Answer::written(stats)
     } else {
         Answer {
             status: StatusCode::BAD_REQUEST,

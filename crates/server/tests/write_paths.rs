@@ -1,6 +1,7 @@
 //! The remote write hot path (`append_view`, 1.0 read in place) answers
 //! and stores exactly what the general path (`decode` + `append`) does, on
-//! random requests with invalid label sets, repeated series and samples
+//! random requests with invalid label sets, repeated series, samples and
+//! native histograms (integer and float, valid and not, reserved schemas)
 //! out of order or duplicated, sent one after another.
 
 use ferrite_model::Labels;
@@ -28,12 +29,66 @@ fn label() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
     (name, value)
 }
 
+/// A histogram message: integer or float, a few layouts (one whose
+/// buckets do not match its spans, one at a reserved schema that reduces,
+/// one at a schema no one accepts), two counts.
+fn histogram() -> impl Strategy<Value = v1::Histogram> {
+    let layout = prop_oneof![
+        3 => Just((3, vec![(0, 2)], 2)),
+        1 => Just((3, vec![(0, 3)], 2)),
+        1 => Just((10, vec![(-4, 4)], 4)),
+        1 => Just((40, vec![(0, 1)], 1)),
+        1 => Just((-53, vec![(0, 2)], 2)),
+    ];
+    (
+        0i64..6,
+        any::<bool>(),
+        layout,
+        prop_oneof![Just(1u64), Just(2)],
+    )
+        .prop_map(|(t, float, (schema, spans, buckets), n)| {
+            let spans = spans
+                .into_iter()
+                .map(|(offset, length)| v1::BucketSpan { offset, length })
+                .collect();
+            let total = n * buckets as u64;
+            let custom_values = if schema == -53 {
+                vec![1.0, 2.0]
+            } else {
+                vec![]
+            };
+            let mut h = v1::Histogram {
+                sum: 1.5,
+                schema,
+                zero_threshold: 0.001,
+                positive_spans: spans,
+                reset_hint: 0,
+                timestamp: t * 1000,
+                custom_values,
+                ..Default::default()
+            };
+            if float {
+                h.count = Some(v1::Count::CountFloat(total as f64));
+                h.zero_count = Some(v1::ZeroCount::ZeroCountFloat(0.0));
+                h.positive_counts = vec![n as f64; buckets];
+            } else {
+                h.count = Some(v1::Count::CountInt(total));
+                h.zero_count = Some(v1::ZeroCount::ZeroCountInt(0));
+                h.positive_deltas = std::iter::once(n as i64)
+                    .chain(std::iter::repeat_n(0, buckets - 1))
+                    .collect();
+            }
+            h
+        })
+}
+
 fn request() -> impl Strategy<Value = v1::WriteRequest> {
     let series = (
         proptest::collection::vec(label(), 0..4),
         proptest::collection::vec((0i64..6, prop_oneof![Just(1.0), Just(2.0)]), 0..4),
+        proptest::collection::vec(histogram(), 0..3),
     )
-        .prop_map(|(ls, ss)| v1::TimeSeries {
+        .prop_map(|(ls, ss, hs)| v1::TimeSeries {
             labels: ls
                 .into_iter()
                 .map(|(name, value)| v1::Label { name, value })
@@ -45,6 +100,7 @@ fn request() -> impl Strategy<Value = v1::WriteRequest> {
                     timestamp: t * 1000,
                 })
                 .collect(),
+            histograms: hs,
             ..Default::default()
         });
     proptest::collection::vec(series, 0..5).prop_map(|timeseries| v1::WriteRequest {
@@ -53,17 +109,17 @@ fn request() -> impl Strategy<Value = v1::WriteRequest> {
     })
 }
 
-fn contents(db: &Db) -> Vec<(Labels, Vec<(i64, u64)>)> {
+/// Every series with its samples, values as text (`Debug` of the value).
+fn contents(db: &Db) -> Vec<(Labels, Vec<(i64, String)>)> {
     db.querier(i64::MIN, i64::MAX)
         .select(&[])
         .expect("select")
         .into_iter()
         .map(|s| {
-            let samples = s.samples().expect("samples");
-            (
-                s.labels.clone(),
-                samples.into_iter().map(|(t, v)| (t, v.to_bits())).collect(),
-            )
+            let mut samples = Vec::new();
+            s.for_each_value(|t, v| samples.push((t, format!("{v:?}"))))
+                .expect("samples");
+            (s.labels.clone(), samples)
         })
         .collect()
 }

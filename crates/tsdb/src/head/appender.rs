@@ -18,12 +18,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ferrite_model::gofloat::format_g;
-use ferrite_model::{FloatHistogram, Histogram, HistogramError, Labels, LabelsError};
+use ferrite_model::{HistogramError, Labels, LabelsError};
 use ferrite_wal::record::{
     encode_float_histogram_samples_split, encode_histogram_samples_split, encode_samples,
     RefFloatHistogramSample, RefHistogramSample, RefSample, SeriesRecordBuilder,
 };
 use parking_lot::Mutex;
+
+mod histogram;
+pub(in crate::head) mod pool;
+
+pub use histogram::HistogramRef;
 
 use super::registry::{hash_labels, SeriesEntry};
 use super::series::{Appendable, MemSeries};
@@ -80,83 +85,6 @@ enum SampleKind {
     CustomBucketsFloatHistogram,
 }
 
-/// The two kinds of native histogram as the appender handles them.
-trait BatchedHistogram {
-    fn validate(&self) -> Result<(), HistogramError>;
-    /// The sum (a stale marker's is the stale NaN), for error texts.
-    fn sum(&self) -> f64;
-    /// Its kind for batching.
-    fn kind(&self) -> SampleKind;
-    /// The series' verdict on it at `t`.
-    fn appendable(&self, series: &MemSeries, t: i64) -> Appendable;
-    /// Adds it to the batch.
-    fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>);
-}
-
-impl BatchedHistogram for Histogram {
-    fn validate(&self) -> Result<(), HistogramError> {
-        Histogram::validate(self)
-    }
-
-    fn sum(&self) -> f64 {
-        self.sum
-    }
-
-    fn kind(&self) -> SampleKind {
-        if self.uses_custom_buckets() {
-            SampleKind::CustomBucketsHistogram
-        } else {
-            SampleKind::Histogram
-        }
-    }
-
-    fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
-        series.appendable_histogram(t, self)
-    }
-
-    fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
-        b.histograms.push(RefHistogramSample {
-            series_ref,
-            st: 0,
-            t,
-            h: self,
-        });
-        b.histogram_series.push(entry);
-    }
-}
-
-impl BatchedHistogram for FloatHistogram {
-    fn validate(&self) -> Result<(), HistogramError> {
-        FloatHistogram::validate(self)
-    }
-
-    fn sum(&self) -> f64 {
-        self.sum
-    }
-
-    fn kind(&self) -> SampleKind {
-        if self.uses_custom_buckets() {
-            SampleKind::CustomBucketsFloatHistogram
-        } else {
-            SampleKind::FloatHistogram
-        }
-    }
-
-    fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
-        series.appendable_float_histogram(t, self)
-    }
-
-    fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
-        b.float_histograms.push(RefFloatHistogramSample {
-            series_ref,
-            st: 0,
-            t,
-            h: self,
-        });
-        b.float_histogram_series.push(entry);
-    }
-}
-
 /// Samples logged and applied together: floats first, then histograms,
 /// then float histograms.
 #[derive(Default)]
@@ -189,6 +117,8 @@ pub struct HeadAppender<'h> {
     ooo_window: i64,
     new_series: Vec<u64>,
     batches: Vec<Batch>,
+    /// Spent histograms to copy borrowed ones into (see [`pool`]).
+    spare: Option<pool::Spare>,
     done: bool,
 }
 
@@ -201,6 +131,7 @@ impl<'h> HeadAppender<'h> {
             ooo_window: head.out_of_order_time_window(),
             new_series: Vec::new(),
             batches: Vec::new(),
+            spare: None,
             done: false,
         }
     }
@@ -433,50 +364,6 @@ impl<'h> HeadAppender<'h> {
         }
     }
 
-    /// Appends an integer native histogram to the series with these labels,
-    /// creating it if needed; the histogram is validated first
-    /// (Prometheus' `Validate`).
-    pub fn append_histogram(
-        &mut self,
-        labels: &Labels,
-        t: i64,
-        h: Histogram,
-    ) -> Result<u64, AppendError> {
-        self.append_any_histogram(labels, t, h)
-    }
-
-    /// [`HeadAppender::append_histogram`] for a float histogram.
-    pub fn append_float_histogram(
-        &mut self,
-        labels: &Labels,
-        t: i64,
-        h: FloatHistogram,
-    ) -> Result<u64, AppendError> {
-        self.append_any_histogram(labels, t, h)
-    }
-
-    fn append_any_histogram<H: BatchedHistogram>(
-        &mut self,
-        labels: &Labels,
-        t: i64,
-        h: H,
-    ) -> Result<u64, AppendError> {
-        labels.validate()?;
-        self.check_bounds(t)?;
-        h.validate()?;
-        let pairs = labels
-            .as_slice()
-            .iter()
-            .map(|l| (l.name.as_str(), l.value.as_str()));
-        let (series_ref, entry) = self.get_or_create(pairs, labels.len());
-        let verdict = self.judge(t, |d| h.appendable(d, t), &entry.data.lock());
-        if self.accept(verdict, t, h.sum())? {
-            let b = self.batch_for(h.kind(), series_ref);
-            h.push(b, series_ref, t, entry);
-        }
-        Ok(series_ref)
-    }
-
     /// Number of samples waiting for commit.
     pub fn pending(&self) -> usize {
         self.batches.iter().map(Batch::len).sum()
@@ -511,7 +398,24 @@ impl<'h> HeadAppender<'h> {
             head.update_ooo_time_range(wbl.mint, wbl.maxt);
         }
         self.log_wbl(wbl);
+        self.recycle();
         Ok(())
+    }
+
+    /// Gives the batches' histograms to the head's pool, when this
+    /// appender copied histograms (its callers reuse buffers; the others
+    /// keep the allocator's ways).
+    fn recycle(&mut self) {
+        let Some(mut spare) = self.spare.take() else {
+            return;
+        };
+        for b in &mut self.batches {
+            spare.keep(
+                b.histograms.drain(..).map(|s| s.h),
+                b.float_histograms.drain(..).map(|s| s.h),
+            );
+        }
+        self.head.histogram_pool.give(spare);
     }
 
     fn commit_floats(&self, b: &Batch, acc: &mut CommitStats, wbl: &mut WblBatch) {
@@ -603,17 +507,32 @@ impl<'h> HeadAppender<'h> {
     /// Drops the pending samples. Series created by this appender stay and are logged.
     pub fn rollback(mut self) -> Result<(), HeadError> {
         self.done = true;
+        self.recycle();
         self.log(false)
     }
 
+    /// Writes the new series and (if `with_samples`) the batches to the
+    /// WAL. The records are encoded before the WAL's lock is taken, so
+    /// appenders committing at once encode in parallel.
     fn log(&mut self, with_samples: bool) -> Result<(), HeadError> {
-        let head = self.head;
-        let mut wal = head.wal.lock();
-        let Some(w) = wal.as_mut() else {
+        let recs = self.wal_records(with_samples);
+        if recs.is_empty() {
             return Ok(());
-        };
-        let mut series_rec = Vec::new();
+        }
+        let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
+        if let Some(w) = self.head.wal.lock().as_mut() {
+            w.log(&refs)?;
+        }
+        Ok(())
+    }
+
+    /// The WAL records of this appender: its new series, then its batches'
+    /// samples.
+    fn wal_records(&self, with_samples: bool) -> Vec<Vec<u8>> {
+        let head = self.head;
+        let mut recs: Vec<Vec<u8>> = Vec::new();
         if !self.new_series.is_empty() {
+            let mut series_rec = Vec::new();
             let mut b = SeriesRecordBuilder::new(&mut series_rec);
             head.symbols.with_resolver(|res| {
                 let mut pairs: Vec<(&str, &str)> = Vec::new();
@@ -629,21 +548,16 @@ impl<'h> HeadAppender<'h> {
                     }
                 }
             });
-        }
-        let mut recs: Vec<Vec<u8>> = Vec::new();
-        if !series_rec.is_empty() {
-            recs.push(series_rec);
+            if !series_rec.is_empty() {
+                recs.push(series_rec);
+            }
         }
         if with_samples {
             for b in &self.batches {
                 encode_sample_records(&b.floats, &b.histograms, &b.float_histograms, &mut recs);
             }
         }
-        if !recs.is_empty() {
-            let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
-            w.log(&refs)?;
-        }
-        Ok(())
+        recs
     }
 }
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use ferrite_wal::{WalOptions, WalWriter};
 use parking_lot::{Mutex, RwLock};
 
-pub use appender::{AppendError, FoundSeries, HeadAppender};
+pub use appender::{AppendError, FoundSeries, HeadAppender, HistogramRef};
 pub use cardinality::{CardinalityStat, CardinalityStats};
 pub(crate) use registry::SeriesRegistry;
 pub use series::ChunkOpts;
@@ -126,6 +126,8 @@ pub struct Head {
     /// their series records stay in checkpoints until that segment is gone,
     /// since older segments may still hold their samples.
     deleted: Mutex<FastMap<u64, u32>>,
+    /// Spent histograms for appenders to copy into.
+    histogram_pool: appender::pool::HistogramPool,
 }
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -164,6 +166,7 @@ impl Head {
             stats: HeadStats::default(),
             tombstones: RwLock::default(),
             deleted: Mutex::default(),
+            histogram_pool: Default::default(),
         })
     }
 

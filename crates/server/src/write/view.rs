@@ -1,0 +1,263 @@
+//! The hot path: a 1.0 request appended as it lies in the decompressed
+//! body ([`V1View`]), floats and native histograms alike.
+//!
+//! Steps: every series is read first (its label pairs kept as bytes, its
+//! samples and histogram messages gathered into request-wide vectors);
+//! the known series are found in one batch lookup; then each series gets
+//! its float samples, then its histograms, as [`super::append`] appends a
+//! decoded request. Each histogram is read into one reused buffer
+//! ([`HistogramBuf`]) and copied into the appender's batch. A known
+//! series' labels were checked when it was created; a new one's are
+//! checked as UTF-8 before anything is appended to it, and a series that
+//! fails is dropped, as 1.0 drops invalid series.
+
+use std::ops::Range;
+
+use ferrite_model::resolution::ReduceResolution;
+use ferrite_remote::cost::Budget;
+use ferrite_remote::text::labels_string;
+use ferrite_remote::{
+    utf8_labels, DecodeOptions, HistogramBuf, HistogramKind, HistogramMessage, V1View,
+};
+use ferrite_tsdb::head::FoundSeries;
+use ferrite_tsdb::{Db, HeadAppender, HistogramRef};
+
+use super::{log_refused, max_time_now, Answer, SampleError};
+use super::{MAX_RESERVED_SAMPLES, MAX_RESERVED_SERIES};
+
+/// Label pairs as read from the body: sorted, no empty values, bytes.
+type RawPairs<'a> = [(&'a [u8], &'a [u8])];
+
+/// Whether the in-place path may take this view: its histograms, once
+/// copied into the appender, must fit the memory budget the general
+/// decoder would give the body (beyond it, the general path answers).
+pub(super) fn within_budget(view: &V1View<'_>, raw_len: usize, opts: &DecodeOptions) -> bool {
+    view.histogram_count() == 0
+        || view.histogram_memory() <= Budget::for_body(raw_len, opts.memory_per_body_byte).left()
+}
+
+/// One valid series of the request: ranges into [`Gathered`]'s vectors.
+struct GatheredSeries {
+    labels: Range<usize>,
+    samples: Range<usize>,
+    histograms: Range<usize>,
+}
+
+/// Every series of a request with something to append, read once.
+struct Gathered<'a> {
+    labels: Vec<(&'a [u8], &'a [u8])>,
+    samples: Vec<(i64, f64)>,
+    histograms: Vec<HistogramMessage<'a>>,
+    series: Vec<GatheredSeries>,
+}
+
+impl<'a> Gathered<'a> {
+    /// Reads every series; those whose labels are invalid (other than by
+    /// UTF-8, checked later for new series only) or that carry nothing
+    /// are left out.
+    fn read(view: &V1View<'a>, opts: &DecodeOptions) -> Self {
+        let mut g = Gathered {
+            labels: Vec::new(),
+            samples: Vec::with_capacity(view.sample_count().min(MAX_RESERVED_SAMPLES)),
+            histograms: Vec::with_capacity(view.histogram_count().min(MAX_RESERVED_SAMPLES)),
+            series: Vec::with_capacity(view.series_count().min(MAX_RESERVED_SERIES)),
+        };
+        let (mut raw, mut kept) = (Vec::new(), Vec::new());
+        for s in view.series() {
+            let (n, h) = (g.samples.len(), g.histograms.len());
+            let valid = if view.histogram_count() == 0 {
+                s.read_unchecked_into(opts.validation, &mut raw, &mut kept, &mut g.samples)
+            } else {
+                s.read_unchecked_with_histograms(
+                    opts.validation,
+                    &mut raw,
+                    &mut kept,
+                    &mut g.samples,
+                    &mut g.histograms,
+                )
+            };
+            if !valid || (g.samples.len() == n && g.histograms.len() == h) {
+                g.samples.truncate(n);
+                g.histograms.truncate(h);
+                continue;
+            }
+            let k = g.labels.len();
+            g.labels.extend_from_slice(&kept);
+            g.series.push(GatheredSeries {
+                labels: k..g.labels.len(),
+                samples: n..g.samples.len(),
+                histograms: h..g.histograms.len(),
+            });
+        }
+        g
+    }
+
+    fn label_sets(&self) -> Vec<&RawPairs<'a>> {
+        self.series
+            .iter()
+            .map(|s| &self.labels[s.labels.clone()])
+            .collect()
+    }
+}
+
+/// Where a series' appends go.
+enum Target<'f> {
+    /// An existing series.
+    Found(&'f FoundSeries),
+    /// A new series, not yet created: its first append creates it.
+    New,
+    /// A new series, created by an earlier append of this request.
+    Created(u64),
+}
+
+/// Appends of one request, with the buffers they reuse.
+struct ViewAppender<'d, 'a> {
+    app: HeadAppender<'d>,
+    pairs: Vec<(&'a str, &'a str)>,
+    histogram: HistogramBuf,
+    max_time: i64,
+}
+
+impl<'a> ViewAppender<'_, 'a> {
+    /// Appends one series' floats, then its histograms. `Ok(false)`: the
+    /// series is new and its labels are not UTF-8 (dropped).
+    fn series(
+        &mut self,
+        found: Option<&FoundSeries>,
+        labels: &RawPairs<'a>,
+        samples: &[(i64, f64)],
+        histograms: &[HistogramMessage<'a>],
+    ) -> Result<bool, (SampleError, i64, bool)> {
+        let mut target = match found {
+            Some(f) => Target::Found(f),
+            None if utf8_labels(labels, &mut self.pairs) => Target::New,
+            None => return Ok(false),
+        };
+        for &(t, v) in samples {
+            self.float(&mut target, t, v).map_err(|e| (e, t, false))?;
+        }
+        for &m in histograms {
+            let (t, kind) = self.histogram.read(m);
+            self.histogram(&mut target, t, kind)
+                .map_err(|e| (e, t, true))?;
+        }
+        Ok(true)
+    }
+
+    fn float(&mut self, target: &mut Target<'_>, t: i64, v: f64) -> Result<(), SampleError> {
+        if t > self.max_time {
+            return Err(SampleError::TooFarInFuture);
+        }
+        match *target {
+            Target::Found(f) => self.app.append_found(f, t, v).map(drop)?,
+            Target::Created(r) => self.app.append_ref(r, t, v)?,
+            Target::New => *target = Target::Created(self.app.append_pairs(&self.pairs, t, v)?),
+        }
+        Ok(())
+    }
+
+    /// The histogram just read: the time limit, the reserved schemas
+    /// reduced, then the appender (which validates it first).
+    fn histogram(
+        &mut self,
+        target: &mut Target<'_>,
+        t: i64,
+        kind: HistogramKind,
+    ) -> Result<(), SampleError> {
+        if t > self.max_time {
+            return Err(SampleError::TooFarInFuture);
+        }
+        let buf = &mut self.histogram;
+        let h = match kind {
+            HistogramKind::Int => {
+                buf.int
+                    .reduce_reserved_schema()
+                    .map_err(SampleError::Histogram)?;
+                HistogramRef::Int(&buf.int)
+            }
+            HistogramKind::Float => {
+                buf.float
+                    .reduce_reserved_schema()
+                    .map_err(SampleError::Histogram)?;
+                HistogramRef::Float(&buf.float)
+            }
+        };
+        match *target {
+            Target::Found(f) => self.app.append_histogram_found(f, t, h).map(drop)?,
+            Target::Created(r) => self.app.append_histogram_ref(r, t, h)?,
+            Target::New => {
+                *target = Target::Created(self.app.append_histogram_pairs(&self.pairs, t, h)?)
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Appends a 1.0 request read in place, as [`super::append`] would append
+/// the same request decoded: invalid series are dropped, an append error
+/// rolls the whole request back.
+pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
+    let gathered = Gathered::read(view, opts);
+    let sets = gathered.label_sets();
+    let app = db.appender();
+    let mut found = Vec::new();
+    app.find_existing(&sets, &mut found);
+    let mut w = ViewAppender {
+        app,
+        pairs: Vec::new(),
+        histogram: HistogramBuf::new(),
+        max_time: max_time_now(),
+    };
+    for ((s, labels), found) in gathered.series.iter().zip(&sets).zip(&found) {
+        let samples = &gathered.samples[s.samples.clone()];
+        let histograms = &gathered.histograms[s.histograms.clone()];
+        if let Err((e, t, histogram)) = w.series(found.as_ref(), labels, samples, histograms) {
+            log_refused(&e, &labels_string(labels), t, histogram);
+            let _ = w.app.rollback();
+            return Answer::refused(&e, None);
+        }
+    }
+    match w.app.commit() {
+        Ok(()) => Answer::written(None),
+        Err(e) => Answer::failed(e.to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_over_the_budget_take_the_general_path() {
+        use ferrite_remote::proto::v1;
+        use prost::Message;
+        let series = v1::TimeSeries {
+            labels: vec![v1::Label {
+                name: b"__name__".to_vec(),
+                value: b"h".to_vec(),
+            }],
+            histograms: vec![v1::Histogram::default(); 20_000],
+            ..Default::default()
+        };
+        let raw = v1::WriteRequest {
+            timeseries: vec![series],
+            metadata: vec![],
+        }
+        .encode_to_vec();
+        let view = V1View::new(&raw).expect("plain shape");
+        assert_eq!(view.histogram_count(), 20_000);
+        let opts = DecodeOptions::default();
+        // 2 bytes a histogram on the wire, far more once read.
+        assert!(!within_budget(&view, raw.len(), &opts));
+        let few = v1::WriteRequest {
+            timeseries: vec![v1::TimeSeries {
+                histograms: vec![v1::Histogram::default(); 10],
+                ..Default::default()
+            }],
+            metadata: vec![],
+        }
+        .encode_to_vec();
+        let view = V1View::new(&few).expect("plain shape");
+        assert!(within_budget(&view, few.len(), &opts));
+    }
+}

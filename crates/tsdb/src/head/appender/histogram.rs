@@ -1,0 +1,294 @@
+//! Native histogram appends.
+//!
+//! A histogram is checked in the order of Prometheus v3.16's head appender
+//! (`headAppenderV2.Append`, which its receivers use): `Validate` first,
+//! then the head's bounds, then the series' labels (for a new series),
+//! then the series' verdict on it. It can be given owned (moved into the
+//! batch) or borrowed (cloned into it: a receiver reads each histogram of
+//! a request into one reused buffer), and its series by labels, by
+//! (name, value) pairs, as found by [`HeadAppender::find_existing`], or by
+//! ref — as float samples are.
+
+use std::sync::Arc;
+
+use ferrite_model::{FloatHistogram, Histogram, HistogramError, Labels};
+use ferrite_wal::record::{RefFloatHistogramSample, RefHistogramSample};
+
+use super::pool::Spare;
+use super::{check_pairs, AppendError, Batch, FoundSeries, HeadAppender, SampleKind};
+use crate::head::registry::SeriesEntry;
+use crate::head::series::{Appendable, MemSeries};
+
+/// A borrowed native histogram of either kind, for the appends that copy
+/// it into the batch.
+#[derive(Debug, Clone, Copy)]
+pub enum HistogramRef<'a> {
+    Int(&'a Histogram),
+    Float(&'a FloatHistogram),
+}
+
+use kinds::BatchedHistogram;
+
+mod kinds {
+    use super::*;
+
+    /// What the appender needs of either kind.
+    pub(super) trait BatchedHistogram: Clone {
+        fn validate(&self) -> Result<(), HistogramError>;
+        /// The sum (a stale marker's is the stale NaN), for error texts.
+        fn sum(&self) -> f64;
+        /// Its kind for batching.
+        fn kind(&self) -> SampleKind;
+        /// The series' verdict on it at `t`.
+        fn appendable(&self, series: &MemSeries, t: i64) -> Appendable;
+        /// Adds it to the batch.
+        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>);
+        /// A copy, in spent vectors when `spare` has some.
+        fn copy(&self, spare: &mut Spare) -> Self;
+    }
+
+    impl BatchedHistogram for Histogram {
+        fn validate(&self) -> Result<(), HistogramError> {
+            Histogram::validate(self)
+        }
+
+        fn sum(&self) -> f64 {
+            self.sum
+        }
+
+        fn kind(&self) -> SampleKind {
+            if self.uses_custom_buckets() {
+                SampleKind::CustomBucketsHistogram
+            } else {
+                SampleKind::Histogram
+            }
+        }
+
+        fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
+            series.appendable_histogram(t, self)
+        }
+
+        fn copy(&self, spare: &mut Spare) -> Self {
+            spare.copy_int(self)
+        }
+
+        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
+            b.histograms.push(RefHistogramSample {
+                series_ref,
+                st: 0,
+                t,
+                h: self,
+            });
+            b.histogram_series.push(entry);
+        }
+    }
+
+    impl BatchedHistogram for FloatHistogram {
+        fn validate(&self) -> Result<(), HistogramError> {
+            FloatHistogram::validate(self)
+        }
+
+        fn sum(&self) -> f64 {
+            self.sum
+        }
+
+        fn kind(&self) -> SampleKind {
+            if self.uses_custom_buckets() {
+                SampleKind::CustomBucketsFloatHistogram
+            } else {
+                SampleKind::FloatHistogram
+            }
+        }
+
+        fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
+            series.appendable_float_histogram(t, self)
+        }
+
+        fn copy(&self, spare: &mut Spare) -> Self {
+            spare.copy_float(self)
+        }
+
+        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
+            b.float_histograms.push(RefFloatHistogramSample {
+                series_ref,
+                st: 0,
+                t,
+                h: self,
+            });
+            b.float_histogram_series.push(entry);
+        }
+    }
+}
+
+/// A histogram given to the appender, owned or borrowed.
+enum Given<'a, H> {
+    Owned(H),
+    Borrowed(&'a H),
+}
+
+impl<H: BatchedHistogram> Given<'_, H> {
+    fn get(&self) -> &H {
+        match self {
+            Given::Owned(h) => h,
+            Given::Borrowed(h) => h,
+        }
+    }
+
+    /// The histogram to keep: moved, or copied into the appender's spare
+    /// histograms (taken from the head's pool at the first copy).
+    fn into_owned(self, app: &mut HeadAppender<'_>) -> H {
+        match self {
+            Given::Owned(h) => h,
+            Given::Borrowed(h) => {
+                let head = app.head;
+                h.copy(app.spare.get_or_insert_with(|| head.histogram_pool.take()))
+            }
+        }
+    }
+}
+
+impl HeadAppender<'_> {
+    /// Appends an integer native histogram to the series with these labels,
+    /// creating it if needed. Returns the series ref.
+    pub fn append_histogram(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        h: Histogram,
+    ) -> Result<u64, AppendError> {
+        self.append_labelled(labels, t, Given::Owned(h))
+    }
+
+    /// [`HeadAppender::append_histogram`] for a float histogram.
+    pub fn append_float_histogram(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        h: FloatHistogram,
+    ) -> Result<u64, AppendError> {
+        self.append_labelled(labels, t, Given::Owned(h))
+    }
+
+    /// Appends a copy of a histogram of either kind to the series of these
+    /// (name, value) pairs, sorted by name, creating it if needed (as
+    /// [`HeadAppender::append_pairs`] does for floats).
+    pub fn append_histogram_pairs(
+        &mut self,
+        pairs: &[(&str, &str)],
+        t: i64,
+        h: HistogramRef<'_>,
+    ) -> Result<u64, AppendError> {
+        match h {
+            HistogramRef::Int(h) => self.append_pairs_any(pairs, t, h),
+            HistogramRef::Float(h) => self.append_pairs_any(pairs, t, h),
+        }
+    }
+
+    /// Appends a copy of a histogram of either kind to a series
+    /// [`HeadAppender::find_existing`] found.
+    pub fn append_histogram_found(
+        &mut self,
+        s: &FoundSeries,
+        t: i64,
+        h: HistogramRef<'_>,
+    ) -> Result<u64, AppendError> {
+        match h {
+            HistogramRef::Int(h) => self.append_found_any(s, t, h),
+            HistogramRef::Float(h) => self.append_found_any(s, t, h),
+        }
+    }
+
+    /// Appends a copy of a histogram of either kind to a series known by
+    /// ref.
+    pub fn append_histogram_ref(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        h: HistogramRef<'_>,
+    ) -> Result<(), AppendError> {
+        match h {
+            HistogramRef::Int(h) => self.append_ref_any(series_ref, t, h),
+            HistogramRef::Float(h) => self.append_ref_any(series_ref, t, h),
+        }
+    }
+
+    fn append_pairs_any<H: BatchedHistogram>(
+        &mut self,
+        pairs: &[(&str, &str)],
+        t: i64,
+        h: &H,
+    ) -> Result<u64, AppendError> {
+        self.check_histogram(t, h)?;
+        check_pairs(pairs)?;
+        let (series_ref, entry) = self.get_or_create(pairs.iter().copied(), pairs.len());
+        self.append_histogram_entry(series_ref, entry, t, Given::Borrowed(h))?;
+        Ok(series_ref)
+    }
+
+    fn append_found_any<H: BatchedHistogram>(
+        &mut self,
+        s: &FoundSeries,
+        t: i64,
+        h: &H,
+    ) -> Result<u64, AppendError> {
+        self.check_histogram(t, h)?;
+        self.append_histogram_entry(s.series_ref, s.entry.clone(), t, Given::Borrowed(h))?;
+        Ok(s.series_ref)
+    }
+
+    fn append_ref_any<H: BatchedHistogram>(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        h: &H,
+    ) -> Result<(), AppendError> {
+        self.check_histogram(t, h)?;
+        let entry = self
+            .head
+            .series
+            .get(series_ref)
+            .ok_or(AppendError::UnknownSeries(series_ref))?;
+        self.append_histogram_entry(series_ref, entry, t, Given::Borrowed(h))
+    }
+
+    fn append_labelled<H: BatchedHistogram>(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        h: Given<'_, H>,
+    ) -> Result<u64, AppendError> {
+        self.check_histogram(t, h.get())?;
+        labels.validate()?;
+        let pairs = labels
+            .as_slice()
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        let (series_ref, entry) = self.get_or_create(pairs, labels.len());
+        self.append_histogram_entry(series_ref, entry, t, h)?;
+        Ok(series_ref)
+    }
+
+    /// The checks before the series: the histogram's validity, then the
+    /// head's bounds.
+    fn check_histogram<H: BatchedHistogram>(&self, t: i64, h: &H) -> Result<(), AppendError> {
+        h.validate()?;
+        self.check_bounds(t)
+    }
+
+    /// The series' verdict, then the histogram into the batch if accepted.
+    fn append_histogram_entry<H: BatchedHistogram>(
+        &mut self,
+        series_ref: u64,
+        entry: Arc<SeriesEntry>,
+        t: i64,
+        h: Given<'_, H>,
+    ) -> Result<(), AppendError> {
+        let verdict = self.judge(t, |d| h.get().appendable(d, t), &entry.data.lock());
+        if self.accept(verdict, t, h.get().sum())? {
+            let kind = h.get().kind();
+            let owned = h.into_owned(self);
+            owned.push(self.batch_for(kind, series_ref), series_ref, t, entry);
+        }
+        Ok(())
+    }
+}
