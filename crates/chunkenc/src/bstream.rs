@@ -148,9 +148,9 @@ impl<'w, 'b> BitGather<'w, 'b> {
         self.w.write_bits(self.bits, self.len);
     }
 
-    /// Writes what is gathered and starts over with `bits`.
-    #[cold]
-    #[inline(never)]
+    /// Writes what is gathered and starts over with `bits`. Not cold: a
+    /// histogram sample's fields spill a few times each (inlined, encoding
+    /// a histogram chunk takes ~9% less time; XOR2 is unchanged).
     fn spill(&mut self, bits: u64, nbits: u32) {
         self.w.write_bits(self.bits, self.len);
         self.bits = bits;
