@@ -42,9 +42,14 @@ impl RecordCompressor {
         })
     }
 
-    /// The first `len` bytes of the last compression output.
-    pub(crate) fn output(&self, len: usize) -> &[u8] {
-        self.buf.get(..len).unwrap_or_default()
+    /// Bytes its output buffer holds on to.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The compression it applies.
+    pub(crate) fn kind(&self) -> Compression {
+        self.kind
     }
 
     /// Compresses `rec` if that makes it smaller, like Prometheus does: a

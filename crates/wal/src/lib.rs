@@ -30,4 +30,4 @@ pub use segment::{
     list_segments, list_segments_in_range, segment_path, Compression, SegmentRef, WalOptions,
     DEFAULT_SEGMENT_SIZE, PAGE_SIZE,
 };
-pub use writer::WalWriter;
+pub use writer::{PreparedRecords, WalWriter};

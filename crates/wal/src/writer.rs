@@ -39,6 +39,60 @@ const HEADER: u64 = FRAGMENT_HEADER_SIZE as u64;
 /// Zeros used to pad pages without allocating.
 static ZERO_PAGE: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
 
+/// Records compressed ahead of [`WalWriter::log_prepared`]: a record that
+/// compression does not shrink is kept as it is (as [`WalWriter::log`]
+/// does). Reused from batch to batch.
+pub struct PreparedRecords {
+    compressor: RecordCompressor,
+    bytes: Vec<u8>,
+    /// Per record: the compression applied and the end of its bytes.
+    records: Vec<(Compression, usize)>,
+}
+
+impl PreparedRecords {
+    /// Room for records compressed with `kind`.
+    pub fn new(kind: Compression) -> Result<Self, WalError> {
+        Ok(PreparedRecords {
+            compressor: RecordCompressor::new(kind)?,
+            bytes: Vec::new(),
+            records: Vec::new(),
+        })
+    }
+
+    /// Bytes its buffers hold on to between batches.
+    pub fn held_bytes(&self) -> usize {
+        self.bytes.capacity() + self.compressor.held_bytes()
+    }
+
+    /// The compression records are prepared with.
+    pub fn kind(&self) -> Compression {
+        self.compressor.kind()
+    }
+
+    /// Compresses `records`, replacing what was prepared before.
+    pub fn prepare(&mut self, records: &[&[u8]]) -> Result<(), WalError> {
+        self.bytes.clear();
+        self.records.clear();
+        for rec in records {
+            let (applied, data) = self.compressor.compress(rec)?;
+            self.bytes.extend_from_slice(data);
+            self.records.push((applied, self.bytes.len()));
+        }
+        Ok(())
+    }
+
+    /// The prepared records: (compression applied, bytes to store).
+    fn iter(&self) -> impl Iterator<Item = (Compression, &[u8])> + '_ {
+        let starts = std::iter::once(0).chain(self.records.iter().map(|&(_, end)| end));
+        self.records
+            .iter()
+            .zip(starts)
+            .map(|(&(applied, end), start)| {
+                (applied, self.bytes.get(start..end).unwrap_or_default())
+            })
+    }
+}
+
 /// Appends records to the segments of a WAL directory.
 pub struct WalWriter {
     dir: PathBuf,
@@ -49,7 +103,9 @@ pub struct WalWriter {
     written: u64,
     /// Encoded fragments of the batch being logged; reused across calls.
     pending: Vec<u8>,
-    compressor: RecordCompressor,
+    /// The records of [`WalWriter::log`], compressed (`None` only while
+    /// a batch is logged).
+    own: Option<PreparedRecords>,
     /// Set when a failed write could not be rolled back.
     poisoned: bool,
 }
@@ -72,7 +128,7 @@ impl WalWriter {
         let (file, written) = create_segment(dir, segment)?;
         Ok(WalWriter {
             dir: dir.to_path_buf(),
-            compressor: RecordCompressor::new(opts.compression)?,
+            own: Some(PreparedRecords::new(opts.compression)?),
             opts,
             file,
             segment,
@@ -89,18 +145,41 @@ impl WalWriter {
     /// a rotation) stay; the rest of the batch is removed from disk.
     pub fn log(&mut self, records: &[&[u8]]) -> Result<(), WalError> {
         self.check_usable()?;
-        let result = self.log_batch(records);
+        // Compressed into the writer's own buffers, taken out while the
+        // batch is placed.
+        let mut own = self
+            .own
+            .take()
+            .ok_or_else(|| WalError::Compression("WAL writer buffers missing".into()))?;
+        let result = own.prepare(records);
+        let result = match result {
+            Ok(()) => self.log_prepared(&own),
+            Err(e) => Err(e),
+        };
+        self.own = Some(own);
+        result
+    }
+
+    /// [`WalWriter::log`] for records compressed beforehand: the writer
+    /// only frames and writes them, so compression can run outside the
+    /// lock that guards it. The records keep the compression they were
+    /// prepared with (each record carries its own flag; prepare them with
+    /// the writer's [`WalOptions::compression`]).
+    pub fn log_prepared(&mut self, records: &PreparedRecords) -> Result<(), WalError> {
+        self.check_usable()?;
+        self.pending.clear();
+        let result = records
+            .iter()
+            .try_for_each(|(applied, data)| self.place_record(applied, data))
+            .and_then(|()| self.finish_batch());
         if result.is_err() {
             self.roll_back();
         }
         result
     }
 
-    fn log_batch(&mut self, records: &[&[u8]]) -> Result<(), WalError> {
-        self.pending.clear();
-        for rec in records {
-            self.encode_record(rec)?;
-        }
+    /// Writes the batch in `pending` (and fsyncs it if asked to).
+    fn finish_batch(&mut self) -> Result<(), WalError> {
         self.write_pending()?;
         if self.opts.fsync_on_flush {
             self.file.sync_data()?;
@@ -108,24 +187,17 @@ impl WalWriter {
         Ok(())
     }
 
-    /// Appends the fragments of one record to `pending`, rotating segments
-    /// first if Prometheus would.
-    fn encode_record(&mut self, rec: &[u8]) -> Result<(), WalError> {
+    /// Appends the fragments of one record (`data`, stored with `applied`)
+    /// to `pending`, padding the page and rotating segments first if
+    /// Prometheus would.
+    fn place_record(&mut self, applied: Compression, data: &[u8]) -> Result<(), WalError> {
         let fill = self.position() % PAGE;
         if fill != 0 && PAGE - fill < HEADER {
             self.pad_page();
         }
-        let (applied, compressed_len) = {
-            let (applied, bytes) = self.compressor.compress(rec)?;
-            (applied, bytes.len())
-        };
-        if compressed_len as i128 > self.space_left() {
+        if data.len() as i128 > self.space_left() {
             self.rotate()?;
         }
-        let data = match applied {
-            Compression::None => rec,
-            _ => self.compressor.output(compressed_len),
-        };
         let start = self.written + self.pending.len() as u64;
         encode_fragments(&mut self.pending, start, applied.flag(), data);
         Ok(())

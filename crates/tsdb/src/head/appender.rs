@@ -23,6 +23,7 @@ use ferrite_wal::record::{
     encode_float_histogram_samples_split, encode_histogram_samples_split, encode_samples,
     RefFloatHistogramSample, RefHistogramSample, RefSample, SeriesRecordBuilder,
 };
+use ferrite_wal::PreparedRecords;
 use parking_lot::Mutex;
 
 mod histogram;
@@ -37,6 +38,16 @@ use super::Head;
 use crate::error::HeadError;
 use crate::sample::SampleRef;
 use crate::symbols::{Resolver, SymbolTable};
+
+thread_local! {
+    /// Compression buffers of the appenders committing on this thread.
+    static PREPARED: std::cell::RefCell<Option<PreparedRecords>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A thread's compression buffers are dropped after a batch that made
+/// them larger than this.
+const KEEP_PREPARED_BYTES: usize = 4 << 20;
 
 /// Why a sample was refused. The messages are Prometheus' own.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -512,18 +523,32 @@ impl<'h> HeadAppender<'h> {
     }
 
     /// Writes the new series and (if `with_samples`) the batches to the
-    /// WAL. The records are encoded before the WAL's lock is taken, so
-    /// appenders committing at once encode in parallel.
+    /// WAL. The records are encoded and compressed before the WAL's lock
+    /// is taken, so appenders committing at once do that in parallel.
     fn log(&mut self, with_samples: bool) -> Result<(), HeadError> {
+        let Some(compression) = self.head.options().wal.as_ref().map(|o| o.compression) else {
+            return Ok(());
+        };
         let recs = self.wal_records(with_samples);
         if recs.is_empty() {
             return Ok(());
         }
         let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
-        if let Some(w) = self.head.wal.lock().as_mut() {
-            w.log(&refs)?;
-        }
-        Ok(())
+        PREPARED.with_borrow_mut(|prepared| {
+            let p = match prepared {
+                Some(p) if p.kind() == compression => p,
+                _ => prepared.insert(PreparedRecords::new(compression)?),
+            };
+            p.prepare(&refs)?;
+            let logged = match self.head.wal.lock().as_mut() {
+                Some(w) => w.log_prepared(p),
+                None => Ok(()),
+            };
+            if p.held_bytes() > KEEP_PREPARED_BYTES {
+                *prepared = None;
+            }
+            Ok(logged?)
+        })
     }
 
     /// The WAL records of this appender: its new series, then its batches'
