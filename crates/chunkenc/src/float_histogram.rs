@@ -677,18 +677,9 @@ impl<'a> FloatHistogramIterator<'a> {
     /// marker comes out as a histogram of nothing but the sum.
     pub fn at(&self, h: &mut FloatHistogram) {
         let st = &self.state;
-        h.positive_spans.clear();
-        h.negative_spans.clear();
-        h.positive_buckets.clear();
-        h.negative_buckets.clear();
-        h.custom_values.clear();
+        h.clear();
         h.sum = st.sum.value();
         if is_stale_nan(h.sum) {
-            h.counter_reset_hint = CounterResetHint::Unknown;
-            h.schema = 0;
-            h.zero_threshold = 0.0;
-            h.zero_count = 0.0;
-            h.count = 0.0;
             return;
         }
         h.counter_reset_hint = self.header.sample_hint(self.read);

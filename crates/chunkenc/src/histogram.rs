@@ -853,18 +853,9 @@ impl<'a> HistogramIterator<'a> {
     pub fn at(&self, h: &mut Histogram) {
         let st = &self.state;
         let sum = f64::from_bits(st.sum);
-        h.positive_spans.clear();
-        h.negative_spans.clear();
-        h.positive_buckets.clear();
-        h.negative_buckets.clear();
-        h.custom_values.clear();
+        h.clear();
         h.sum = sum;
         if is_stale_nan(sum) {
-            h.counter_reset_hint = CounterResetHint::Unknown;
-            h.schema = 0;
-            h.zero_threshold = 0.0;
-            h.zero_count = 0;
-            h.count = 0;
             return;
         }
         h.counter_reset_hint = self.header.sample_hint(self.read);
@@ -916,18 +907,9 @@ impl<'a> HistogramIterator<'a> {
     pub fn at_float(&self, fh: &mut FloatHistogram) {
         let st = &self.state;
         let sum = f64::from_bits(st.sum);
-        fh.positive_spans.clear();
-        fh.negative_spans.clear();
-        fh.positive_buckets.clear();
-        fh.negative_buckets.clear();
-        fh.custom_values.clear();
+        fh.clear();
         fh.sum = sum;
         if is_stale_nan(sum) {
-            fh.counter_reset_hint = CounterResetHint::Unknown;
-            fh.schema = 0;
-            fh.zero_threshold = 0.0;
-            fh.zero_count = 0.0;
-            fh.count = 0.0;
             return;
         }
         fh.counter_reset_hint = self.header.sample_hint(self.read);

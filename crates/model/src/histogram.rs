@@ -175,6 +175,33 @@ macro_rules! clone_reusing_buffers {
 clone_reusing_buffers!(Histogram);
 clone_reusing_buffers!(FloatHistogram);
 
+/// `clear`: back to the default (empty) histogram, its vectors keeping
+/// their room, for decoders that read many histograms into one.
+macro_rules! clear_keeping_buffers {
+    ($t:ty) => {
+        impl $t {
+            /// Makes this the default (empty) histogram, keeping the
+            /// vectors' allocations.
+            pub fn clear(&mut self) {
+                self.counter_reset_hint = CounterResetHint::Unknown;
+                self.schema = 0;
+                self.zero_threshold = 0.0;
+                self.zero_count = Default::default();
+                self.count = Default::default();
+                self.sum = 0.0;
+                self.positive_spans.clear();
+                self.negative_spans.clear();
+                self.positive_buckets.clear();
+                self.negative_buckets.clear();
+                self.custom_values.clear();
+            }
+        }
+    };
+}
+
+clear_keeping_buffers!(Histogram);
+clear_keeping_buffers!(FloatHistogram);
+
 /// What is wrong with a histogram, with Prometheus' wording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HistogramErrorKind {

@@ -162,14 +162,21 @@ fn out_of_order_samples_survive_restarts_and_compaction() {
     db.close().expect("close");
 }
 
-#[test]
-fn samples_outside_the_window_get_prometheus_errors() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(tmp.path(), options(HOUR)).expect("open");
+/// A db with out-of-order window `window` whose one series `{__name__="m"}`
+/// has a sample at 10h.
+fn newest_at_10h(dir: &std::path::Path, window: i64) -> (Db, Labels) {
+    let db = Db::open(dir, options(window)).expect("open");
     let l = Labels::from_pairs(&[("__name__", "m")]);
     let mut app = db.appender();
     app.append(&l, 10 * HOUR, 1.0).expect("appends");
     app.commit().expect("commits");
+    (db, l)
+}
+
+#[test]
+fn samples_outside_the_window_get_prometheus_errors() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (db, l) = newest_at_10h(tmp.path(), HOUR);
     let mut app = db.appender();
     assert_eq!(app.append(&l, 9 * HOUR, 2.0), Ok(1), "exactly the window");
     let err = app.append(&l, 9 * HOUR - 1, 2.0).expect_err("too old");
@@ -186,10 +193,7 @@ fn samples_outside_the_window_get_prometheus_errors() {
 
     // Without a window, Prometheus' in-order errors.
     let tmp = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(tmp.path(), options(0)).expect("open");
-    let mut app = db.appender();
-    app.append(&l, 10 * HOUR, 1.0).expect("appends");
-    app.commit().expect("commits");
+    let (db, _) = newest_at_10h(tmp.path(), 0);
     let mut app = db.appender();
     assert_eq!(
         app.append(&l, 10 * HOUR - 1, 1.0),
@@ -201,11 +205,7 @@ fn samples_outside_the_window_get_prometheus_errors() {
 #[test]
 fn a_duplicate_out_of_order_timestamp_keeps_the_first_value() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(tmp.path(), options(HOUR)).expect("open");
-    let l = Labels::from_pairs(&[("__name__", "m")]);
-    let mut app = db.appender();
-    app.append(&l, 10 * HOUR, 1.0).expect("appends");
-    app.commit().expect("commits");
+    let (db, l) = newest_at_10h(tmp.path(), HOUR);
     for v in [5.0, 6.0] {
         let mut app = db.appender();
         app.append(&l, 10 * HOUR - MIN, v).expect("in window");

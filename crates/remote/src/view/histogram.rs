@@ -257,27 +257,10 @@ impl HistogramBuf {
         (timestamp, HistogramKind::Float)
     }
 
-    /// Empties both histograms, keeping their vectors' room (the float
-    /// one's scalars are all set by [`HistogramBuf::read`]).
+    /// Empties both histograms, keeping their vectors' room.
     fn clear(&mut self) {
-        let h = &mut self.int;
-        h.counter_reset_hint = Default::default();
-        h.schema = 0;
-        h.zero_threshold = 0.0;
-        h.zero_count = 0;
-        h.count = 0;
-        h.sum = 0.0;
-        h.positive_spans.clear();
-        h.negative_spans.clear();
-        h.positive_buckets.clear();
-        h.negative_buckets.clear();
-        h.custom_values.clear();
-        let f = &mut self.float;
-        f.positive_spans.clear();
-        f.negative_spans.clear();
-        f.positive_buckets.clear();
-        f.negative_buckets.clear();
-        f.custom_values.clear();
+        self.int.clear();
+        self.float.clear();
     }
 
     /// The last histogram read, owned (for tests and the general path's

@@ -65,17 +65,13 @@ impl<'a> Gathered<'a> {
         let (mut raw, mut kept) = (Vec::new(), Vec::new());
         for s in view.series() {
             let (n, h) = (g.samples.len(), g.histograms.len());
-            let valid = if view.histogram_count() == 0 {
-                s.read_unchecked_into(opts.validation, &mut raw, &mut kept, &mut g.samples)
-            } else {
-                s.read_unchecked_with_histograms(
-                    opts.validation,
-                    &mut raw,
-                    &mut kept,
-                    &mut g.samples,
-                    &mut g.histograms,
-                )
-            };
+            let valid = s.read_unchecked_with_histograms(
+                opts.validation,
+                &mut raw,
+                &mut kept,
+                &mut g.samples,
+                &mut g.histograms,
+            );
             if !valid || (g.samples.len() == n && g.histograms.len() == h) {
                 g.samples.truncate(n);
                 g.histograms.truncate(h);

@@ -186,11 +186,7 @@ impl<'h> HeadAppender<'h> {
     pub fn append(&mut self, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendError> {
         labels.validate()?;
         self.check_bounds(t)?;
-        let pairs = labels
-            .as_slice()
-            .iter()
-            .map(|l| (l.name.as_str(), l.value.as_str()));
-        let (r, entry) = self.get_or_create(pairs, labels.len());
+        let (r, entry) = self.get_or_create_labels(labels);
         self.append_entry(r, entry, t, v)?;
         Ok(r)
     }
@@ -250,12 +246,16 @@ impl<'h> HeadAppender<'h> {
     /// Appends a sample to a series known by ref.
     pub fn append_ref(&mut self, series_ref: u64, t: i64, v: f64) -> Result<(), AppendError> {
         self.check_bounds(t)?;
-        let entry = self
-            .head
+        let entry = self.entry(series_ref)?;
+        self.append_entry(series_ref, entry, t, v)
+    }
+
+    /// The series of a ref appends were given.
+    fn entry(&self, series_ref: u64) -> Result<Arc<SeriesEntry>, AppendError> {
+        self.head
             .series
             .get(series_ref)
-            .ok_or(AppendError::UnknownSeries(series_ref))?;
-        self.append_entry(series_ref, entry, t, v)
+            .ok_or(AppendError::UnknownSeries(series_ref))
     }
 
     /// Refuses a sample before the min valid time at once when there is
@@ -269,6 +269,15 @@ impl<'h> HeadAppender<'h> {
             return Err(AppendError::OutOfBounds);
         }
         Ok(())
+    }
+
+    /// [`HeadAppender::get_or_create`] for a (validated) label set.
+    fn get_or_create_labels(&mut self, labels: &Labels) -> (u64, Arc<SeriesEntry>) {
+        let pairs = labels
+            .as_slice()
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        self.get_or_create(pairs, labels.len())
     }
 
     fn get_or_create<'s>(

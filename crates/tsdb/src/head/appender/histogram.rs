@@ -243,11 +243,7 @@ impl HeadAppender<'_> {
         h: &H,
     ) -> Result<(), AppendError> {
         self.check_histogram(t, h)?;
-        let entry = self
-            .head
-            .series
-            .get(series_ref)
-            .ok_or(AppendError::UnknownSeries(series_ref))?;
+        let entry = self.entry(series_ref)?;
         self.append_histogram_entry(series_ref, entry, t, Given::Borrowed(h))
     }
 
@@ -259,11 +255,7 @@ impl HeadAppender<'_> {
     ) -> Result<u64, AppendError> {
         self.check_histogram(t, h.get())?;
         labels.validate()?;
-        let pairs = labels
-            .as_slice()
-            .iter()
-            .map(|l| (l.name.as_str(), l.value.as_str()));
-        let (series_ref, entry) = self.get_or_create(pairs, labels.len());
+        let (series_ref, entry) = self.get_or_create_labels(labels);
         self.append_histogram_entry(series_ref, entry, t, h)?;
         Ok(series_ref)
     }

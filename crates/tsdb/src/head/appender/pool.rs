@@ -28,24 +28,12 @@ pub(crate) struct Spare {
 impl Spare {
     /// A copy of `h`, in a spent histogram's vectors when there is one.
     pub(super) fn copy_int(&mut self, h: &Histogram) -> Histogram {
-        match self.ints.pop() {
-            Some(mut spent) => {
-                spent.clone_from(h);
-                spent
-            }
-            None => h.clone(),
-        }
+        copy_into_spent(&mut self.ints, h)
     }
 
     /// [`Spare::copy_int`] for a float histogram.
     pub(super) fn copy_float(&mut self, h: &FloatHistogram) -> FloatHistogram {
-        match self.floats.pop() {
-            Some(mut spent) => {
-                spent.clone_from(h);
-                spent
-            }
-            None => h.clone(),
-        }
+        copy_into_spent(&mut self.floats, h)
     }
 
     /// Keeps spent histograms, up to the list's bound.
@@ -58,6 +46,18 @@ impl Spare {
         self.ints.extend(ints.take(room));
         let room = MAX_PER_LIST.saturating_sub(self.floats.len());
         self.floats.extend(floats.take(room));
+    }
+}
+
+/// A copy of `h` made with `clone_from` into the last of `spent` (whose
+/// vectors it reuses), or a new clone when `spent` is empty.
+fn copy_into_spent<H: Clone>(spent: &mut Vec<H>, h: &H) -> H {
+    match spent.pop() {
+        Some(mut old) => {
+            old.clone_from(h);
+            old
+        }
+        None => h.clone(),
     }
 }
 
