@@ -49,7 +49,6 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
 
-use ferrite_model::resolution::ReduceResolution;
 use ferrite_model::HistogramError;
 use ferrite_wal::checkpoint::{read_min_valid_time, replay_sources};
 use ferrite_wal::record::{self, RecordType, RefSample};
@@ -65,7 +64,9 @@ use crate::head::series::{MemSeries, MmappedChunk};
 use crate::head::Head;
 use crate::head_chunks::ChunkDiskMapperRef;
 use crate::replay_wbl::{attach_ooo_chunks, replay_wbl, WblReplayStats};
-use crate::sample::SampleRef;
+
+mod buffers;
+use buffers::{DecodedHistogram, HistogramBatch, Pool, Pools, Recycle, Scratch};
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -185,31 +186,26 @@ enum Event {
     /// A series record, checked to decode.
     Series(Vec<u8>),
     Tombstones(Vec<record::Stone>),
-    /// Samples per shard.
-    Samples(Vec<Vec<RefSample>>),
-    /// Integer histogram samples of one record, in record order.
-    Histograms(Vec<record::RefHistogramSample>),
-    /// Float histogram samples of one record, in record order.
-    FloatHistograms(Vec<record::RefFloatHistogramSample>),
+    /// Samples per shard, and the shard of each in WAL order.
+    Samples(Vec<Vec<RefSample>>, Route),
+    /// Histogram samples (integer and float) per shard, and the shard of
+    /// each in WAL order.
+    Histograms(Vec<HistogramBatch>, Route),
 }
 
-/// Sample buffers passed from decoders to workers and back.
-struct BufferPool {
-    free: Mutex<Vec<Vec<RefSample>>>,
-}
+/// The shard of each sample of an event, in WAL order: with it the
+/// applier can walk an event's samples in WAL order (to move those of
+/// aliased refs to their series' shard without reordering them).
+type Route = Vec<u16>;
 
-impl BufferPool {
-    fn take(&self) -> Vec<RefSample> {
-        self.free.lock().pop().unwrap_or_default()
-    }
-
-    fn give(&self, mut v: Vec<RefSample>) {
-        v.clear();
-        let mut free = self.free.lock();
-        if free.len() < 64 {
-            free.push(v);
-        }
-    }
+/// Samples a decoder has split by shard and not yet made an event: floats
+/// or histograms (a record of the other kind ends them), so events keep
+/// the WAL's order between kinds.
+#[derive(Default)]
+struct PendingShards {
+    floats: Vec<Vec<RefSample>>,
+    histograms: Vec<HistogramBatch>,
+    route: Route,
 }
 
 /// Reused decode buffers of one decoder.
@@ -225,8 +221,9 @@ struct DecodeScratch {
 struct Decoder<'a> {
     shards: usize,
     skip_until: &'a RefTable<i64>,
-    pool: &'a BufferPool,
+    pools: &'a Pools,
     scratch: DecodeScratch,
+    pending: PendingShards,
     /// Shard lengths before the record being decoded.
     lens: Vec<usize>,
 }
@@ -235,7 +232,6 @@ impl Decoder<'_> {
     fn decode(&mut self, range: &SegmentRange) -> Result<DecodedRange, HeadError> {
         let mut out = DecodedRange::default();
         let mut reader = range.reader();
-        let mut samples: Vec<Vec<RefSample>> = Vec::new();
         let result = loop {
             let rec = match reader.next_record() {
                 Ok(Some(rec)) => rec,
@@ -247,7 +243,7 @@ impl Decoder<'_> {
             // all the same: repair at its start, as Prometheus does. A
             // record of a kind Ferrite cannot store stops the replay with
             // nothing repaired (see `Unsupported`).
-            match self.record(rec, &mut out, &mut samples) {
+            match self.record(rec, &mut out) {
                 Ok(()) => {}
                 Err(RecordFailure::Corrupt(e)) => {
                     break Err(ferrite_wal::Corruption {
@@ -273,7 +269,7 @@ impl Decoder<'_> {
             }
             out.records += 1;
         };
-        self.flush(&mut out, &mut samples);
+        self.flush(&mut out);
         out.end = RangeEnd::of(&reader, out.records, result);
         Ok(out)
     }
@@ -285,19 +281,37 @@ impl Decoder<'_> {
             .unwrap_or_else(|_| Err(HeadError::Replay("a WAL decoder panicked".into())))
     }
 
-    fn flush(&self, out: &mut DecodedRange, samples: &mut Vec<Vec<RefSample>>) {
-        if samples.iter().any(|s| !s.is_empty()) {
-            out.events.push(Event::Samples(std::mem::take(samples)));
+    /// Makes the pending samples an event (at most one kind is pending);
+    /// shards that stayed empty go back to their pool.
+    fn flush(&mut self, out: &mut DecodedRange) {
+        let (p, pools) = (&mut self.pending, self.pools);
+        if let Some(shards) = take_filled(&mut p.floats, &pools.samples, Vec::is_empty) {
+            out.events
+                .push(Event::Samples(shards, std::mem::take(&mut p.route)));
+        }
+        if let Some(shards) = take_filled(
+            &mut p.histograms,
+            &pools.histograms,
+            HistogramBatch::is_empty,
+        ) {
+            out.events
+                .push(Event::Histograms(shards, std::mem::take(&mut p.route)));
+        }
+        p.route.clear();
+    }
+
+    /// Makes histogram shards pending (after any pending floats).
+    fn start_histograms(&mut self, out: &mut DecodedRange) {
+        if self.pending.histograms.is_empty() {
+            self.flush(out);
+            let pool = &self.pools.histograms;
+            self.pending
+                .histograms
+                .extend((0..self.shards).map(|_| pool.take()));
         }
     }
 
-    fn record(
-        &mut self,
-        rec: &[u8],
-        out: &mut DecodedRange,
-        samples: &mut Vec<Vec<RefSample>>,
-    ) -> Result<(), RecordFailure> {
-        let s = &mut self.scratch;
+    fn record(&mut self, rec: &[u8], out: &mut DecodedRange) -> Result<(), RecordFailure> {
         if rec.is_empty() {
             // No type at all: nothing to lose.
             out.skipped.skip("empty records", 1);
@@ -306,18 +320,24 @@ impl Decoder<'_> {
         match RecordType::of(rec) {
             RecordType::Series => {
                 record::decode_series(rec, |_, _| {})?;
-                self.flush(out, samples);
+                self.flush(out);
                 out.events.push(Event::Series(rec.to_vec()));
             }
             // A v2 record's start timestamps are not stored: float chunks
             // are XOR, as in Prometheus without its `st-storage` feature.
             RecordType::Samples | RecordType::SamplesV2 => {
-                if samples.is_empty() {
-                    samples.extend((0..self.shards).map(|_| self.pool.take()));
+                if self.pending.floats.is_empty() {
+                    self.flush(out);
+                    let pool = &self.pools.samples;
+                    self.pending
+                        .floats
+                        .extend((0..self.shards).map(|_| pool.take()));
                 }
+                let (samples, route) = (&mut self.pending.floats, &mut self.pending.route);
                 let lens = &mut self.lens;
                 lens.clear();
                 lens.extend(samples.iter().map(Vec::len));
+                let routed = route.len();
                 let (shards, skip) = (self.shards as u64, self.skip_until);
                 let mut in_mmapped = 0;
                 let res = record::for_each_sample(rec, |series_ref, t, v| {
@@ -326,19 +346,22 @@ impl Decoder<'_> {
                         in_mmapped += 1;
                         return;
                     }
-                    if let Some(shard) = samples.get_mut((series_ref % shards) as usize) {
-                        shard.push(RefSample {
+                    let shard = series_ref % shards;
+                    if let Some(samples) = samples.get_mut(shard as usize) {
+                        samples.push(RefSample {
                             series_ref,
                             st: 0,
                             t,
                             v,
                         });
+                        route.push(shard as u16);
                     }
                 });
                 if let Err(e) = res {
                     for (shard, &len) in samples.iter_mut().zip(lens.iter()) {
                         shard.truncate(len);
                     }
+                    route.truncate(routed);
                     return Err(e.into());
                 }
                 out.in_mmapped += in_mmapped;
@@ -346,18 +369,21 @@ impl Decoder<'_> {
             RecordType::Tombstones => {
                 let mut stones = Vec::new();
                 record::decode_tombstones(rec, &mut stones)?;
-                self.flush(out, samples);
+                self.flush(out);
                 out.events.push(Event::Tombstones(stones));
             }
             RecordType::Exemplars => {
+                let s = &mut self.scratch;
                 record::decode_exemplars(rec, &mut s.exemplars)?;
                 out.skipped.skip("exemplars", s.exemplars.len() as u64);
             }
             RecordType::Metadata => {
+                let s = &mut self.scratch;
                 record::decode_metadata(rec, &mut s.metadata)?;
                 out.skipped.skip("metadata", s.metadata.len() as u64);
             }
             RecordType::MmapMarkers => {
+                let s = &mut self.scratch;
                 record::decode_mmap_markers(rec, &mut s.markers)?;
                 out.skipped.skip("mmap markers", s.markers.len() as u64);
             }
@@ -367,34 +393,30 @@ impl Decoder<'_> {
             RecordType::HistogramSamples
             | RecordType::CustomBucketsHistogramSamples
             | RecordType::HistogramSamplesV2 => {
-                record::decode_histogram_samples(rec, &mut s.histograms)?;
-                let kept = keep_histograms(
-                    &mut s.histograms,
-                    |h| (h.series_ref, h.t, h.h.schema),
-                    |h| h.h.reduce_reserved_schema(),
+                record::decode_histogram_samples(rec, &mut self.scratch.histograms)?;
+                self.start_histograms(out);
+                keep_histograms(
+                    &mut self.scratch.histograms,
+                    &mut self.pending.histograms,
+                    &mut self.pending.route,
                     self.skip_until,
                     out,
+                    &mut self.lens,
                 )?;
-                if !kept.is_empty() {
-                    self.flush(out, samples);
-                    out.events.push(Event::Histograms(kept));
-                }
             }
             RecordType::FloatHistogramSamples
             | RecordType::CustomBucketsFloatHistogramSamples
             | RecordType::FloatHistogramSamplesV2 => {
-                record::decode_float_histogram_samples(rec, &mut s.float_histograms)?;
-                let kept = keep_histograms(
-                    &mut s.float_histograms,
-                    |h| (h.series_ref, h.t, h.h.schema),
-                    |h| h.h.reduce_reserved_schema(),
+                record::decode_float_histogram_samples(rec, &mut self.scratch.float_histograms)?;
+                self.start_histograms(out);
+                keep_histograms(
+                    &mut self.scratch.float_histograms,
+                    &mut self.pending.histograms,
+                    &mut self.pending.route,
                     self.skip_until,
                     out,
+                    &mut self.lens,
                 )?;
-                if !kept.is_empty() {
-                    self.flush(out, samples);
-                    out.events.push(Event::FloatHistograms(kept));
-                }
             }
             // Read before replay starts (`read_min_valid_time`): a
             // checkpoint's first record. Checked to decode, else ignored,
@@ -430,43 +452,74 @@ pub(crate) fn replayable_histogram(
     Ok(true)
 }
 
-/// The histogram samples of a decoded record that replay applies, taken
-/// out of `decoded`, as Prometheus v3.16's WAL decoder and replay have
+/// The pending shards, unless all are empty (then given back to `pool`).
+fn take_filled<T: Recycle>(
+    shards: &mut Vec<T>,
+    pool: &Pool<T>,
+    is_empty: impl Fn(&T) -> bool,
+) -> Option<Vec<T>> {
+    let shards = std::mem::take(shards);
+    if shards.iter().all(is_empty) {
+        for b in shards {
+            pool.give(b);
+        }
+        return None;
+    }
+    Some(shards)
+}
+
+/// Moves the histogram samples of a decoded record that replay applies
+/// into their shards, as Prometheus v3.16's WAL decoder and replay have
 /// them: those of schemas it does not know are skipped (and counted),
 /// those of the schemas it reserves for finer resolution (9..=52, from a
-/// newer writer) reduced to schema 8 (`reduce`), those already in
-/// m-mapped head chunks (or before the min valid time) dropped. A
-/// histogram whose layout the reduction refuses makes the record
-/// undecodable, as in Prometheus.
-fn keep_histograms<S>(
-    decoded: &mut Vec<S>,
-    ref_t_schema: impl Fn(&S) -> (u64, i64, i32),
-    reduce: impl Fn(&mut S) -> Result<(), HistogramError>,
+/// newer writer) reduced to schema 8, those already in m-mapped head
+/// chunks (or before the min valid time) dropped. A histogram whose layout
+/// the reduction refuses makes the record undecodable, as in Prometheus:
+/// then none of the record's samples stays in the shards.
+fn keep_histograms<S: DecodedHistogram>(
+    decoded: &mut [S],
+    shards: &mut [HistogramBatch],
+    route: &mut Route,
     skip_until: &RefTable<i64>,
     out: &mut DecodedRange,
-) -> Result<Vec<S>, Undecodable> {
+    lens: &mut Vec<usize>,
+) -> Result<(), Undecodable> {
+    lens.clear();
+    lens.extend(shards.iter().map(HistogramBatch::len));
+    let routed = route.len();
+    let n_shards = shards.len().max(1) as u64;
     let mut unknown = 0u64;
     let mut in_mmapped = 0u64;
-    let mut kept = Vec::with_capacity(decoded.len());
-    for (n, mut s) in decoded.drain(..).enumerate() {
-        let (series_ref, t, schema) = ref_t_schema(&s);
-        let replayed = replayable_histogram(schema, || reduce(&mut s)).map_err(|source| {
-            Undecodable::Reduction {
-                number: n + 1 - unknown as usize,
-                source,
+    for (n, s) in decoded.iter_mut().enumerate() {
+        let replayed = replayable_histogram(s.schema(), || s.reduce_reserved_schema());
+        let replayed = match replayed {
+            Ok(r) => r,
+            Err(source) => {
+                for (shard, &len) in shards.iter_mut().zip(lens.iter()) {
+                    shard.truncate(len);
+                }
+                route.truncate(routed);
+                return Err(Undecodable::Reduction {
+                    number: n + 1 - unknown as usize,
+                    source,
+                });
             }
-        })?;
+        };
         if !replayed {
             unknown += 1;
-        } else if t <= skip_until.get(series_ref) {
+        } else if s.t() <= skip_until.get(s.series_ref()) {
             in_mmapped += 1;
         } else {
-            kept.push(s);
+            let shard = s.series_ref() % n_shards;
+            if let Some(batch) = shards.get_mut(shard as usize) {
+                s.push_into(batch);
+                route.push(shard as u16);
+            }
         }
     }
     out.skipped.skip("histograms of unknown schemas", unknown);
     out.in_mmapped += in_mmapped;
-    Ok(kept)
+    Ok(())
 }
 
 /// Why a record with a valid checksum does not decode.
@@ -595,8 +648,7 @@ fn run_decoder(queue: &RangeQueue, ranges: &[Source], mut decoder: Decoder<'_>) 
 enum Msg {
     Series(Vec<(u64, Arc<SeriesEntry>)>),
     Samples(Vec<RefSample>),
-    Histograms(Vec<record::RefHistogramSample>),
-    FloatHistograms(Vec<record::RefFloatHistogramSample>),
+    Histograms(HistogramBatch),
 }
 
 /// A series of this worker's shard. The worker locks the series' mutex when
@@ -639,6 +691,7 @@ const NO_SLOT: u32 = u32::MAX;
 /// One append worker's state: the series of its shard and reused buffers.
 struct Worker<'h> {
     head: &'h Head,
+    pools: &'h Pools,
     index: RefTable<u32>,
     series: Vec<WorkerSeries>,
     /// This batch's samples resolved to series slots: (slot, t, v, ref).
@@ -648,7 +701,27 @@ struct Worker<'h> {
     counts: Vec<u32>,
     /// Runs of one series in `grouped`: (slot, start, end).
     runs: Vec<(u32, u32, u32)>,
+    pending: PendingHistograms,
     res: WorkerResult,
+}
+
+/// Histogram samples a worker keeps before appending them grouped by
+/// series: with ~3 per series of a 10,000-series shard, each series' chunk
+/// state is loaded once for several samples (~15 MB of decoded histograms).
+const PENDING_HISTOGRAM_BYTES: usize = 16 << 20;
+
+/// Histogram samples received and not yet appended.
+#[derive(Default)]
+struct PendingHistograms {
+    /// The samples received, in WAL order (received batches are copied in
+    /// and given back at once, so only this one grows).
+    batch: HistogramBatch,
+    scratch: Scratch,
+    /// (series slot, index in `batch`) of the samples of known series, in
+    /// WAL order.
+    order: Vec<(u32, u32)>,
+    /// `order` grouped by slot.
+    grouped: Vec<(u32, u32)>,
 }
 
 impl Worker<'_> {
@@ -674,23 +747,84 @@ impl Worker<'_> {
         }
     }
 
-    /// Appends histogram samples in order (they are few next to floats;
-    /// no batching by series).
-    fn apply_histograms<'v>(&mut self, samples: impl Iterator<Item = (u64, i64, SampleRef<'v>)>) {
-        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
-        for (series_ref, t, v) in samples {
+    /// Takes a batch of histogram samples: each is resolved to its series
+    /// now (a ref unknown at this point of the WAL stays unknown) and kept
+    /// until enough are pending to append them grouped by series
+    /// ([`Self::flush_histograms`]).
+    fn take_histograms(&mut self, batch: HistogramBatch) {
+        let p = &mut self.pending;
+        let base = p.batch.len();
+        for (k, series_ref) in batch.refs().enumerate() {
             match self.index.get(series_ref) {
                 NO_SLOT => self.res.unknown += 1,
-                i => {
-                    let data = self.series[i as usize].data_mut();
-                    if data.append_histogram(series_ref, t, v, opts, mapper) {
-                        self.res.samples += 1;
-                    } else {
-                        self.res.out_of_order += 1;
-                    }
-                }
+                slot => p.order.push((slot, (base + k) as u32)),
             }
         }
+        p.batch.append(&batch);
+        self.pools.histograms.give(batch);
+        if p.batch.bytes() >= PENDING_HISTOGRAM_BYTES {
+            self.flush_histograms();
+        }
+    }
+
+    /// Appends the pending histogram samples grouped by series (stably: a
+    /// series' samples keep their WAL order), so each series' chunk state
+    /// is loaded once per flush rather than once per sample, and keeps
+    /// each series' last appended one as its newest value.
+    fn flush_histograms(&mut self) {
+        let (opts, mapper) = (self.head.chunk_opts, &self.head.mapper);
+        let p = &mut self.pending;
+        group_by_slot(
+            &p.order,
+            |m| m.0,
+            self.series.len(),
+            &mut self.counts,
+            &mut p.grouped,
+        );
+        let (series, res, batch) = (&mut self.series, &mut self.res, &p.batch);
+        let scratch = &mut p.scratch;
+        let mut start = 0;
+        while start < p.grouped.len() {
+            let slot = p.grouped[start].0;
+            let run = p.grouped[start..]
+                .iter()
+                .take_while(|m| m.0 == slot)
+                .count();
+            let end = start + run;
+            // The next run's series, while this one is appended.
+            if let Some(&(next, _)) = p.grouped.get(end) {
+                let ptr = series[next as usize].data.as_ptr() as *const u8;
+                prefetch(ptr);
+                prefetch(ptr.wrapping_add(64));
+            }
+            let data = series[slot as usize].data_mut();
+            let mut newest = None;
+            for (n, &(_, k)) in p.grouped[start..end].iter().enumerate() {
+                // Pending samples are read out of order: their fixed parts
+                // two stages ahead, then their buckets.
+                if let Some(&(_, far)) = p.grouped.get(start + n + 16) {
+                    batch.prefetch(far as usize, false);
+                }
+                if let Some(&(_, near)) = p.grouped.get(start + n + 8) {
+                    batch.prefetch(near as usize, true);
+                }
+                let Some((series_ref, t, v)) = batch.load(k as usize, scratch) else {
+                    continue;
+                };
+                if data.append_histogram_unrecorded(series_ref, t, v, opts, mapper) {
+                    res.samples += 1;
+                    newest = Some(k);
+                } else {
+                    res.out_of_order += 1;
+                }
+            }
+            if let Some((_, _, v)) = newest.and_then(|k| batch.load(k as usize, scratch)) {
+                data.record_last(v);
+            }
+            start = end;
+        }
+        p.order.clear();
+        p.batch.recycle();
     }
 
     fn apply(&mut self, samples: &[RefSample]) {
@@ -714,24 +848,14 @@ impl Worker<'_> {
         }
     }
 
-    /// Counting sort of `mine` by slot into `grouped`.
     fn group_by_series(&mut self) {
-        let counts = &mut self.counts;
-        counts.clear();
-        counts.resize(self.series.len() + 1, 0);
-        for &(i, ..) in &self.mine {
-            counts[i as usize + 1] += 1;
-        }
-        for k in 1..counts.len() {
-            counts[k] += counts[k - 1];
-        }
-        self.grouped.clear();
-        self.grouped.resize(self.mine.len(), (0, 0, 0.0, 0));
-        for &m in &self.mine {
-            let at = &mut counts[m.0 as usize];
-            self.grouped[*at as usize] = m;
-            *at += 1;
-        }
+        group_by_slot(
+            &self.mine,
+            |m| m.0,
+            self.series.len(),
+            &mut self.counts,
+            &mut self.grouped,
+        );
     }
 
     fn append_grouped(&mut self) {
@@ -798,20 +922,60 @@ impl Worker<'_> {
     }
 }
 
+/// Calls `f(shard, index in shard)` for each sample of an event, in WAL
+/// order (`route`: the shard of each).
+fn in_wal_order(route: &[u16], shards: usize, mut f: impl FnMut(usize, usize)) {
+    let mut next = vec![0usize; shards];
+    for &shard in route {
+        if let Some(k) = next.get_mut(shard as usize) {
+            f(shard as usize, *k);
+            *k += 1;
+        }
+    }
+}
+
+/// Counting sort of `items` by their series slot (below `slots`) into
+/// `grouped`, stable: one series' items keep their order.
+fn group_by_slot<T: Copy>(
+    items: &[T],
+    slot: impl Fn(&T) -> u32,
+    slots: usize,
+    counts: &mut Vec<u32>,
+    grouped: &mut Vec<T>,
+) {
+    counts.clear();
+    counts.resize(slots + 1, 0);
+    for m in items {
+        counts[slot(m) as usize + 1] += 1;
+    }
+    for k in 1..counts.len() {
+        counts[k] += counts[k - 1];
+    }
+    grouped.clear();
+    grouped.extend_from_slice(items);
+    for &m in items {
+        let at = &mut counts[slot(&m) as usize];
+        grouped[*at as usize] = m;
+        *at += 1;
+    }
+}
+
 fn run_worker(
     head: &Head,
     rx: Receiver<Msg>,
-    pool: &BufferPool,
+    pools: &Pools,
     mut mmapped: FastMap<u64, Vec<MmappedChunk>>,
 ) -> WorkerResult {
     let mut w = Worker {
         head,
+        pools,
         index: RefTable::new(NO_SLOT),
         series: Vec::new(),
         mine: Vec::new(),
         grouped: Vec::new(),
         counts: Vec::new(),
         runs: Vec::new(),
+        pending: PendingHistograms::default(),
         res: WorkerResult {
             mint: i64::MAX,
             maxt: i64::MIN,
@@ -822,19 +986,15 @@ fn run_worker(
         match msg {
             Msg::Series(list) => w.add_series(list, &mut mmapped),
             Msg::Samples(samples) => {
+                // Float samples of a series come after its pending histograms.
+                w.flush_histograms();
                 w.apply(&samples);
-                pool.give(samples);
+                pools.samples.give(samples);
             }
-            Msg::Histograms(hs) => w.apply_histograms(
-                hs.iter()
-                    .map(|s| (s.series_ref, s.t, SampleRef::Histogram(&s.h))),
-            ),
-            Msg::FloatHistograms(hs) => w.apply_histograms(
-                hs.iter()
-                    .map(|s| (s.series_ref, s.t, SampleRef::FloatHistogram(&s.h))),
-            ),
+            Msg::Histograms(hs) => w.take_histograms(hs),
         }
     }
+    w.flush_histograms();
     let (series, mut res) = (w.series, w.res);
     res.mmapped_dropped = mmapped.values().map(|v| v.len() as u64).sum();
     for ws in series {
@@ -853,7 +1013,7 @@ fn run_worker(
 
 /// Hints the CPU to load `p`'s cache line; never faults.
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint; it does not dereference `p` architecturally
     // and cannot fault, whatever the address.
@@ -877,7 +1037,7 @@ struct Applier<'h> {
     head: &'h Head,
     workers: Vec<SyncSender<Msg>>,
     skip_until: &'h RefTable<i64>,
-    pool: &'h BufferPool,
+    pools: &'h Pools,
     stats: ReplayStats,
     /// Refs whose series record repeated an existing label set -> the existing ref.
     aliases: FastMap<u64, u64>,
@@ -919,29 +1079,25 @@ impl Applier<'_> {
                         self.stats.tombstones += st.intervals.len() as u64;
                     }
                 }
-                Event::Histograms(mut hs) => {
-                    for s in &mut hs {
-                        s.series_ref = self.resolve_alias(s.series_ref);
-                    }
-                    for (w, part) in self.by_worker(hs, |s| s.series_ref) {
-                        self.send(w, Msg::Histograms(part))?;
-                    }
-                }
-                Event::FloatHistograms(mut hs) => {
-                    for s in &mut hs {
-                        s.series_ref = self.resolve_alias(s.series_ref);
-                    }
-                    for (w, part) in self.by_worker(hs, |s| s.series_ref) {
-                        self.send(w, Msg::FloatHistograms(part))?;
-                    }
-                }
-                Event::Samples(mut shards) => {
+                Event::Histograms(mut shards, route) => {
                     if !self.aliases.is_empty() {
-                        self.resolve_aliases(&mut shards);
+                        self.resolve_histogram_aliases(&mut shards, &route);
+                    }
+                    for (w, batch) in shards.into_iter().enumerate() {
+                        if batch.is_empty() {
+                            self.pools.histograms.give(batch);
+                        } else {
+                            self.send(w, Msg::Histograms(batch))?;
+                        }
+                    }
+                }
+                Event::Samples(mut shards, route) => {
+                    if !self.aliases.is_empty() {
+                        self.resolve_aliases(&mut shards, &route);
                     }
                     for (w, samples) in shards.into_iter().enumerate() {
                         if samples.is_empty() {
-                            self.pool.give(samples);
+                            self.pools.samples.give(samples);
                         } else {
                             self.send(w, Msg::Samples(samples))?;
                         }
@@ -958,51 +1114,59 @@ impl Applier<'_> {
         self.aliases.get(&r).copied().unwrap_or(r)
     }
 
-    /// Splits samples by the worker owning their series, each part in the
-    /// samples' order.
-    fn by_worker<S>(
-        &self,
-        samples: Vec<S>,
-        series_ref: impl Fn(&S) -> u64,
-    ) -> Vec<(usize, Vec<S>)> {
-        let n = self.workers.len().max(1);
-        let mut parts: Vec<Vec<S>> = (0..n).map(|_| Vec::new()).collect();
-        for s in samples {
-            let w = (series_ref(&s) % n as u64) as usize;
-            if let Some(part) = parts.get_mut(w) {
-                part.push(s);
+    /// Moves histogram samples of aliased refs to the ref they stand for
+    /// (rare: a series record repeated a label set), in its shard, keeping
+    /// WAL order (`route`); those now inside its m-mapped chunks are
+    /// dropped, as the decoder drops them for other refs.
+    fn resolve_histogram_aliases(&mut self, shards: &mut [HistogramBatch], route: &[u16]) {
+        let pool = &self.pools.histograms;
+        let n = shards.len().max(1) as u64;
+        let mut rebuilt: Vec<HistogramBatch> = shards.iter().map(|_| pool.take()).collect();
+        let mut scratch = Scratch::default();
+        let mut in_mmapped = 0;
+        in_wal_order(route, shards.len(), |shard, k| {
+            let Some(from) = shards.get_mut(shard) else {
+                return;
+            };
+            let Some((r, t)) = from.series_ref(k).zip(from.time(k)) else {
+                return;
+            };
+            let r = self.resolve_alias(r);
+            if t <= self.skip_until.get(r) {
+                in_mmapped += 1;
+                return;
             }
+            from.set_ref(k, r);
+            if let Some(to) = rebuilt.get_mut((r % n) as usize) {
+                to.push_from(from, k, &mut scratch);
+            }
+        });
+        self.stats.samples_in_mmapped_chunks += in_mmapped;
+        for (old, new) in shards.iter_mut().zip(rebuilt) {
+            pool.give(std::mem::replace(old, new));
         }
-        parts
-            .into_iter()
-            .enumerate()
-            .filter(|(_, p)| !p.is_empty())
-            .collect()
     }
 
-    /// Moves samples of aliased refs to the shard of the ref they stand for.
-    fn resolve_aliases(&mut self, shards: &mut [Vec<RefSample>]) {
-        let n = shards.len() as u64;
-        let mut moved = Vec::new();
-        for shard in shards.iter_mut() {
-            shard.retain(|s| match self.aliases.get(&s.series_ref) {
-                Some(&to) => {
-                    moved.push(RefSample {
-                        st: 0,
-                        series_ref: to,
-                        ..*s
-                    });
-                    false
-                }
-                None => true,
-            });
-        }
-        for s in moved {
-            if s.t <= self.skip_until.get(s.series_ref) {
-                self.stats.samples_in_mmapped_chunks += 1;
-            } else if let Some(shard) = shards.get_mut((s.series_ref % n) as usize) {
-                shard.push(s);
+    /// [`Self::resolve_histogram_aliases`] for float samples.
+    fn resolve_aliases(&mut self, shards: &mut [Vec<RefSample>], route: &[u16]) {
+        let n = shards.len().max(1) as u64;
+        let mut rebuilt: Vec<Vec<RefSample>> =
+            shards.iter().map(|_| self.pools.samples.take()).collect();
+        let mut in_mmapped = 0;
+        in_wal_order(route, shards.len(), |shard, k| {
+            let Some(&s) = shards.get(shard).and_then(|v| v.get(k)) else {
+                return;
+            };
+            let r = self.resolve_alias(s.series_ref);
+            if s.t <= self.skip_until.get(r) {
+                in_mmapped += 1;
+            } else if let Some(to) = rebuilt.get_mut((r % n) as usize) {
+                to.push(RefSample { series_ref: r, ..s });
             }
+        });
+        self.stats.samples_in_mmapped_chunks += in_mmapped;
+        for (old, new) in shards.iter_mut().zip(rebuilt) {
+            self.pools.samples.give(std::mem::replace(old, new));
         }
     }
 
@@ -1261,9 +1425,7 @@ pub(crate) fn replay(
         });
     }
 
-    let pool = BufferPool {
-        free: Mutex::new(Vec::new()),
-    };
+    let pools = Pools::default();
     let queue = RangeQueue {
         state: std::sync::Mutex::new(QueueState {
             next_to_decode: 0,
@@ -1288,17 +1450,18 @@ pub(crate) fn replay(
                 .into_iter()
                 .zip(mmapped)
                 .map(|(rx, mm)| {
-                    let pool = &pool;
+                    let pools = &pools;
                     std::thread::Builder::new()
                         .name("replay-append".into())
-                        .spawn_scoped(scope, move || run_worker(head, rx, pool, mm))
+                        .spawn_scoped(scope, move || run_worker(head, rx, pools, mm))
                 })
                 .collect();
             let new_decoder = || Decoder {
                 shards: workers,
                 skip_until: &skip_until,
-                pool: &pool,
+                pools: &pools,
                 scratch: DecodeScratch::default(),
+                pending: PendingShards::default(),
                 lens: Vec::new(),
             };
             let decoder_handles: Vec<_> = (0..decoders)
@@ -1314,7 +1477,7 @@ pub(crate) fn replay(
                 head,
                 workers: txs,
                 skip_until: &skip_until,
-                pool: &pool,
+                pools: &pools,
                 stats: ReplayStats::default(),
                 aliases: FastMap::default(),
                 pending_series: Vec::new(),
@@ -1343,6 +1506,7 @@ pub(crate) fn replay(
         results = res;
         read_result = rr;
     }
+
     // A panicked worker leaves its series locked: the head is unusable.
     let Some(results) = results.into_iter().collect::<Option<Vec<_>>>() else {
         return Err(HeadError::Replay(

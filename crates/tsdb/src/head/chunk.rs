@@ -37,10 +37,11 @@ pub enum HeadChunk {
     Xor(XorChunk),
     /// Floats, in v3.16's XOR2 encoding (`chunk_encoding.floats: xor2`).
     Xor2(Xor2Chunk),
-    /// Integer native histograms.
-    Histogram(HistogramChunk),
-    /// Float native histograms.
-    FloatHistogram(FloatHistogramChunk),
+    /// Integer native histograms (boxed: their encoder state is four
+    /// times a float chunk's, and every float series would carry it).
+    Histogram(Box<HistogramChunk>),
+    /// Float native histograms (boxed, as integer ones).
+    FloatHistogram(Box<FloatHistogramChunk>),
 }
 
 impl HeadChunk {
@@ -48,8 +49,8 @@ impl HeadChunk {
     pub fn new(kind: ValueKind) -> Self {
         match kind {
             ValueKind::Float => HeadChunk::Xor(XorChunk::new()),
-            ValueKind::Histogram => HeadChunk::Histogram(HistogramChunk::new()),
-            ValueKind::FloatHistogram => HeadChunk::FloatHistogram(FloatHistogramChunk::new()),
+            ValueKind::Histogram => HeadChunk::Histogram(Box::default()),
+            ValueKind::FloatHistogram => HeadChunk::FloatHistogram(Box::default()),
         }
     }
 
@@ -134,17 +135,21 @@ impl HeadChunk {
         match (self, v) {
             (HeadChunk::Histogram(c), SampleRef::Histogram(h)) => {
                 let prev = match prev {
-                    Some(HeadChunk::Histogram(p)) => Some(p),
+                    Some(HeadChunk::Histogram(p)) => Some(&**p),
                     _ => None,
                 };
-                Some(wrap(c.append(prev, t, h), HeadChunk::Histogram))
+                Some(wrap(c.append(prev, t, h), |c| {
+                    HeadChunk::Histogram(Box::new(c))
+                }))
             }
             (HeadChunk::FloatHistogram(c), SampleRef::FloatHistogram(h)) => {
                 let prev = match prev {
-                    Some(HeadChunk::FloatHistogram(p)) => Some(p),
+                    Some(HeadChunk::FloatHistogram(p)) => Some(&**p),
                     _ => None,
                 };
-                Some(wrap(c.append(prev, t, h), HeadChunk::FloatHistogram))
+                Some(wrap(c.append(prev, t, h), |c| {
+                    HeadChunk::FloatHistogram(Box::new(c))
+                }))
             }
             _ => None,
         }

@@ -276,6 +276,25 @@ impl MemSeries {
         opts: ChunkOpts,
         mapper: &ChunkDiskMapper,
     ) -> bool {
+        let appended = self.append_histogram_unrecorded(series_ref, t, v, opts, mapper);
+        if appended {
+            self.record_last(v);
+        }
+        appended
+    }
+
+    /// [`Self::append_histogram`] without keeping `v` as the newest value
+    /// (the duplicate check's reference): for replay, which appends a run
+    /// of one series' samples and then records only the run's last
+    /// appended one ([`Self::record_last`]).
+    pub(crate) fn append_histogram_unrecorded(
+        &mut self,
+        series_ref: u64,
+        t: i64,
+        v: SampleRef<'_>,
+        opts: ChunkOpts,
+        mapper: &ChunkDiskMapper,
+    ) -> bool {
         let kind = match v {
             SampleRef::Histogram(_) => ValueKind::Histogram,
             SampleRef::FloatHistogram(_) => ValueKind::FloatHistogram,
@@ -291,11 +310,12 @@ impl MemSeries {
         else {
             return false;
         };
-        let appended = self.finish_histogram_append(series_ref, t, outcome, opts, mapper);
-        if appended {
-            v.store_into(&mut self.last);
-        }
-        appended
+        self.finish_histogram_append(series_ref, t, outcome, opts, mapper)
+    }
+
+    /// Keeps `v`, the newest appended sample, for the duplicate check.
+    pub(crate) fn record_last(&mut self, v: SampleRef<'_>) {
+        v.store_into(&mut self.last);
     }
 
     /// Prometheus' `histogramsAppendPreprocessor`: refuses a sample not
