@@ -781,8 +781,8 @@ impl Worker<'_> {
             &mut self.counts,
             &mut p.grouped,
         );
-        let (series, res, batch) = (&mut self.series, &mut self.res, &p.batch);
-        let scratch = &mut p.scratch;
+        let runs = &mut self.runs;
+        runs.clear();
         let mut start = 0;
         while start < p.grouped.len() {
             let slot = p.grouped[start].0;
@@ -790,22 +790,23 @@ impl Worker<'_> {
                 .iter()
                 .take_while(|m| m.0 == slot)
                 .count();
-            let end = start + run;
-            // The next run's series, while this one is appended.
-            if let Some(&(next, _)) = p.grouped.get(end) {
-                let ptr = series[next as usize].data.as_ptr() as *const u8;
-                prefetch(ptr);
-                prefetch(ptr.wrapping_add(64));
-            }
+            runs.push((slot, start as u32, (start + run) as u32));
+            start += run;
+        }
+        let (series, res, batch) = (&mut self.series, &mut self.res, &p.batch);
+        let scratch = &mut p.scratch;
+        for (n, &(slot, start, end)) in runs.iter().enumerate() {
+            prefetch_histogram_series(series, runs, n);
             let data = series[slot as usize].data_mut();
             let mut newest = None;
-            for (n, &(_, k)) in p.grouped[start..end].iter().enumerate() {
+            let (start, end) = (start as usize, end as usize);
+            for (i, &(_, k)) in p.grouped[start..end].iter().enumerate() {
                 // Pending samples are read out of order: their fixed parts
                 // two stages ahead, then their buckets.
-                if let Some(&(_, far)) = p.grouped.get(start + n + 16) {
+                if let Some(&(_, far)) = p.grouped.get(start + i + 16) {
                     batch.prefetch(far as usize, false);
                 }
-                if let Some(&(_, near)) = p.grouped.get(start + n + 8) {
+                if let Some(&(_, near)) = p.grouped.get(start + i + 8) {
                     batch.prefetch(near as usize, true);
                 }
                 let Some((series_ref, t, v)) = batch.load(k as usize, scratch) else {
@@ -821,7 +822,6 @@ impl Worker<'_> {
             if let Some((_, _, v)) = newest.and_then(|k| batch.load(k as usize, scratch)) {
                 data.record_last(v);
             }
-            start = end;
         }
         p.order.clear();
         p.batch.recycle();
@@ -917,6 +917,41 @@ impl Worker<'_> {
                 self.res.samples += 1;
             } else {
                 self.res.out_of_order += 1;
+            }
+        }
+    }
+}
+
+/// Prefetches what the appends of the runs after run `n` touch first, in
+/// three stages (each reads what the one before fetched): the series
+/// three runs on, the boxed histogram chunk of the one two runs on, and
+/// the chunk's tail, encoder state and spans of the next one. A histogram
+/// append otherwise waits on some twenty cache misses in turn when it
+/// starts on a series.
+fn prefetch_histogram_series(series: &[WorkerSeries], runs: &[(u32, u32, u32)], n: usize) {
+    let open = |k: usize| {
+        let &(slot, ..) = runs.get(n + k)?;
+        series.get(slot as usize)?.data().open.as_ref()
+    };
+    if let Some(ws) = runs.get(n + 3).and_then(|r| series.get(r.0 as usize)) {
+        let p = ws.data.as_ptr() as *const u8;
+        prefetch(p);
+        prefetch(p.wrapping_add(64));
+        prefetch(p.wrapping_add(128));
+    }
+    if let Some(c) = open(2) {
+        let p = c.chunk.boxed_address();
+        if !p.is_null() {
+            for line in 0..5 {
+                prefetch(p.wrapping_add(64 * line));
+            }
+        }
+    }
+    if let Some(c) = open(1) {
+        for p in c.chunk.append_addresses() {
+            if !p.is_null() {
+                prefetch(p);
+                prefetch(p.wrapping_add(64));
             }
         }
     }

@@ -155,6 +155,37 @@ impl HeadChunk {
         }
     }
 
+    /// Where a boxed chunk (the histogram kinds) lives, for prefetching
+    /// it before [`Self::append_addresses`] reads it; null for the float
+    /// kinds, which live inline.
+    pub fn boxed_address(&self) -> *const u8 {
+        match self {
+            HeadChunk::Xor(_) | HeadChunk::Xor2(_) => std::ptr::null(),
+            HeadChunk::Histogram(c) => (&**c as *const HistogramChunk).cast(),
+            HeadChunk::FloatHistogram(c) => (&**c as *const FloatHistogramChunk).cast(),
+        }
+    }
+
+    /// Where the next append reads and writes first, for prefetching when
+    /// appending to many chunks in turn (WAL replay).
+    pub fn append_addresses(&self) -> [*const u8; 6] {
+        match self {
+            HeadChunk::Histogram(c) => c.append_addresses(),
+            HeadChunk::FloatHistogram(c) => c.append_addresses(),
+            other => {
+                let none = std::ptr::null();
+                [
+                    other.tail_ptr(),
+                    other.bytes().as_ptr(),
+                    none,
+                    none,
+                    none,
+                    none,
+                ]
+            }
+        }
+    }
+
     /// Where the encoded bytes end in memory (for prefetching).
     pub fn tail_ptr(&self) -> *const u8 {
         match self {

@@ -63,6 +63,25 @@ pub const DEFAULT_WRITE_BUFFER_SIZE: usize = 4 * 1024 * 1024;
 /// New files are zero-extended to this size, as Prometheus does on Linux
 /// (`HeadChunkFilePreallocationSize`), capped at the max file size.
 pub const PREALLOCATE_SIZE: u64 = 128 * 1024;
+/// Bytes of a chunk file a startup scan goes past before it releases
+/// their pages from the process (a power of two, a multiple of pages).
+const RELEASE_STEP: usize = 8 * 1024 * 1024;
+
+/// Drops `len` bytes from `offset` of a chunk file's mapping from this
+/// process' resident memory (they stay in the page cache).
+fn release_range(map: &Mmap, offset: usize, len: usize) {
+    if len == 0 {
+        return;
+    }
+    #[cfg(unix)]
+    // SAFETY: a shared, read-only file mapping: MADV_DONTNEED only drops
+    // this process' page-table entries; later reads see the same file
+    // contents again. `offset` is page aligned (a multiple of
+    // `RELEASE_STEP`, or 0) and memmap2 checks the range.
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
+    #[cfg(not(unix))]
+    let _ = (map, offset, len);
+}
 
 /// Where a chunk lives: file sequence in the upper 32 bits, byte offset of
 /// the chunk in that file in the lower 32.
@@ -460,19 +479,23 @@ impl ChunkDiskMapper {
         for (seq, map, readable_len) in snapshot {
             let bytes = map.get(..readable_len).unwrap_or(&map[..]);
             let mut stopped = false;
+            // The scan touches every page: the pages behind it are released
+            // from this process as it goes (they stay in the page cache), so
+            // startup RSS never carries a whole chunk file, let alone the
+            // whole chunks_head/ directory. Queries fault in what they read.
+            let mut released = 0usize;
             let scan = scan_file_bytes(seq, bytes, &mut |m| {
+                let at = m.chunk_ref.offset() as usize;
+                if at >= released + RELEASE_STEP {
+                    let upto = at & !(RELEASE_STEP - 1);
+                    release_range(&map, released, upto - released);
+                    released = upto;
+                }
                 if !stopped && !f(m) {
                     stopped = true;
                 }
             });
-            // The scan touched every page; release them from this process
-            // (they stay in the page cache) so startup RSS does not carry
-            // the whole chunks_head/ directory. Queries fault in what they read.
-            #[cfg(unix)]
-            // SAFETY: a shared, read-only file mapping: MADV_DONTNEED only
-            // drops this process' page-table entries; later reads see the
-            // same file contents again.
-            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+            release_range(&map, 0, map.len());
             report.files_scanned += 1;
             report.chunks += scan.chunks;
             if stopped {
@@ -683,13 +706,7 @@ impl ChunkDiskMapper {
     pub fn release_pages(&self) {
         let state = self.state.read();
         for file in state.files.values() {
-            // SAFETY: a shared, read-only file mapping: MADV_DONTNEED only
-            // drops this process' page-table entries; later reads see the
-            // same file contents again.
-            let _ = unsafe {
-                file.map
-                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
-            };
+            release_range(&file.map, 0, file.map.len());
         }
     }
 
