@@ -21,6 +21,7 @@ pub mod error;
 pub mod head;
 pub mod head_chunks;
 pub mod postings;
+mod prefetch;
 pub mod querier;
 pub mod replay;
 pub mod replay_wbl;

@@ -63,6 +63,7 @@ use crate::head::registry::{hash_labels, SeriesEntry};
 use crate::head::series::{MemSeries, MmappedChunk};
 use crate::head::Head;
 use crate::head_chunks::ChunkDiskMapperRef;
+use crate::prefetch::{prefetch, prefetch_lines};
 use crate::replay_wbl::{attach_ooo_chunks, replay_wbl, WblReplayStats};
 
 mod buffers;
@@ -924,36 +925,22 @@ impl Worker<'_> {
 
 /// Prefetches what the appends of the runs after run `n` touch first, in
 /// three stages (each reads what the one before fetched): the series
-/// three runs on, the boxed histogram chunk of the one two runs on, and
-/// the chunk's tail, encoder state and spans of the next one. A histogram
-/// append otherwise waits on some twenty cache misses in turn when it
-/// starts on a series.
+/// three runs on, its boxed chunk two runs on, the chunk's tail and
+/// encoder state one run on. A histogram append otherwise waits on some
+/// twenty cache misses in turn when it starts on a series.
 fn prefetch_histogram_series(series: &[WorkerSeries], runs: &[(u32, u32, u32)], n: usize) {
-    let open = |k: usize| {
+    let ahead = |k: usize| {
         let &(slot, ..) = runs.get(n + k)?;
-        series.get(slot as usize)?.data().open.as_ref()
+        series.get(slot as usize)
     };
-    if let Some(ws) = runs.get(n + 3).and_then(|r| series.get(r.0 as usize)) {
-        let p = ws.data.as_ptr() as *const u8;
-        prefetch(p);
-        prefetch(p.wrapping_add(64));
-        prefetch(p.wrapping_add(128));
+    if let Some(ws) = ahead(3) {
+        prefetch_lines(ws.data.as_ptr(), 3);
     }
-    if let Some(c) = open(2) {
-        let p = c.chunk.boxed_address();
-        if !p.is_null() {
-            for line in 0..5 {
-                prefetch(p.wrapping_add(64 * line));
-            }
-        }
+    if let Some(ws) = ahead(2) {
+        ws.data().prefetch_far();
     }
-    if let Some(c) = open(1) {
-        for p in c.chunk.append_addresses() {
-            if !p.is_null() {
-                prefetch(p);
-                prefetch(p.wrapping_add(64));
-            }
-        }
+    if let Some(ws) = ahead(1) {
+        ws.data().prefetch_near();
     }
 }
 
@@ -1044,19 +1031,6 @@ fn run_worker(
         unsafe { ws.entry.data.force_unlock() };
     }
     res
-}
-
-/// Hints the CPU to load `p`'s cache line; never faults.
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it does not dereference `p` architecturally
-    // and cannot fault, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 // ---------------------------------------------------------------------------

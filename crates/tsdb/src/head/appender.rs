@@ -36,6 +36,7 @@ use super::series::{Appendable, MemSeries};
 use super::wbl::WblBatch;
 use super::Head;
 use crate::error::HeadError;
+use crate::prefetch::prefetch_lines;
 use crate::sample::SampleRef;
 use crate::symbols::{Resolver, SymbolTable};
 
@@ -456,7 +457,13 @@ impl<'h> HeadAppender<'h> {
             .iter()
             .map(|s| (s.series_ref, s.t, SampleRef::FloatHistogram(&s.h)))
             .zip(&b.float_histogram_series);
-        for ((series_ref, t, v), e) in integer.chain(float) {
+        let (ints, floats) = (&b.histogram_series, &b.float_histogram_series);
+        let entry = |k: usize| match k.checked_sub(ints.len()) {
+            None => ints.get(k),
+            Some(k) => floats.get(k),
+        };
+        for (i, ((series_ref, t, v), e)) in integer.chain(float).enumerate() {
+            prefetch_series_ahead(entry, i);
             self.commit_sample(series_ref, e, t, v, acc, wbl);
         }
     }
@@ -620,6 +627,26 @@ pub(super) fn encode_sample_records(
 }
 
 /// Moves the records that are not empty into `recs`, in order.
+/// Before the commit of sample `i` of a batch whose series are `entry(k)`:
+/// prefetches in stages what the next samples' appends touch first (each
+/// stage reads what the one before fetched): the series four samples on,
+/// its boxed chunk and newest value two on, its chunk's encoder state one
+/// on. Each sample of a remote-write request is for another series, and
+/// an append otherwise waits on its cache misses one after another. The
+/// series read ahead are only tried (never waited for) and released at
+/// once.
+fn prefetch_series_ahead<'a>(entry: impl Fn(usize) -> Option<&'a Arc<SeriesEntry>>, i: usize) {
+    if let Some(e) = entry(i + 4) {
+        prefetch_lines(e.data.data_ptr(), 3);
+    }
+    if let Some(d) = entry(i + 2).and_then(|e| e.data.try_lock()) {
+        d.prefetch_far();
+    }
+    if let Some(d) = entry(i + 1).and_then(|e| e.data.try_lock()) {
+        d.prefetch_near();
+    }
+}
+
 fn push_non_empty(recs: &mut Vec<Vec<u8>>, first: &mut Vec<u8>, second: &mut Vec<u8>) {
     for rec in [first, second] {
         if !rec.is_empty() {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::series::MemSeries;
+use crate::prefetch::prefetch;
 use crate::symbols::{Resolver, SymbolId, SymbolTable};
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -62,20 +63,6 @@ pub fn hash_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: impl Iterator<Item = (
         h.write_u8(0xff);
     }
     h.finish()
-}
-
-/// Asks the CPU to bring the cache line at `p` closer; a hint only.
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never
-    // dereferences its address (it cannot fault).
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Records series `r` under `hash` in a hash stripe.

@@ -19,6 +19,7 @@ use ferrite_chunkenc::{
 };
 use ferrite_model::{FloatHistogram, Histogram, SampleValue};
 
+use crate::prefetch::prefetch_lines;
 use crate::sample::SampleRef;
 use tracing::error;
 
@@ -311,6 +312,30 @@ impl MemSeries {
             return false;
         };
         self.finish_histogram_append(series_ref, t, outcome, opts, mapper)
+    }
+
+    /// Prefetches what an append to this series touches first beyond the
+    /// series itself and needs no pointer read from there: the boxed
+    /// open chunk (histogram kinds) and the newest value's arrays. The
+    /// first of two stages, when appending to many series in turn.
+    pub(crate) fn prefetch_far(&self) {
+        if let Some(c) = &self.open {
+            prefetch_lines(c.chunk.boxed_address(), 5);
+        }
+        if let SampleValue::Histogram(h) = &self.last {
+            prefetch_lines(h.positive_buckets.as_ptr(), 2);
+            prefetch_lines(h.positive_spans.as_ptr(), 1);
+        }
+    }
+
+    /// The second stage after [`Self::prefetch_far`]: the open chunk's
+    /// tail, header and encoder state, read through the boxed chunk.
+    pub(crate) fn prefetch_near(&self) {
+        if let Some(c) = &self.open {
+            for p in c.chunk.append_addresses() {
+                prefetch_lines(p, 2);
+            }
+        }
     }
 
     /// Keeps `v`, the newest appended sample, for the duplicate check.

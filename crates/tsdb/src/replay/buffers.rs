@@ -11,7 +11,7 @@ use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, HistogramError,
 use ferrite_wal::record::{RefFloatHistogramSample, RefHistogramSample, RefSample};
 use parking_lot::Mutex;
 
-use super::prefetch;
+use crate::prefetch::prefetch_lines;
 use crate::sample::SampleRef;
 
 /// Buffers a pool keeps at most; more are dropped when given back.
@@ -231,17 +231,13 @@ impl HistogramBatch {
     pub(super) fn prefetch(&self, k: usize, deep: bool) {
         let Some(e) = self.entries.get(k) else { return };
         if !deep {
-            prefetch((e as *const Entry).cast());
+            prefetch_lines(e as *const Entry, 2);
             return;
         }
         let buckets = self.buckets.as_ptr().wrapping_add(e.buckets_at as usize);
-        prefetch(buckets.cast());
-        prefetch(buckets.wrapping_add(8).cast());
-        let n = e.positive_buckets + e.negative_buckets;
-        if n > 16 {
-            prefetch(buckets.wrapping_add(16).cast());
-        }
-        prefetch(self.spans.as_ptr().wrapping_add(e.spans_at as usize).cast());
+        let n = (e.positive_buckets + e.negative_buckets) as usize;
+        prefetch_lines(buckets, (n * 8).div_ceil(64).clamp(1, 4));
+        prefetch_lines(self.spans.as_ptr().wrapping_add(e.spans_at as usize), 1);
     }
 
     /// Sample `k`'s ref, time and histogram, rebuilt in `scratch`.
