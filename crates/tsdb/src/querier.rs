@@ -472,7 +472,7 @@ impl<'h> HeadQuerier<'h> {
                 let unmapped = d.unmapped.as_deref().map_or(&[][..], Vec::as_slice);
                 self.closed_chunks(&d.mmapped, unmapped, &mut chunks);
                 if let Some(c) = &d.open {
-                    if c.chunk.num_samples() > 0 && c.maxt >= self.mint && c.mint <= self.maxt {
+                    if c.has_samples() && c.maxt >= self.mint && c.mint <= self.maxt {
                         let bytes = c.chunk.bytes().to_vec();
                         let source = ChunkSource::Memory(bytes, c.chunk.encoding() as u8);
                         chunks.push(ChunkHandle::of_head(source, c.mint, c.maxt));

@@ -68,7 +68,7 @@ pub fn persist_head_range(
                     .any(|c| c.maxt >= mint && c.mint <= last)
                 || d.open
                     .as_ref()
-                    .is_some_and(|c| c.chunk.num_samples() > 0 && c.maxt >= mint && c.mint <= last)
+                    .is_some_and(|c| c.has_samples() && c.maxt >= mint && c.mint <= last)
         };
         if in_range {
             entries.push((r, entry));
@@ -254,7 +254,7 @@ fn head_chunks_in_range(
         push(c.encoding as u8, &c.bytes, c.mint, c.maxt)?;
     }
     if let Some(c) = &d.open {
-        if c.chunk.num_samples() > 0 {
+        if c.has_samples() {
             push(c.chunk.encoding() as u8, c.chunk.bytes(), c.mint, c.maxt)?;
         }
     }

@@ -56,7 +56,18 @@ pub struct MmappedChunk {
 pub struct OpenChunk {
     pub chunk: HeadChunk,
     pub mint: i64,
+    /// The newest sample's time; `i64::MIN` while the chunk is empty (no
+    /// sample can have that time: appends need one after the newest).
     pub maxt: i64,
+}
+
+impl OpenChunk {
+    /// Whether the chunk holds a sample, known without reading the chunk
+    /// (a histogram chunk is boxed: that would be another cache miss on
+    /// every append's order check).
+    pub fn has_samples(&self) -> bool {
+        self.maxt != i64::MIN
+    }
 }
 
 /// A closed chunk kept in memory because writing it to `chunks_head/` failed.
@@ -135,7 +146,7 @@ impl MemSeries {
     /// Timestamp of the newest sample, `i64::MIN` if none.
     pub fn max_time(&self) -> i64 {
         if let Some(c) = &self.open {
-            if c.chunk.num_samples() > 0 {
+            if c.has_samples() {
                 return c.maxt;
             }
         }
@@ -157,7 +168,7 @@ impl MemSeries {
             return c.mint;
         }
         match &self.open {
-            Some(c) if c.chunk.num_samples() > 0 => c.mint,
+            Some(c) if c.has_samples() => c.mint,
             _ => i64::MAX,
         }
     }
@@ -532,17 +543,14 @@ impl MemSeries {
         if self
             .open
             .as_ref()
-            .is_some_and(|c| c.chunk.num_samples() > 0 && c.maxt < mint)
+            .is_some_and(|c| c.has_samples() && c.maxt < mint)
         {
             self.open = None;
         }
         !self.mmapped.is_empty()
             || self.unmapped.is_some()
             || self.has_ooo()
-            || self
-                .open
-                .as_ref()
-                .is_some_and(|c| c.chunk.num_samples() > 0)
+            || self.open.as_ref().is_some_and(|c| c.has_samples())
     }
 
     /// The oldest `chunks_head/` file holding one of the series' chunks,
