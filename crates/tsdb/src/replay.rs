@@ -13,7 +13,12 @@
 //!    order. It creates series (series must exist before their samples, and
 //!    label interning is shared state) and hands each shard its samples.
 //! 3. *Append workers* (one per core) each own a disjoint shard of the series
-//!    (by ref) and append without a lock per sample.
+//!    (by ref) and append without a lock per sample. The WAL is in scrape
+//!    order (each sample for another series), so a worker groups what it
+//!    appends by series: float batches that hold several samples a series,
+//!    and histogram samples, which it keeps (up to
+//!    `PENDING_HISTOGRAM_BYTES`) before appending them series by series,
+//!    prefetching the next series' chunk state.
 //!
 //! Ranges are decoded at most a few ahead of the applier, so memory stays
 //! bounded whatever the WAL's size; sample buffers are recycled.
