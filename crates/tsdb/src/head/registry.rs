@@ -145,16 +145,22 @@ impl SeriesRegistry {
             .map(|(i, &h)| (((h as usize) % HASH_STRIPES) as u32, i as u32))
             .collect();
         order.sort_unstable();
-        // Software pipeline: the entry of the set AHEAD places on is
-        // prefetched, then its labels HALF as far on, so that by the time a
-        // set is compared both are (likely) in cache.
+        // Two passes per stripe. First every set's hash table slot, in a
+        // tight loop whose probes are independent, so their cache misses
+        // overlap. Then the comparisons, software-pipelined: the entry of
+        // the set AHEAD places on is prefetched, then its labels HALF as
+        // far on, so that by the time a set is compared both are (likely)
+        // in cache.
         const AHEAD: usize = 6;
         const HALF: usize = 3;
         for group in order.chunk_by(|a, b| a.0 == b.0) {
             let hs = self.by_hash[group[0].0 as usize].read();
+            let slots: Vec<Option<&HashSlot>> = group
+                .iter()
+                .map(|&(_, i)| hs.get(&hashes[i as usize]))
+                .collect();
             let first = |k: usize| {
-                let &(_, i) = group.get(k)?;
-                let slot = hs.get(&hashes[i as usize])?;
+                let slot = (*slots.get(k)?)?;
                 slot.as_slice().first().map(|(_, e)| e)
             };
             symbols.with_resolver(|res| {
@@ -166,7 +172,7 @@ impl SeriesRegistry {
                         prefetch(e.labels.as_ptr());
                     }
                     let i = i as usize;
-                    out[i] = hs.get(&hashes[i]).and_then(|slot| {
+                    out[i] = slots[k].and_then(|slot| {
                         slot.as_slice()
                             .iter()
                             .find(|(_, e)| same(i, &e.labels, res))
