@@ -728,6 +728,34 @@ struct PendingHistograms {
     order: Vec<(u32, u32)>,
     /// `order` grouped by slot.
     grouped: Vec<(u32, u32)>,
+    /// Per slot, the flush its latest pending sample waits for: a slot
+    /// holds pending samples when its mark equals `flush`.
+    marks: Vec<u32>,
+    /// The number of the next flush (from 1, so unmarked slots are 0).
+    flush: u32,
+}
+
+impl PendingHistograms {
+    fn mark(&mut self, slot: u32) {
+        let slot = slot as usize;
+        if slot >= self.marks.len() {
+            self.marks.resize(slot + 1, 0);
+        }
+        self.marks[slot] = self.flush;
+    }
+
+    fn is_pending(&self, slot: u32) -> bool {
+        self.marks.get(slot as usize) == Some(&self.flush)
+    }
+
+    /// Starts the next flush's marks (all slots unmarked again).
+    fn next_flush(&mut self) {
+        self.flush = self.flush.wrapping_add(1);
+        if self.flush == 0 {
+            self.marks.fill(0);
+            self.flush = 1;
+        }
+    }
 }
 
 impl Worker<'_> {
@@ -763,7 +791,10 @@ impl Worker<'_> {
         for (k, series_ref) in batch.refs().enumerate() {
             match self.index.get(series_ref) {
                 NO_SLOT => self.res.unknown += 1,
-                slot => p.order.push((slot, (base + k) as u32)),
+                slot => {
+                    p.order.push((slot, (base + k) as u32));
+                    p.mark(slot);
+                }
             }
         }
         p.batch.append(&batch);
@@ -831,6 +862,7 @@ impl Worker<'_> {
         }
         p.order.clear();
         p.batch.recycle();
+        p.next_flush();
     }
 
     fn apply(&mut self, samples: &[RefSample]) {
@@ -840,6 +872,11 @@ impl Worker<'_> {
                 NO_SLOT => self.res.unknown += 1,
                 i => self.mine.push((i, s.t, s.v, s.series_ref)),
             }
+        }
+        // A series' floats come after its pending histograms (WAL order);
+        // floats of other series need not wait for them.
+        if self.mine.iter().any(|m| self.pending.is_pending(m.0)) {
+            self.flush_histograms();
         }
         // Each sample touches a different series (the WAL is in scrape
         // order), and waiting on those cache misses one at a time dominates
@@ -1002,7 +1039,10 @@ fn run_worker(
         grouped: Vec::new(),
         counts: Vec::new(),
         runs: Vec::new(),
-        pending: PendingHistograms::default(),
+        pending: PendingHistograms {
+            flush: 1,
+            ..PendingHistograms::default()
+        },
         res: WorkerResult {
             mint: i64::MAX,
             maxt: i64::MIN,
@@ -1013,8 +1053,6 @@ fn run_worker(
         match msg {
             Msg::Series(list) => w.add_series(list, &mut mmapped),
             Msg::Samples(samples) => {
-                // Float samples of a series come after its pending histograms.
-                w.flush_histograms();
                 w.apply(&samples);
                 pools.samples.give(samples);
             }

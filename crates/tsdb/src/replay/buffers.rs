@@ -341,41 +341,31 @@ pub(super) trait DecodedHistogram {
     fn push_into(&self, batch: &mut HistogramBatch);
 }
 
-impl DecodedHistogram for RefHistogramSample {
-    fn series_ref(&self) -> u64 {
-        self.series_ref
-    }
-    fn t(&self) -> i64 {
-        self.t
-    }
-    fn schema(&self) -> i32 {
-        self.h.schema
-    }
-    fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
-        self.h.reduce_reserved_schema()
-    }
-    fn push_into(&self, batch: &mut HistogramBatch) {
-        batch.push_integer(self.series_ref, self.t, &self.h);
-    }
+/// Both sample kinds have the same fields; only the batch's push differs.
+macro_rules! decoded_histogram {
+    ($sample:ty, $push:ident) => {
+        impl DecodedHistogram for $sample {
+            fn series_ref(&self) -> u64 {
+                self.series_ref
+            }
+            fn t(&self) -> i64 {
+                self.t
+            }
+            fn schema(&self) -> i32 {
+                self.h.schema
+            }
+            fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
+                self.h.reduce_reserved_schema()
+            }
+            fn push_into(&self, batch: &mut HistogramBatch) {
+                batch.$push(self.series_ref, self.t, &self.h);
+            }
+        }
+    };
 }
 
-impl DecodedHistogram for RefFloatHistogramSample {
-    fn series_ref(&self) -> u64 {
-        self.series_ref
-    }
-    fn t(&self) -> i64 {
-        self.t
-    }
-    fn schema(&self) -> i32 {
-        self.h.schema
-    }
-    fn reduce_reserved_schema(&mut self) -> Result<(), HistogramError> {
-        self.h.reduce_reserved_schema()
-    }
-    fn push_into(&self, batch: &mut HistogramBatch) {
-        batch.push_float(self.series_ref, self.t, &self.h);
-    }
-}
+decoded_histogram!(RefHistogramSample, push_integer);
+decoded_histogram!(RefFloatHistogramSample, push_float);
 
 #[cfg(test)]
 mod tests {
