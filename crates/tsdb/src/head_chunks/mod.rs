@@ -70,6 +70,7 @@ const RELEASE_STEP: usize = 8 * 1024 * 1024;
 /// Drops `len` bytes from `offset` of a chunk file's mapping from this
 /// process' resident memory (they stay in the page cache).
 fn release_range(map: &Mmap, offset: usize, len: usize) {
+    let len = len.min(map.len().saturating_sub(offset));
     if len == 0 {
         return;
     }
@@ -77,7 +78,8 @@ fn release_range(map: &Mmap, offset: usize, len: usize) {
     // SAFETY: a shared, read-only file mapping: MADV_DONTNEED only drops
     // this process' page-table entries; later reads see the same file
     // contents again. `offset` is page aligned (a multiple of
-    // `RELEASE_STEP`, or 0) and memmap2 checks the range.
+    // `RELEASE_STEP`, or 0) and the range is inside the map (clamped
+    // above), as madvise requires.
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
     #[cfg(not(unix))]
     let _ = (map, offset, len);
