@@ -30,9 +30,9 @@ use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Span};
 use crate::bstream::{BitGather, BitReader, BitWriter};
 use crate::histogram::{check_end, target_spans};
 use crate::histogram_meta::{
-    check_spans, counter_side_diff, gauge_side_diff, needs_reduction, reduce_resolution, remap,
-    AppendError, AppendOutcome, CounterResetHeader, Fault, HeaderLayout, Layout, LayoutView,
-    Rejection, SideDiff, HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
+    buf_addresses, check_spans, counter_side_diff, gauge_side_diff, needs_reduction,
+    reduce_resolution, remap, AppendError, AppendOutcome, CounterResetHeader, Fault, HeaderLayout,
+    Layout, LayoutView, Rejection, SideDiff, HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
 };
 use crate::st::{StDecoder, StEncoder};
 use crate::varbit::{read_varbit_int, write_varbit_int};
@@ -186,11 +186,10 @@ impl FloatHistogramChunk {
     /// prefetching when appending to many chunks in turn (WAL replay).
     pub fn append_addresses(&self) -> [*const u8; 6] {
         let s = &self.state;
+        let [tail, header] = buf_addresses(&self.buf);
         [
-            self.buf
-                .as_ptr()
-                .wrapping_add(self.buf.len().saturating_sub(1)),
-            self.buf.as_ptr(),
+            tail,
+            header,
             s.positive.as_ptr().cast(),
             s.positive.as_ptr().wrapping_add(4).cast(),
             s.layout.positive_spans.as_ptr().cast(),

@@ -70,9 +70,10 @@ use ferrite_model::{is_stale_nan, CounterResetHint, FloatHistogram, Histogram, S
 
 use crate::bstream::{BitGather, BitReader, BitWriter};
 use crate::histogram_meta::{
-    absolute, check_spans, counter_side_diff, gauge_side_diff, needs_reduction, reduce_resolution,
-    remap, to_deltas, union_spans, AppendError, AppendOutcome, CounterResetHeader, Fault,
-    HeaderLayout, Layout, LayoutView, Rejection, SideDiff, HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
+    absolute, buf_addresses, check_spans, counter_side_diff, gauge_side_diff, needs_reduction,
+    reduce_resolution, remap, to_deltas, union_spans, AppendError, AppendOutcome,
+    CounterResetHeader, Fault, HeaderLayout, Layout, LayoutView, Rejection, SideDiff,
+    HISTOGRAM_HEADER_LEN, INITIAL_CAPACITY,
 };
 use crate::st::{StDecoder, StEncoder};
 use crate::varbit::{read_varbit_int, read_varbit_uint, write_varbit_int, write_varbit_uint};
@@ -242,11 +243,10 @@ impl HistogramChunk {
     /// prefetching when appending to many chunks in turn (WAL replay).
     pub fn append_addresses(&self) -> [*const u8; 6] {
         let s = &self.state;
+        let [tail, header] = buf_addresses(&self.buf);
         [
-            self.buf
-                .as_ptr()
-                .wrapping_add(self.buf.len().saturating_sub(1)),
-            self.buf.as_ptr(),
+            tail,
+            header,
             s.positive.as_ptr().cast(),
             s.positive_change.as_ptr().cast(),
             s.layout.positive_spans.as_ptr().cast(),

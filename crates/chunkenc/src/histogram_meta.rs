@@ -356,6 +356,13 @@ pub(crate) fn check_spans(
 
 pub(crate) use crate::Fault;
 
+/// A chunk buffer's last byte (where an append writes next) and first
+/// (the header's sample count), for prefetching.
+pub(crate) fn buf_addresses(buf: &[u8]) -> [*const u8; 2] {
+    let start = buf.as_ptr();
+    [start.wrapping_add(buf.len().saturating_sub(1)), start]
+}
+
 /// The layout every sample of a chunk shares.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Layout {

@@ -291,15 +291,11 @@ impl Decoder<'_> {
     /// shards that stayed empty go back to their pool.
     fn flush(&mut self, out: &mut DecodedRange) {
         let (p, pools) = (&mut self.pending, self.pools);
-        if let Some(shards) = take_filled(&mut p.floats, &pools.samples, Vec::is_empty) {
+        if let Some(shards) = take_filled(&mut p.floats, &pools.samples) {
             out.events
                 .push(Event::Samples(shards, std::mem::take(&mut p.route)));
         }
-        if let Some(shards) = take_filled(
-            &mut p.histograms,
-            &pools.histograms,
-            HistogramBatch::is_empty,
-        ) {
+        if let Some(shards) = take_filled(&mut p.histograms, &pools.histograms) {
             out.events
                 .push(Event::Histograms(shards, std::mem::take(&mut p.route)));
         }
@@ -459,13 +455,9 @@ pub(crate) fn replayable_histogram(
 }
 
 /// The pending shards, unless all are empty (then given back to `pool`).
-fn take_filled<T: Recycle>(
-    shards: &mut Vec<T>,
-    pool: &Pool<T>,
-    is_empty: impl Fn(&T) -> bool,
-) -> Option<Vec<T>> {
+fn take_filled<T: Recycle>(shards: &mut Vec<T>, pool: &Pool<T>) -> Option<Vec<T>> {
     let shards = std::mem::take(shards);
-    if shards.iter().all(is_empty) {
+    if shards.iter().all(T::is_empty) {
         for b in shards {
             pool.give(b);
         }

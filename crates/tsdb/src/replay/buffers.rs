@@ -20,11 +20,15 @@ const POOL_CAP: usize = 64;
 /// A buffer that can be emptied for reuse, keeping its allocations.
 pub(super) trait Recycle: Default {
     fn recycle(&mut self);
+    fn is_empty(&self) -> bool;
 }
 
 impl Recycle for Vec<RefSample> {
     fn recycle(&mut self) {
         self.clear();
+    }
+    fn is_empty(&self) -> bool {
+        <[RefSample]>::is_empty(self)
     }
 }
 
@@ -99,6 +103,9 @@ impl Recycle for HistogramBatch {
         self.buckets.clear();
         self.custom.clear();
     }
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// Where one worker rebuilds a batch's histograms to append them.
@@ -111,10 +118,6 @@ pub(super) struct Scratch {
 impl HistogramBatch {
     pub(super) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Heap bytes in use (not capacity), for bounding what is pending.
@@ -147,7 +150,8 @@ impl HistogramBatch {
     }
 
     pub(super) fn push_integer(&mut self, series_ref: u64, t: i64, h: &Histogram) {
-        let mut e = self.entry(
+        let (count, zero_count) = (h.count, h.zero_count);
+        let e = self.entry(
             series_ref,
             t,
             h.schema,
@@ -155,18 +159,24 @@ impl HistogramBatch {
             h.sum,
             h.counter_reset_hint,
         );
-        (e.count, e.zero_count, e.float) = (h.count, h.zero_count, false);
-        (e.positive_buckets, e.negative_buckets) = (
-            h.positive_buckets.len() as u32,
-            h.negative_buckets.len() as u32,
+        let e = Entry {
+            count,
+            zero_count,
+            float: false,
+            ..e
+        };
+        let bits = |b: &i64| *b as u64;
+        let e = self.push_buckets(
+            e,
+            h.positive_buckets.iter().map(bits),
+            h.negative_buckets.iter().map(bits),
         );
-        let buckets = h.positive_buckets.iter().chain(&h.negative_buckets);
-        self.buckets.extend(buckets.map(|&b| b as u64));
         self.push_layout(e, &h.positive_spans, &h.negative_spans, &h.custom_values);
     }
 
     pub(super) fn push_float(&mut self, series_ref: u64, t: i64, h: &FloatHistogram) {
-        let mut e = self.entry(
+        let (count, zero_count) = (h.count.to_bits(), h.zero_count.to_bits());
+        let e = self.entry(
             series_ref,
             t,
             h.schema,
@@ -174,17 +184,24 @@ impl HistogramBatch {
             h.sum,
             h.counter_reset_hint,
         );
-        (e.count, e.zero_count, e.float) = (h.count.to_bits(), h.zero_count.to_bits(), true);
-        (e.positive_buckets, e.negative_buckets) = (
-            h.positive_buckets.len() as u32,
-            h.negative_buckets.len() as u32,
+        let e = Entry {
+            count,
+            zero_count,
+            float: true,
+            ..e
+        };
+        let bits = |b: &f64| b.to_bits();
+        let e = self.push_buckets(
+            e,
+            h.positive_buckets.iter().map(bits),
+            h.negative_buckets.iter().map(bits),
         );
-        let buckets = h.positive_buckets.iter().chain(&h.negative_buckets);
-        self.buckets.extend(buckets.map(|b| b.to_bits()));
         self.push_layout(e, &h.positive_spans, &h.negative_spans, &h.custom_values);
     }
 
-    /// An entry whose runs start at the arrays' ends.
+    /// An entry whose runs start at the arrays' ends; its counts and run
+    /// lengths are set by the caller, [`Self::push_buckets`] and
+    /// [`Self::push_layout`].
     fn entry(
         &self,
         series_ref: u64,
@@ -213,6 +230,19 @@ impl HistogramBatch {
             hint,
             float: false,
         }
+    }
+
+    /// Appends `e`'s buckets (as `u64` bits) and returns `e` with their
+    /// counts.
+    fn push_buckets(
+        &mut self,
+        mut e: Entry,
+        positive: impl ExactSizeIterator<Item = u64>,
+        negative: impl ExactSizeIterator<Item = u64>,
+    ) -> Entry {
+        (e.positive_buckets, e.negative_buckets) = (positive.len() as u32, negative.len() as u32);
+        self.buckets.extend(positive.chain(negative));
+        e
     }
 
     /// Adds `e` with its spans and custom bounds.
