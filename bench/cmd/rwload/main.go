@@ -14,6 +14,10 @@
 // (prompb.Histogram: exponential schema 3, 16 buckets in 2 spans, counter-like;
 // latency and size histograms of an HTTP/gRPC service, 50 per target) instead
 // of float samples; -batch then counts histogram samples.
+//
+// With -preencode-mb N (and -rounds) the whole load is encoded before the
+// first request, at most N MiB compressed (fewer rounds when more would not
+// fit), so the sender spends no CPU encoding while the server is measured.
 package main
 
 import (
@@ -39,6 +43,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 0, "wall time to send for after the warm-up rounds (0: until -rounds)")
 	flag.Int64Var(&cfg.Warmup, "warmup", 1, "rounds excluded from the rate and latencies")
 	flag.BoolVar(&cfg.Histograms, "histograms", false, "send integer native histograms instead of float samples")
+	preMB := flag.Int64("preencode-mb", 0, "encode the load before sending, at most this many MiB compressed (needs -rounds; 0: encode while sending)")
 	flag.Parse()
 	cfg.IntervalMs = interval.Milliseconds()
 	cfg.Log = os.Stderr
@@ -54,7 +59,17 @@ func main() {
 	} else {
 		cfg.StartMs = time.Now().Add(-48 * time.Hour).UnixMilli()
 	}
-	res, err := rw.Run(context.Background(), cfg)
+	var res rw.Result
+	var err error
+	if *preMB > 0 {
+		var load *rw.Load
+		if load, err = rw.Encode(cfg, *preMB<<20); err == nil {
+			fmt.Fprintf(os.Stderr, "rwload: pre-encoded %d rounds, %.0f MiB, in %.1fs\n", load.Rounds(), float64(load.Bytes())/(1<<20), load.EncodeSeconds())
+			res, err = load.Run(context.Background(), cfg)
+		}
+	} else {
+		res, err = rw.Run(context.Background(), cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rwload:", err)
 		os.Exit(2)

@@ -61,6 +61,7 @@ var (
 	flagIngDur   = flag.Duration("ingest-duration", 0, "ingest: measured wall time (default 60s, quick 8s)")
 	flagHistSer  = flag.Int("hist-series", 0, "hist-ingest: active native histogram series (default 50000, quick 2000)")
 	flagWarmup   = flag.Int64("warmup", 2, "ingest: rounds excluded from the rate (series creation)")
+	flagPreMB    = flag.Int64("preencode-mb", 3072, "ingest, hist-ingest: encode the load once before the runs, at most this many MiB compressed (0: encode while sending)")
 	flagMemSer   = flag.Int("mem-series", 0, "memory: active series (default 1000000, quick 100000)")
 	flagMemRnd   = flag.Int64("mem-rounds", 0, "memory: scrape rounds (default 4, quick 3)")
 	flagQTargets = flag.Int("query-targets", 0, "query: simulated targets of 50 series (default 20, quick 2)")
@@ -139,7 +140,7 @@ func main() {
 		}
 	}
 
-	b := &bench{tools: tools, scratch: scratch}
+	b := &bench{tools: tools, scratch: scratch, encoded: map[string]string{}}
 	started := time.Now()
 	if hasScenario("ingest") {
 		b.ingestR = b.ingest("ingest", *flagIngSer, false)
@@ -169,6 +170,7 @@ type bench struct {
 	scratch  string
 	ingestR  map[string]ingestRun
 	histR    map[string]ingestRun // hist-ingest
+	encoded  map[string]string    // scenario -> how its load was pre-encoded (for the report)
 	memR     map[string]memRun
 	queryR   map[string]map[string]queryRun // tool -> query name -> run
 	qList    []queryDef
@@ -230,13 +232,41 @@ func alignedStart(rounds int64) int64 {
 	return t - t%60000 + 7000
 }
 
-func (b *bench) load(s *server, cfg rw.Config) rw.Result {
-	cfg.URL = "http://" + s.addr + "/api/v1/write"
+// withSender completes cfg with the sender's settings.
+func withSender(cfg rw.Config) rw.Config {
 	cfg.Concurrency = *flagConc
 	cfg.BatchSize = *flagBatch
 	cfg.IntervalMs = intervalMs
 	cfg.Log = os.Stderr
-	res, err := rw.Run(context.Background(), cfg)
+	return cfg
+}
+
+// preencode encodes an ingest scenario's load once for every tool (nil
+// with -preencode-mb 0: each run encodes while it sends).
+func (b *bench) preencode(scenario string, cfg rw.Config) *rw.Load {
+	if *flagPreMB <= 0 {
+		return nil
+	}
+	load, err := rw.Encode(withSender(cfg), *flagPreMB<<20)
+	must(err)
+	b.encoded[scenario] = fmt.Sprintf("%d rounds of %d series (%d samples), %.0f MiB of snappy-compressed requests, encoded in %.1fs before the runs",
+		load.Rounds(), cfg.Series, load.Rounds()*int64(cfg.Series), float64(load.Bytes())/(1<<20), load.EncodeSeconds())
+	logf("== %s: load pre-encoded: %s", scenario, b.encoded[scenario])
+	return load
+}
+
+// load sends cfg's load to s: the pre-encoded load when there is one,
+// else generated while sent.
+func (b *bench) load(s *server, cfg rw.Config, pre *rw.Load) rw.Result {
+	cfg = withSender(cfg)
+	cfg.URL = "http://" + s.addr + "/api/v1/write"
+	var res rw.Result
+	var err error
+	if pre != nil {
+		res, err = pre.Run(context.Background(), cfg)
+	} else {
+		res, err = rw.Run(context.Background(), cfg)
+	}
 	must(err)
 	if res.ErrorRequests > 0 {
 		b.fail("%s: %d of %d remote write requests failed (%d samples), first: %s", s.tool.name, res.ErrorRequests, res.Requests, res.ErrorSamples, res.FirstError)
@@ -319,6 +349,10 @@ func (b *bench) fail(format string, a ...any) {
 // histograms, see the package doc).
 func (b *bench) ingest(scenario string, series int, hist bool) map[string]ingestRun {
 	runs := map[string]ingestRun{}
+	// Sample time: up to 2 days of rounds before now-1h.
+	maxRounds := int64(48 * 3600 * 1000 / intervalMs)
+	cfg := rw.Config{Series: series, StartMs: alignedStart(maxRounds), Rounds: maxRounds, Warmup: *flagWarmup, Histograms: hist}
+	load := b.preencode(scenario, cfg)
 	for _, t := range b.tools {
 		if hist && t.name == "victoriametrics" {
 			logf("== %s, %s: skipped (no native histogram storage: converted into classic float series)", scenario, t.name)
@@ -326,13 +360,10 @@ func (b *bench) ingest(scenario string, series int, hist bool) map[string]ingest
 		}
 		logf("== %s, %s: %d series, %v after %d warm-up rounds", scenario, t.name, series, *flagIngDur, *flagWarmup)
 		s := start(t, b.scratch)
-		// Sample time: up to 2 days of rounds before now-1h.
-		maxRounds := int64(48 * 3600 * 1000 / intervalMs)
-		cfg := rw.Config{Series: series, StartMs: alignedStart(maxRounds), Rounds: maxRounds, Warmup: *flagWarmup, Histograms: hist}
+		cfg.Duration = *flagIngDur
 		// The duration counts from the end of the warm-up rounds.
 		cpu0, self0 := s.cpuS(), selfCPUS()
-		cfg.Duration = *flagIngDur
-		res := b.load(s, cfg)
+		res := b.load(s, cfg, load)
 		cpu := s.cpuS() - cpu0
 		selfCPU := selfCPUS() - self0
 		rss, hwm := s.memMB()
@@ -360,7 +391,7 @@ func (b *bench) memory() {
 		s := start(t, b.scratch)
 		cfg := rw.Config{Series: *flagMemSer, StartMs: alignedStart(*flagMemRnd), Rounds: *flagMemRnd}
 		t0 := time.Now()
-		res := b.load(s, cfg)
+		res := b.load(s, cfg, nil)
 		ingS := time.Since(t0).Seconds()
 		s.flush()
 		idle := s.waitIdle(30 * time.Second)
@@ -394,7 +425,7 @@ func (b *bench) queries() {
 		logf("== query, %s: loading %d series x %d days (%d samples)", t.name, series, *flagQDays, int64(series)*rounds)
 		s := start(t, b.scratch)
 		t0 := time.Now()
-		res := b.load(s, rw.Config{Series: series, StartMs: startMs, Rounds: rounds})
+		res := b.load(s, rw.Config{Series: series, StartMs: startMs, Rounds: rounds}, nil)
 		loadS := time.Since(t0).Seconds()
 		b.verify("query", s, res, int64(series))
 		idle := s.waitIdle(2 * time.Minute)
@@ -452,12 +483,14 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 	if b.ingestR != nil {
 		fmt.Println()
 		fmt.Printf("### Sustained ingest: %d active series, %v measured after %d warm-up rounds, %d shards x %d samples/request\n\n", *flagIngSer, *flagIngDur, *flagWarmup, *flagConc, *flagBatch)
+		b.loadNote("ingest")
 		b.ingestTable(b.ingestR, false)
 	}
 	if b.histR != nil {
 		fmt.Println()
 		fmt.Printf("### Sustained native histogram ingest: %d active series of integer native histograms (schema 3, 16 buckets in 2 spans), %v measured after %d warm-up rounds, %d shards x %d histograms/request\n\n", *flagHistSer, *flagIngDur, *flagWarmup, *flagConc, *flagBatch)
 		fmt.Printf("VictoriaMetrics is left out: v1.151.0 converts native histograms received by remote write into classic `_count`/`_sum`/`_bucket{vmrange}` float series and stores no native histograms.\n\n")
+		b.loadNote("hist-ingest")
 		b.ingestTable(b.histR, true)
 	}
 	if b.memR != nil {
@@ -573,13 +606,31 @@ func (b *bench) report(cmdline, memNote string, took time.Duration) {
 		"VmRSS/VmHWM: /proc/PID/status of the server process (HWM = peak RSS since start). MB = 2^20 bytes. " +
 		"Ratios: throughput tool/Prometheus; memory and latency Prometheus/tool (higher is better for the tool). " +
 		"Query latency: wall time of the HTTP request through decoding the JSON body, loopback, one client. " +
-		"Each tool ran alone on a fresh data dir; the load generator shares the machine with the server. VictoriaMetrics ran with its result cache disabled (-search.disableCache).")
+		"Each tool ran alone on a fresh data dir; the load generator (the sender, and the encoder unless the load was pre-encoded) shares the machine with the server. VictoriaMetrics ran with its result cache disabled (-search.disableCache).")
 	if b.histR != nil {
 		fmt.Println("Native histogram ingest: one integer native histogram (prompb.Histogram with 16 bucket deltas in 2 spans, a zero bucket, count and sum) per series per round instead of a float sample; -batch histograms per request; " +
 			"the data check counts histogram samples with count_over_time, which counts them in both servers.")
 	}
 	fmt.Printf("Machine: %d CPUs (GOMAXPROCS %d), %.0f GiB RAM, %s/%s, %s; total %s.\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotalGiB(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
 	fmt.Printf("Command: `%s`\n", cmdline)
+}
+
+// loadNote says how a scenario's load was generated, and which runs sent
+// all of a pre-encoded load before the duration ran out.
+func (b *bench) loadNote(scenario string) {
+	note, ok := b.encoded[scenario]
+	if !ok {
+		fmt.Printf("Load encoded while sent, by the benchmark process on the same machine.\n\n")
+		return
+	}
+	fmt.Printf("Pre-encoded load, the same bytes to every server: %s.", note)
+	runs := map[string]map[string]ingestRun{"ingest": b.ingestR, "hist-ingest": b.histR}[scenario]
+	for _, t := range b.tools {
+		if r, ok := runs[t.name]; ok && r.res.Exhausted {
+			fmt.Printf(" %s sent all of it before the duration ran out: measured over %.1fs.", t.title, r.res.MeasuredS)
+		}
+	}
+	fmt.Printf("\n\n")
 }
 
 // ingestTable prints the ingest runs as a markdown table; for histograms

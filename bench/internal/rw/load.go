@@ -9,9 +9,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/golang/snappy"
-	"github.com/prometheus/prometheus/prompb"
 )
 
 // Config describes one load run.
@@ -29,6 +26,29 @@ type Config struct {
 	Timeout     time.Duration // per request (0: 60s)
 	Log         io.Writer     // progress lines (nil: none)
 	Histograms  bool          // send integer native histograms (histograms.go) instead of float samples
+}
+
+// withDefaults checks cfg and fills its zero fields.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Series <= 0 || cfg.BatchSize <= 0 {
+		return cfg, fmt.Errorf("series and batch size must be positive")
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Concurrency > cfg.Series {
+		cfg.Concurrency = cfg.Series
+	}
+	if cfg.IntervalMs <= 0 {
+		cfg.IntervalMs = 15000
+	}
+	if cfg.MaxLag <= 0 {
+		cfg.MaxLag = 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	return cfg, nil
 }
 
 // Result is what a run measured.
@@ -54,6 +74,38 @@ type Result struct {
 	LatP90Ms        float64 `json:"lat_p90_ms"`
 	LatP99Ms        float64 `json:"lat_p99_ms"`
 	LatMaxMs        float64 `json:"lat_max_ms"`
+	// A pre-encoded load (Encode): the rounds it holds, their compressed
+	// size, and whether every round was sent before the duration ran out
+	// (then the window ends with the last request).
+	EncodedRounds int64 `json:"encoded_rounds,omitempty"`
+	EncodedBytes  int64 `json:"encoded_bytes,omitempty"`
+	Exhausted     bool  `json:"exhausted,omitempty"`
+}
+
+// Run generates the load while it sends it: each shard encodes a request,
+// sends it, waits for the answer, encodes the next.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	if cfg.Rounds <= 0 && cfg.Duration <= 0 {
+		return Result{}, fmt.Errorf("need a round count or a duration")
+	}
+	d := newDriver(ctx, cfg)
+	defer d.cancel()
+	instances := instancesFor(cfg.Series)
+	d.runShards(func(j int) {
+		enc := newShardEncoder(&cfg, j, instances)
+		send := func(rq request) bool { return d.send(j, rq) }
+		for r := int64(0); cfg.Rounds <= 0 || r < cfg.Rounds; r++ {
+			if !d.waitTurn(r) || !enc.round(r, cfg.Rounds > 0 && r == cfg.Rounds-1, send) {
+				return
+			}
+			d.roundDone(j, r+1)
+		}
+	})
+	return d.result(), nil
 }
 
 type reqStat struct {
@@ -63,261 +115,188 @@ type reqStat struct {
 	ok      bool
 }
 
-// Run sends the load and returns what was accepted.
-func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Series <= 0 || cfg.BatchSize <= 0 {
-		return Result{}, fmt.Errorf("series and batch size must be positive")
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 1
-	}
-	if cfg.Concurrency > cfg.Series {
-		cfg.Concurrency = cfg.Series
-	}
-	if cfg.IntervalMs <= 0 {
-		cfg.IntervalMs = 15000
-	}
-	if cfg.MaxLag <= 0 {
-		cfg.MaxLag = 20
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 60 * time.Second
-	}
-	if cfg.Rounds <= 0 && cfg.Duration <= 0 {
-		return Result{}, fmt.Errorf("need a round count or a duration")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	instances := make([]string, cfg.Series/SeriesPerTarget+1)
-	for i := range instances {
-		instances[i] = Instance(i)
-	}
-	labelsFn := Labels
-	if cfg.Histograms {
-		labelsFn = HistLabels
-	}
-	client := &http.Client{
-		Timeout:   cfg.Timeout,
-		Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency, DisableCompression: true},
-	}
+// driver sends the shards' requests and keeps the books of a run: rounds
+// completed per shard (no shard runs more than MaxLag rounds ahead), the
+// end of the warm-up, the duration, and every request's outcome.
+type driver struct {
+	cfg    Config
+	client *http.Client
+	cancel context.CancelFunc
+	stop   chan struct{} // closed when the run stops
 
-	// Round bookkeeping: done[j] = rounds shard j completed.
-	var mu sync.Mutex
-	cond := sync.NewCond(&mu)
-	done := make([]int64, cfg.Concurrency)
-	minDone := func() int64 {
-		m := done[0]
-		for _, d := range done[1:] {
-			m = min(m, d)
-		}
-		return m
+	mu      sync.Mutex
+	cond    *sync.Cond
+	done    []int64   // rounds shard j completed
+	warmEnd time.Time // when every shard finished the warm-up rounds
+	start   time.Time
+	lastLog time.Time // shard 0's last progress line
+
+	// Per shard, written only by the shard.
+	stats    [][]reqStat
+	firstErr []string
+	maxTs    []int64
+}
+
+func newDriver(ctx context.Context, cfg Config) *driver {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &driver{
+		cfg:    cfg,
+		cancel: cancel,
+		stop:   make(chan struct{}),
+		client: &http.Client{
+			Timeout:   cfg.Timeout,
+			Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency, DisableCompression: true},
+		},
+		done:     make([]int64, cfg.Concurrency),
+		stats:    make([][]reqStat, cfg.Concurrency),
+		firstErr: make([]string, cfg.Concurrency),
+		maxTs:    make([]int64, cfg.Concurrency),
+		start:    time.Now(),
 	}
-	var warmEnd time.Time // when every shard finished the warm-up rounds
-	start := time.Now()
+	d.lastLog = d.start
+	d.cond = sync.NewCond(&d.mu)
 	if cfg.Warmup <= 0 {
-		warmEnd = start
+		d.warmEnd = d.start
 	}
 	if cfg.Duration > 0 {
-		// The duration counts from the end of the warm-up.
-		go func() {
-			for ctx.Err() == nil {
-				mu.Lock()
-				we := warmEnd
-				mu.Unlock()
-				if !we.IsZero() && time.Since(we) >= cfg.Duration {
-					cancel()
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		}()
+		go d.stopAfterDuration(ctx)
 	}
-	stop := make(chan struct{})
 	go func() {
 		<-ctx.Done()
-		mu.Lock()
-		close(stop)
-		cond.Broadcast()
-		mu.Unlock()
+		d.mu.Lock()
+		close(d.stop)
+		d.cond.Broadcast()
+		d.mu.Unlock()
 	}()
-	stopped := func() bool {
-		select {
-		case <-stop:
-			return true
-		default:
-			return false
-		}
-	}
+	return d
+}
 
-	stats := make([][]reqStat, cfg.Concurrency)
-	firstErr := make([]string, cfg.Concurrency)
-	maxTs := make([]int64, cfg.Concurrency)
+// stopAfterDuration cancels the run Duration after the warm-up ended.
+func (d *driver) stopAfterDuration(ctx context.Context) {
+	for ctx.Err() == nil {
+		d.mu.Lock()
+		we := d.warmEnd
+		d.mu.Unlock()
+		if !we.IsZero() && time.Since(we) >= d.cfg.Duration {
+			d.cancel()
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (d *driver) stopped() bool {
+	select {
+	case <-d.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// minDone is the number of rounds every shard completed; d.mu held.
+func (d *driver) minDone() int64 {
+	m := d.done[0]
+	for _, n := range d.done[1:] {
+		m = min(m, n)
+	}
+	return m
+}
+
+// runShards runs shard(j) for every shard in parallel and waits for them.
+func (d *driver) runShards(shard func(j int)) {
 	var wg sync.WaitGroup
-	for j := 0; j < cfg.Concurrency; j++ {
+	for j := 0; j < d.cfg.Concurrency; j++ {
 		wg.Add(1)
 		go func(j int) {
 			defer wg.Done()
-			var mine []int
-			for s := j; s < cfg.Series; s += cfg.Concurrency {
-				mine = append(mine, s)
-			}
-			prev := make([]float64, len(mine))
-			pos := make([]int32, len(mine)) // index of series i in the batch, -1: absent
-			for i := range pos {
-				pos[i] = -1
-			}
-			var (
-				req      prompb.WriteRequest
-				nSamples int
-				touched  []int
-				lblBufs  [][]prompb.Label
-				raw      []byte
-				comp     []byte
-				pending  int64 = -1 // newest ts in the batch
-				lastLog        = time.Now()
-			)
-			flush := func() bool {
-				if nSamples == 0 {
-					return true
-				}
-				size := req.Size()
-				if cap(raw) < size {
-					raw = make([]byte, size)
-				}
-				raw = raw[:size]
-				n, err := req.MarshalToSizedBuffer(raw)
-				if err != nil {
-					panic(err)
-				}
-				comp = snappy.Encode(comp[:cap(comp)], raw[size-n:])
-				hr, _ := http.NewRequest(http.MethodPost, cfg.URL, bytes.NewReader(comp))
-				hr.Header.Set("Content-Encoding", "snappy")
-				hr.Header.Set("Content-Type", "application/x-protobuf")
-				hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-				hr.Header.Set("User-Agent", "ferrite-rwload")
-				t0 := time.Now()
-				resp, err := client.Do(hr)
-				ok := false
-				if err == nil {
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					ok = resp.StatusCode/100 == 2
-					if !ok && firstErr[j] == "" {
-						firstErr[j] = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body[:min(len(body), 300)]))
-					}
-				} else if firstErr[j] == "" {
-					firstErr[j] = err.Error()
-				}
-				now := time.Now()
-				stats[j] = append(stats[j], reqStat{done: now, lat: now.Sub(t0), samples: nSamples, ok: ok})
-				if ok {
-					maxTs[j] = max(maxTs[j], pending)
-				}
-				for _, i := range touched {
-					pos[i] = -1
-				}
-				touched = touched[:0]
-				req.Timeseries = req.Timeseries[:0]
-				nSamples = 0
-				return !stopped()
-			}
-			for r := int64(0); cfg.Rounds <= 0 || r < cfg.Rounds; r++ {
-				mu.Lock()
-				for !stopped() && r-minDone() > cfg.MaxLag {
-					cond.Wait()
-				}
-				mu.Unlock()
-				if stopped() {
-					return
-				}
-				ts := cfg.StartMs + r*cfg.IntervalMs
-				for i, s := range mine {
-					if pos[i] < 0 {
-						k := len(req.Timeseries)
-						if k < cap(req.Timeseries) {
-							req.Timeseries = req.Timeseries[:k+1]
-						} else {
-							req.Timeseries = append(req.Timeseries, prompb.TimeSeries{})
-						}
-						if k >= len(lblBufs) {
-							lblBufs = append(lblBufs, nil)
-						}
-						lblBufs[k] = labelsFn(lblBufs[k], s, instances)
-						req.Timeseries[k].Labels = lblBufs[k]
-						req.Timeseries[k].Samples = req.Timeseries[k].Samples[:0]
-						req.Timeseries[k].Histograms = req.Timeseries[k].Histograms[:0]
-						pos[i] = int32(k)
-						touched = append(touched, i)
-					}
-					t := &req.Timeseries[pos[i]]
-					if cfg.Histograms {
-						k := len(t.Histograms)
-						if k < cap(t.Histograms) {
-							t.Histograms = t.Histograms[:k+1]
-						} else {
-							t.Histograms = append(t.Histograms, prompb.Histogram{})
-						}
-						FillHistogram(&t.Histograms[k], s, r, ts)
-					} else {
-						v := Value(s, r, prev[i])
-						prev[i] = v
-						t.Samples = append(t.Samples, prompb.Sample{Value: v, Timestamp: ts})
-					}
-					nSamples++
-					pending = ts
-					if nSamples >= cfg.BatchSize && !flush() {
-						return
-					}
-				}
-				if cfg.Rounds > 0 && r == cfg.Rounds-1 && !flush() {
-					return
-				}
-				// A batch may span rounds only while the shard has fewer
-				// series than a batch; otherwise send what the round left.
-				if len(mine) >= cfg.BatchSize && !flush() {
-					return
-				}
-				mu.Lock()
-				done[j] = r + 1
-				if cfg.Warmup > 0 && warmEnd.IsZero() && minDone() >= cfg.Warmup {
-					warmEnd = time.Now()
-				}
-				cond.Broadcast()
-				mu.Unlock()
-				if cfg.Log != nil && j == 0 && time.Since(lastLog) > 10*time.Second {
-					lastLog = time.Now()
-					fmt.Fprintf(cfg.Log, "  rwload: round %d of %d (%.0fs)\n", r+1, cfg.Rounds, time.Since(start).Seconds())
-				}
-			}
-			// Round-bounded and the last round sent: fully done.
-			mu.Lock()
-			done[j] = cfg.Rounds
-			cond.Broadcast()
-			mu.Unlock()
+			shard(j)
 		}(j)
 	}
 	wg.Wait()
-	end := time.Now()
+}
 
-	res := Result{Series: cfg.Series, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, Histograms: cfg.Histograms, MinTs: cfg.StartMs, WallS: end.Sub(start).Seconds()}
-	mu.Lock()
-	res.MinRound = minDone()
-	for _, d := range done {
-		res.MaxRound = max(res.MaxRound, d)
+// waitTurn waits until shard may start round r (at most MaxLag rounds
+// ahead of the slowest shard); false when the run stopped.
+func (d *driver) waitTurn(r int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for !d.stopped() && r-d.minDone() > d.cfg.MaxLag {
+		d.cond.Wait()
 	}
-	we := warmEnd
-	mu.Unlock()
-	for _, e := range firstErr {
+	return !d.stopped()
+}
+
+// roundDone records that shard j completed its first rounds rounds.
+func (d *driver) roundDone(j int, rounds int64) {
+	d.mu.Lock()
+	d.done[j] = rounds
+	if d.cfg.Warmup > 0 && d.warmEnd.IsZero() && d.minDone() >= d.cfg.Warmup {
+		d.warmEnd = time.Now()
+	}
+	d.cond.Broadcast()
+	d.mu.Unlock()
+	if d.cfg.Log != nil && j == 0 && time.Since(d.lastLog) > 10*time.Second {
+		d.lastLog = time.Now()
+		fmt.Fprintf(d.cfg.Log, "  rwload: round %d (%.0fs)\n", rounds, time.Since(d.start).Seconds())
+	}
+}
+
+// send posts shard j's request and records its outcome; false when the
+// run stopped.
+func (d *driver) send(j int, rq request) bool {
+	hr, err := http.NewRequest(http.MethodPost, d.cfg.URL, bytes.NewReader(rq.body))
+	if err != nil {
+		panic(err) // the URL was checked by the first request's caller
+	}
+	hr.Header.Set("Content-Encoding", "snappy")
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	hr.Header.Set("User-Agent", "ferrite-rwload")
+	t0 := time.Now()
+	resp, err := d.client.Do(hr)
+	ok := false
+	if err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ok = resp.StatusCode/100 == 2
+		if !ok && d.firstErr[j] == "" {
+			d.firstErr[j] = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body[:min(len(body), 300)]))
+		}
+	} else if d.firstErr[j] == "" {
+		d.firstErr[j] = err.Error()
+	}
+	now := time.Now()
+	d.stats[j] = append(d.stats[j], reqStat{done: now, lat: now.Sub(t0), samples: rq.samples, ok: ok})
+	if ok {
+		d.maxTs[j] = max(d.maxTs[j], rq.newest)
+	}
+	return !d.stopped()
+}
+
+// result sums up the run; called after runShards returned.
+func (d *driver) result() Result {
+	end := time.Now()
+	cfg := d.cfg
+	res := Result{Series: cfg.Series, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize, Histograms: cfg.Histograms, MinTs: cfg.StartMs, WallS: end.Sub(d.start).Seconds()}
+	d.mu.Lock()
+	res.MinRound = d.minDone()
+	for _, n := range d.done {
+		res.MaxRound = max(res.MaxRound, n)
+	}
+	we := d.warmEnd
+	d.mu.Unlock()
+	for _, e := range d.firstErr {
 		if e != "" {
 			res.FirstError = e
 			break
 		}
 	}
-	for _, t := range maxTs {
+	for _, t := range d.maxTs {
 		res.MaxTs = max(res.MaxTs, t)
 	}
 	var lats []time.Duration
-	for _, ss := range stats {
+	for _, ss := range d.stats {
 		for _, s := range ss {
 			res.Requests++
 			if s.ok {
@@ -351,5 +330,5 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if len(lats) > 0 {
 		res.LatMaxMs = float64(lats[len(lats)-1]) / 1e6
 	}
-	return res, nil
+	return res
 }
