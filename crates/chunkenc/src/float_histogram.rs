@@ -52,6 +52,27 @@ struct State {
     negative: Vec<XorField>,
 }
 
+impl State {
+    /// The state of an empty chunk, keeping the vectors' allocations.
+    fn reset(&mut self) {
+        let State {
+            mut layout,
+            mut positive,
+            mut negative,
+            ..
+        } = std::mem::take(self);
+        layout.clear();
+        positive.clear();
+        negative.clear();
+        *self = State {
+            layout,
+            positive,
+            negative,
+            ..State::default()
+        };
+    }
+}
+
 /// The values of a sample to write.
 #[derive(Clone, Copy)]
 struct Sample<'a> {
@@ -127,6 +148,18 @@ impl FloatHistogramChunk {
             state: State::default(),
             st: layout.new_st_encoder(),
         }
+    }
+
+    /// Empties the chunk for reuse, as a new chunk of its encoding but
+    /// keeping its allocations (as [`crate::HistogramChunk::reset`]).
+    pub fn reset(&mut self) {
+        let layout = self.header_layout();
+        self.buf.clear();
+        self.buf.extend_from_slice(&[0; HISTOGRAM_HEADER_LEN]);
+        self.free_bits = 0;
+        self.count = 0;
+        self.state.reset();
+        self.st = layout.new_st_encoder();
     }
 
     /// Which header this chunk has.

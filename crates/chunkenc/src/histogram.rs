@@ -101,6 +101,37 @@ struct State {
     negative_change: Vec<i64>,
 }
 
+impl State {
+    /// The state of an empty chunk, keeping the vectors' allocations.
+    fn reset(&mut self) {
+        let State {
+            mut layout,
+            mut positive,
+            mut negative,
+            mut positive_change,
+            mut negative_change,
+            ..
+        } = std::mem::take(self);
+        layout.clear();
+        for v in [
+            &mut positive,
+            &mut negative,
+            &mut positive_change,
+            &mut negative_change,
+        ] {
+            v.clear();
+        }
+        *self = State {
+            layout,
+            positive,
+            negative,
+            positive_change,
+            negative_change,
+            ..State::default()
+        };
+    }
+}
+
 /// The values of a sample to write.
 #[derive(Clone, Copy)]
 struct Sample<'a> {
@@ -175,6 +206,19 @@ impl HistogramChunk {
             state: State::default(),
             st: layout.new_st_encoder(),
         }
+    }
+
+    /// Empties the chunk for reuse, as a new chunk of its encoding but
+    /// keeping its allocations (bytes and encoder state): the head cuts
+    /// chunk after chunk of similar size and layout for a series.
+    pub fn reset(&mut self) {
+        let layout = self.header_layout();
+        self.buf.clear();
+        self.buf.extend_from_slice(&[0; HISTOGRAM_HEADER_LEN]);
+        self.free_bits = 0;
+        self.count = 0;
+        self.state.reset();
+        self.st = layout.new_st_encoder();
     }
 
     /// Which header this chunk has.

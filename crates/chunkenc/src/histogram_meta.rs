@@ -396,6 +396,15 @@ impl LayoutView<'_> {
 }
 
 impl Layout {
+    /// Empties the layout, keeping its vectors' allocations.
+    pub(crate) fn clear(&mut self) {
+        self.schema = 0;
+        self.zero_threshold = 0.0;
+        self.positive_spans.clear();
+        self.negative_spans.clear();
+        self.custom_values.clear();
+    }
+
     /// The layout as a view.
     pub(crate) fn view(&self) -> LayoutView<'_> {
         LayoutView {

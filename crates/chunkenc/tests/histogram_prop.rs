@@ -1,7 +1,8 @@
 //! Property tests of the histogram chunks: random sequences of valid
 //! histograms (counters and gauges, growing and shrinking bucket sets,
 //! resets, schema changes, stale markers) survive append and iteration;
-//! reopening a chunk anywhere and appending on gives the same bytes; and
+//! reopening a chunk anywhere and appending on gives the same bytes, as
+//! does a used chunk reset for reuse; and
 //! no input bytes make decoding panic. The start-timestamp encodings make
 //! the same decisions and decode to the same histograms as the plain ones,
 //! with every sample's start timestamp back.
@@ -350,6 +351,20 @@ fn check_int(seed: u64) {
     }
     let bytes = |cs: &[HistogramChunk]| cs.iter().map(|c| c.bytes().to_vec()).collect::<Vec<_>>();
     assert_eq!(bytes(&chunks2), bytes(&chunks));
+
+    // A used chunk, reset, encodes the rest as a new chunk does.
+    let mut reused = chunks2.pop().expect("a chunk");
+    reused.reset();
+    assert_eq!(reused.bytes(), HistogramChunk::new().bytes());
+    let mut from_reset = vec![reused];
+    for (t, m) in &seq[cut..] {
+        let h = m.as_ref().map_or_else(stale_int, Model::int);
+        let cur = from_reset.last_mut().expect("a chunk");
+        if let AppendOutcome::NewChunk(c) = cur.append(None, *t, &h).expect("valid") {
+            from_reset.push(c);
+        }
+    }
+    assert_eq!(bytes(&from_reset), bytes(&int_chunks(&seq[cut..])));
 }
 
 fn check_float(seed: u64) {
@@ -386,6 +401,22 @@ fn check_float(seed: u64) {
     let bytes =
         |cs: &[FloatHistogramChunk]| cs.iter().map(|c| c.bytes().to_vec()).collect::<Vec<_>>();
     assert_eq!(bytes(&chunks2), bytes(&chunks));
+
+    // A used chunk, reset, encodes the rest as a new chunk does.
+    let mut reused = chunks2.pop().expect("a chunk");
+    reused.reset();
+    assert_eq!(reused.bytes(), FloatHistogramChunk::new().bytes());
+    let mut from_reset = vec![reused];
+    for (t, m) in &seq[cut..] {
+        let h = m
+            .as_ref()
+            .map_or_else(|| stale_int().to_float(), Model::float);
+        let cur = from_reset.last_mut().expect("a chunk");
+        if let AppendOutcome::NewChunk(c) = cur.append(None, *t, &h).expect("valid") {
+            from_reset.push(c);
+        }
+    }
+    assert_eq!(bytes(&from_reset), bytes(&float_chunks(&seq[cut..])));
 }
 
 /// Start timestamps for `n` samples at `ts`, in a shape chosen by `seed`.

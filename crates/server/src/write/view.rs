@@ -77,6 +77,12 @@ impl<'a> Gathered<'a> {
                 g.histograms.truncate(h);
                 continue;
             }
+            if g.labels.capacity() == 0 {
+                // Series of one request mostly have as many labels.
+                let series = view.series_count().min(MAX_RESERVED_SERIES);
+                g.labels
+                    .reserve((kept.len().saturating_mul(series)).min(MAX_RESERVED_SAMPLES));
+            }
             let k = g.labels.len();
             g.labels.extend_from_slice(&kept);
             g.series.push(GatheredSeries {

@@ -97,6 +97,26 @@ enum SampleKind {
     CustomBucketsFloatHistogram,
 }
 
+impl SampleKind {
+    /// An integer histogram's kind.
+    fn histogram(custom_buckets: bool) -> Self {
+        if custom_buckets {
+            SampleKind::CustomBucketsHistogram
+        } else {
+            SampleKind::Histogram
+        }
+    }
+
+    /// A float histogram's kind.
+    fn float_histogram(custom_buckets: bool) -> Self {
+        if custom_buckets {
+            SampleKind::CustomBucketsFloatHistogram
+        } else {
+            SampleKind::FloatHistogram
+        }
+    }
+}
+
 /// Samples logged and applied together: floats first, then histograms,
 /// then float histograms.
 #[derive(Default)]
@@ -107,14 +127,60 @@ struct Batch {
     histogram_series: Vec<Arc<SeriesEntry>>,
     float_histograms: Vec<RefFloatHistogramSample>,
     float_histogram_series: Vec<Arc<SeriesEntry>>,
+    /// The one histogram kind of every histogram sample so far, while
+    /// `kinds` is not kept (a request of histograms of one kind never
+    /// needs it).
+    uniform: Option<SampleKind>,
     /// The histogram kind of each series with histograms in this batch
-    /// (floats are not recorded).
-    histogram_kinds: std::collections::HashMap<u64, SampleKind, foldhash::fast::RandomState>,
+    /// (floats are not recorded), kept from the first sample that needs
+    /// it: a float, or a histogram of another kind.
+    kinds: Option<std::collections::HashMap<u64, SampleKind, foldhash::fast::RandomState>>,
 }
 
 impl Batch {
     fn len(&self) -> usize {
         self.floats.len() + self.histograms.len() + self.float_histograms.len()
+    }
+
+    /// Whether a sample of `kind` for series `series_ref` may join the
+    /// batch: not when the series has histograms of another kind in it
+    /// (a float counts as another kind), so that the WAL's order of kinds
+    /// within a batch keeps the series' samples in order.
+    fn admits(&mut self, kind: SampleKind, series_ref: u64) -> bool {
+        if self.kinds.is_none() {
+            match (self.uniform, kind) {
+                (None, SampleKind::Float) => return true,
+                (None, k) => {
+                    self.uniform = Some(k);
+                    return true;
+                }
+                (Some(u), k) if u == k => return true,
+                (Some(_), _) => self.map_kinds(),
+            }
+        }
+        let kinds = self.kinds.get_or_insert_with(Default::default);
+        match (kinds.get(&series_ref).copied(), kind) {
+            (None, SampleKind::Float) => true,
+            (Some(p), k) if p == k => true,
+            (None, k) => {
+                kinds.insert(series_ref, k);
+                true
+            }
+            (Some(_), _) => false,
+        }
+    }
+
+    /// Records the kind of every series with histograms so far.
+    fn map_kinds(&mut self) {
+        let ints = self.histograms.iter().map(|s| {
+            let kind = SampleKind::histogram(s.h.uses_custom_buckets());
+            (s.series_ref, kind)
+        });
+        let floats = self.float_histograms.iter().map(|s| {
+            let kind = SampleKind::float_histogram(s.h.uses_custom_buckets());
+            (s.series_ref, kind)
+        });
+        self.kinds = Some(ints.chain(floats).collect());
     }
 }
 
@@ -151,31 +217,13 @@ impl<'h> HeadAppender<'h> {
     /// The batch a sample of `kind` for series `series_ref` goes to:
     /// the current one, or a new one when the series changes kind in it.
     fn batch_for(&mut self, kind: SampleKind, series_ref: u64) -> &mut Batch {
-        let new_batch = match self.batches.last_mut() {
-            None => true,
-            Some(b) => {
-                // A float batch without histograms: nothing to look up.
-                let prev = if b.histogram_kinds.is_empty() {
-                    None
-                } else {
-                    b.histogram_kinds.get(&series_ref).copied()
-                };
-                match (prev, kind) {
-                    (None, SampleKind::Float) => false,
-                    (Some(p), k) if p == k => false,
-                    (None, k) => {
-                        b.histogram_kinds.insert(series_ref, k);
-                        false
-                    }
-                    (Some(_), _) => true,
-                }
-            }
+        let admitted = match self.batches.last_mut() {
+            Some(b) => b.admits(kind, series_ref),
+            None => false,
         };
-        if new_batch {
+        if !admitted {
             let mut b = Batch::default();
-            if kind != SampleKind::Float {
-                b.histogram_kinds.insert(series_ref, kind);
-            }
+            b.admits(kind, series_ref);
             self.batches.push(b);
         }
         let last = self.batches.len() - 1;
@@ -626,7 +674,6 @@ pub(super) fn encode_sample_records(
     }
 }
 
-/// Moves the records that are not empty into `recs`, in order.
 /// Before the commit of sample `i` of a batch whose series are `entry(k)`:
 /// prefetches in stages what the next samples' appends touch first (each
 /// stage reads what the one before fetched): the series four samples on,
@@ -647,6 +694,7 @@ fn prefetch_series_ahead<'a>(entry: impl Fn(usize) -> Option<&'a Arc<SeriesEntry
     }
 }
 
+/// Moves the records that are not empty into `recs`, in order.
 fn push_non_empty(recs: &mut Vec<Vec<u8>>, first: &mut Vec<u8>, second: &mut Vec<u8>) {
     for rec in [first, second] {
         if !rec.is_empty() {

@@ -470,6 +470,14 @@ impl MemSeries {
                 c.reset();
                 (HeadChunk::Xor2(c), None)
             }
+            (Some(HeadChunk::Histogram(mut c)), ValueKind::Histogram) => {
+                c.reset();
+                (HeadChunk::Histogram(c), None)
+            }
+            (Some(HeadChunk::FloatHistogram(mut c)), ValueKind::FloatHistogram) => {
+                c.reset();
+                (HeadChunk::FloatHistogram(c), None)
+            }
             (_, ValueKind::Float) if xor2 => {
                 (HeadChunk::Xor2(ferrite_chunkenc::Xor2Chunk::new()), None)
             }

@@ -57,11 +57,7 @@ mod kinds {
         }
 
         fn kind(&self) -> SampleKind {
-            if self.uses_custom_buckets() {
-                SampleKind::CustomBucketsHistogram
-            } else {
-                SampleKind::Histogram
-            }
+            SampleKind::histogram(self.uses_custom_buckets())
         }
 
         fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
@@ -93,11 +89,7 @@ mod kinds {
         }
 
         fn kind(&self) -> SampleKind {
-            if self.uses_custom_buckets() {
-                SampleKind::CustomBucketsFloatHistogram
-            } else {
-                SampleKind::FloatHistogram
-            }
+            SampleKind::float_histogram(self.uses_custom_buckets())
         }
 
         fn appendable(&self, series: &MemSeries, t: i64) -> Appendable {
