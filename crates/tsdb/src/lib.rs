@@ -31,6 +31,6 @@ pub mod symbols;
 
 pub use db::{Db, DbOptions};
 pub use error::{DbError, HeadError, QueryError};
-pub use head::{AppendError, Head, HeadAppender, HeadOptions, HistogramRef};
+pub use head::{AppendError, Head, HeadAppender, HeadOptions, LentHistogram};
 pub use querier::{HeadQuerier, Querier, QuerySeries};
 pub use replay::ReplayStats;

@@ -6,7 +6,8 @@
 //! the known series are found in one batch lookup; then each series gets
 //! its float samples, then its histograms, as [`super::append`] appends a
 //! decoded request. Each histogram is read into one reused buffer
-//! ([`HistogramBuf`]) and copied into the appender's batch. A known
+//! ([`HistogramBuf`]) and lent to the appender, whose batch takes its
+//! contents and leaves a spent histogram to read the next one into. A known
 //! series' labels were checked when it was created; a new one's are
 //! checked as UTF-8 before anything is appended to it, and a series that
 //! fails is dropped, as 1.0 drops invalid series.
@@ -20,7 +21,7 @@ use ferrite_remote::{
     utf8_labels, DecodeOptions, HistogramBuf, HistogramKind, HistogramMessage, V1View,
 };
 use ferrite_tsdb::head::FoundSeries;
-use ferrite_tsdb::{Db, HeadAppender, HistogramRef};
+use ferrite_tsdb::{Db, HeadAppender, LentHistogram};
 
 use super::{log_refused, max_time_now, Answer, SampleError};
 use super::{MAX_RESERVED_SAMPLES, MAX_RESERVED_SERIES};
@@ -29,7 +30,7 @@ use super::{MAX_RESERVED_SAMPLES, MAX_RESERVED_SERIES};
 type RawPairs<'a> = [(&'a [u8], &'a [u8])];
 
 /// Whether the in-place path may take this view: its histograms, once
-/// copied into the appender, must fit the memory budget the general
+/// kept by the appender, must fit the memory budget the general
 /// decoder would give the body (beyond it, the general path answers).
 pub(super) fn within_budget(view: &V1View<'_>, raw_len: usize, opts: &DecodeOptions) -> bool {
     view.histogram_count() == 0
@@ -175,13 +176,13 @@ impl<'a> ViewAppender<'_, 'a> {
                 buf.int
                     .reduce_reserved_schema()
                     .map_err(SampleError::Histogram)?;
-                HistogramRef::Int(&buf.int)
+                LentHistogram::Int(&mut buf.int)
             }
             HistogramKind::Float => {
                 buf.float
                     .reduce_reserved_schema()
                     .map_err(SampleError::Histogram)?;
-                HistogramRef::Float(&buf.float)
+                LentHistogram::Float(&mut buf.float)
             }
         };
         match *target {

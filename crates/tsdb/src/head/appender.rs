@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 mod histogram;
 pub(in crate::head) mod pool;
 
-pub use histogram::HistogramRef;
+pub use histogram::LentHistogram;
 
 use super::registry::{hash_labels, SeriesEntry};
 use super::series::{Appendable, MemSeries};

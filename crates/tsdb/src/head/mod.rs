@@ -25,7 +25,7 @@ use std::sync::Arc;
 use ferrite_wal::{WalOptions, WalWriter};
 use parking_lot::{Mutex, RwLock};
 
-pub use appender::{AppendError, FoundSeries, HeadAppender, HistogramRef};
+pub use appender::{AppendError, FoundSeries, HeadAppender, LentHistogram};
 pub use cardinality::{CardinalityStat, CardinalityStats};
 pub(crate) use registry::SeriesRegistry;
 pub use series::ChunkOpts;

@@ -4,10 +4,11 @@
 //! (`headAppenderV2.Append`, which its receivers use): `Validate` first,
 //! then the head's bounds, then the series' labels (for a new series),
 //! then the series' verdict on it. It can be given owned (moved into the
-//! batch) or borrowed (cloned into it: a receiver reads each histogram of
-//! a request into one reused buffer), and its series by labels, by
-//! (name, value) pairs, as found by [`HeadAppender::find_existing`], or by
-//! ref — as float samples are.
+//! batch) or lent (a receiver reads each histogram of a request into one
+//! reused buffer: the batch takes its contents and leaves a spent
+//! histogram of the head's pool, vectors allocated, for the next read),
+//! and its series by labels, by (name, value) pairs, as found by
+//! [`HeadAppender::find_existing`], or by ref — as float samples are.
 
 use std::sync::Arc;
 
@@ -19,12 +20,14 @@ use super::{check_pairs, AppendError, Batch, FoundSeries, HeadAppender, SampleKi
 use crate::head::registry::SeriesEntry;
 use crate::head::series::{Appendable, MemSeries};
 
-/// A borrowed native histogram of either kind, for the appends that copy
-/// it into the batch.
-#[derive(Debug, Clone, Copy)]
-pub enum HistogramRef<'a> {
-    Int(&'a Histogram),
-    Float(&'a FloatHistogram),
+/// A native histogram of either kind lent to the appender: if the sample
+/// is kept, the batch takes its contents and leaves a spent histogram in
+/// its place (vectors allocated, contents unspecified: read the next one
+/// over it). A refused or duplicate sample is left as it was.
+#[derive(Debug)]
+pub enum LentHistogram<'a> {
+    Int(&'a mut Histogram),
+    Float(&'a mut FloatHistogram),
 }
 
 use kinds::BatchedHistogram;
@@ -43,8 +46,9 @@ mod kinds {
         fn appendable(&self, series: &MemSeries, t: i64) -> Appendable;
         /// Adds it to the batch.
         fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>);
-        /// A copy, in spent vectors when `spare` has some.
-        fn copy(&self, spare: &mut Spare) -> Self;
+        /// A spent histogram of `spare` (or a new one) to leave in the
+        /// place of a lent one.
+        fn spent(spare: &mut Spare) -> Self;
     }
 
     impl BatchedHistogram for Histogram {
@@ -64,8 +68,8 @@ mod kinds {
             series.appendable_histogram(t, self)
         }
 
-        fn copy(&self, spare: &mut Spare) -> Self {
-            spare.copy_int(self)
+        fn spent(spare: &mut Spare) -> Self {
+            spare.spent_int()
         }
 
         fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
@@ -96,8 +100,8 @@ mod kinds {
             series.appendable_float_histogram(t, self)
         }
 
-        fn copy(&self, spare: &mut Spare) -> Self {
-            spare.copy_float(self)
+        fn spent(spare: &mut Spare) -> Self {
+            spare.spent_float()
         }
 
         fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
@@ -112,28 +116,30 @@ mod kinds {
     }
 }
 
-/// A histogram given to the appender, owned or borrowed.
+/// A histogram given to the appender, owned or lent.
 enum Given<'a, H> {
     Owned(H),
-    Borrowed(&'a H),
+    Lent(&'a mut H),
 }
 
 impl<H: BatchedHistogram> Given<'_, H> {
     fn get(&self) -> &H {
         match self {
             Given::Owned(h) => h,
-            Given::Borrowed(h) => h,
+            Given::Lent(h) => h,
         }
     }
 
-    /// The histogram to keep: moved, or copied into the appender's spare
-    /// histograms (taken from the head's pool at the first copy).
+    /// The histogram to keep: moved, or taken from the lender, who gets a
+    /// spent one of the appender's spare histograms (taken from the head's
+    /// pool at the first one).
     fn into_owned(self, app: &mut HeadAppender<'_>) -> H {
         match self {
             Given::Owned(h) => h,
-            Given::Borrowed(h) => {
+            Given::Lent(h) => {
                 let head = app.head;
-                h.copy(app.spare.get_or_insert_with(|| head.histogram_pool.take()))
+                let spare = app.spare.get_or_insert_with(|| head.histogram_pool.take());
+                std::mem::replace(h, H::spent(spare))
             }
         }
     }
@@ -161,46 +167,45 @@ impl HeadAppender<'_> {
         self.append_labelled(labels, t, Given::Owned(h))
     }
 
-    /// Appends a copy of a histogram of either kind to the series of these
+    /// Appends a lent histogram of either kind to the series of these
     /// (name, value) pairs, sorted by name, creating it if needed (as
     /// [`HeadAppender::append_pairs`] does for floats).
     pub fn append_histogram_pairs(
         &mut self,
         pairs: &[(&str, &str)],
         t: i64,
-        h: HistogramRef<'_>,
+        h: LentHistogram<'_>,
     ) -> Result<u64, AppendError> {
         match h {
-            HistogramRef::Int(h) => self.append_pairs_any(pairs, t, h),
-            HistogramRef::Float(h) => self.append_pairs_any(pairs, t, h),
+            LentHistogram::Int(h) => self.append_pairs_any(pairs, t, h),
+            LentHistogram::Float(h) => self.append_pairs_any(pairs, t, h),
         }
     }
 
-    /// Appends a copy of a histogram of either kind to a series
+    /// Appends a lent histogram of either kind to a series
     /// [`HeadAppender::find_existing`] found.
     pub fn append_histogram_found(
         &mut self,
         s: &FoundSeries,
         t: i64,
-        h: HistogramRef<'_>,
+        h: LentHistogram<'_>,
     ) -> Result<u64, AppendError> {
         match h {
-            HistogramRef::Int(h) => self.append_found_any(s, t, h),
-            HistogramRef::Float(h) => self.append_found_any(s, t, h),
+            LentHistogram::Int(h) => self.append_found_any(s, t, h),
+            LentHistogram::Float(h) => self.append_found_any(s, t, h),
         }
     }
 
-    /// Appends a copy of a histogram of either kind to a series known by
-    /// ref.
+    /// Appends a lent histogram of either kind to a series known by ref.
     pub fn append_histogram_ref(
         &mut self,
         series_ref: u64,
         t: i64,
-        h: HistogramRef<'_>,
+        h: LentHistogram<'_>,
     ) -> Result<(), AppendError> {
         match h {
-            HistogramRef::Int(h) => self.append_ref_any(series_ref, t, h),
-            HistogramRef::Float(h) => self.append_ref_any(series_ref, t, h),
+            LentHistogram::Int(h) => self.append_ref_any(series_ref, t, h),
+            LentHistogram::Float(h) => self.append_ref_any(series_ref, t, h),
         }
     }
 
@@ -208,12 +213,12 @@ impl HeadAppender<'_> {
         &mut self,
         pairs: &[(&str, &str)],
         t: i64,
-        h: &H,
+        h: &mut H,
     ) -> Result<u64, AppendError> {
         self.check_histogram(t, h)?;
         check_pairs(pairs)?;
         let (series_ref, entry) = self.get_or_create(pairs.iter().copied(), pairs.len());
-        self.append_histogram_entry(series_ref, entry, t, Given::Borrowed(h))?;
+        self.append_histogram_entry(series_ref, entry, t, Given::Lent(h))?;
         Ok(series_ref)
     }
 
@@ -221,10 +226,10 @@ impl HeadAppender<'_> {
         &mut self,
         s: &FoundSeries,
         t: i64,
-        h: &H,
+        h: &mut H,
     ) -> Result<u64, AppendError> {
         self.check_histogram(t, h)?;
-        self.append_histogram_entry(s.series_ref, s.entry.clone(), t, Given::Borrowed(h))?;
+        self.append_histogram_entry(s.series_ref, s.entry.clone(), t, Given::Lent(h))?;
         Ok(s.series_ref)
     }
 
@@ -232,11 +237,11 @@ impl HeadAppender<'_> {
         &mut self,
         series_ref: u64,
         t: i64,
-        h: &H,
+        h: &mut H,
     ) -> Result<(), AppendError> {
         self.check_histogram(t, h)?;
         let entry = self.entry(series_ref)?;
-        self.append_histogram_entry(series_ref, entry, t, Given::Borrowed(h))
+        self.append_histogram_entry(series_ref, entry, t, Given::Lent(h))
     }
 
     fn append_labelled<H: BatchedHistogram>(

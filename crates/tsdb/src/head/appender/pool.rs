@@ -1,11 +1,13 @@
-//! Histograms kept from committed batches for later appenders to fill.
+//! Histograms kept from committed batches for receivers to read into.
 //!
-//! A receiver reads each histogram of a request into one buffer and the
-//! appender copies it into its batch; without a pool every copy allocates
-//! its vectors and every commit frees them. The head keeps a few lists of
-//! spent histograms: an appender takes one list at its first histogram
-//! copy and gives it back, refilled with its batches' histograms, when it
-//! commits or rolls back. Bounded: [`MAX_LISTS`] lists of at most
+//! A receiver reads each histogram of a request into one buffer and lends
+//! it to the appender, which keeps its contents in the batch and leaves a
+//! spent histogram in its place; without a pool every sample would leave
+//! a new, empty one (its vectors allocated at the next read) and every
+//! commit would free the batch's. The head keeps a few lists of spent
+//! histograms: an appender takes one list at its first lent histogram and
+//! gives it back, refilled with its batches' histograms, when it commits
+//! or rolls back. Bounded: [`MAX_LISTS`] lists of at most
 //! [`MAX_PER_LIST`] histograms of each kind.
 
 use ferrite_model::{FloatHistogram, Histogram};
@@ -26,14 +28,15 @@ pub(crate) struct Spare {
 }
 
 impl Spare {
-    /// A copy of `h`, in a spent histogram's vectors when there is one.
-    pub(super) fn copy_int(&mut self, h: &Histogram) -> Histogram {
-        copy_into_spent(&mut self.ints, h)
+    /// A spent integer histogram (vectors allocated when the list had
+    /// one), or a new one.
+    pub(super) fn spent_int(&mut self) -> Histogram {
+        self.ints.pop().unwrap_or_default()
     }
 
-    /// [`Spare::copy_int`] for a float histogram.
-    pub(super) fn copy_float(&mut self, h: &FloatHistogram) -> FloatHistogram {
-        copy_into_spent(&mut self.floats, h)
+    /// [`Spare::spent_int`] for a float histogram.
+    pub(super) fn spent_float(&mut self) -> FloatHistogram {
+        self.floats.pop().unwrap_or_default()
     }
 
     /// Keeps spent histograms, up to the list's bound.
@@ -46,18 +49,6 @@ impl Spare {
         self.ints.extend(ints.take(room));
         let room = MAX_PER_LIST.saturating_sub(self.floats.len());
         self.floats.extend(floats.take(room));
-    }
-}
-
-/// A copy of `h` made with `clone_from` into the last of `spent` (whose
-/// vectors it reuses), or a new clone when `spent` is empty.
-fn copy_into_spent<H: Clone>(spent: &mut Vec<H>, h: &H) -> H {
-    match spent.pop() {
-        Some(mut old) => {
-            old.clone_from(h);
-            old
-        }
-        None => h.clone(),
     }
 }
 
@@ -90,24 +81,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn copies_reuse_spent_histograms_and_the_pool_is_bounded() {
+    fn spent_histograms_are_reused_and_the_pool_is_bounded() {
         let pool = HistogramPool::default();
         let mut spare = pool.take();
-        let h = Histogram {
-            count: 3,
-            positive_buckets: vec![1, 1, 1],
-            ..Histogram::default()
-        };
-        assert_eq!(spare.copy_int(&h), h);
+        assert_eq!(spare.spent_int(), Histogram::default());
         let spent = Histogram {
             positive_buckets: Vec::with_capacity(64),
             ..Histogram::default()
         };
         spare.keep(std::iter::once(spent), std::iter::empty());
-        let copy = spare.copy_int(&h);
-        assert_eq!(copy, h);
         assert!(
-            copy.positive_buckets.capacity() >= 64,
+            spare.spent_int().positive_buckets.capacity() >= 64,
             "the spent vectors are reused"
         );
         spare.keep(
