@@ -2,15 +2,34 @@
 //! Remote write 1.0 read in place (`V1View`, the ingest hot path):
 //! arbitrary bytes as a decompressed body. Must never panic, and wherever
 //! the view accepts the body it must read what prost + `convert_v1` read,
-//! native histograms included.
+//! native histograms included, and its histogram arena (`V1View::decode`)
+//! must hold each message's histogram, in order.
 use ferrite_remote::decode::convert_v1;
-use ferrite_remote::{decode_v1, utf8_labels, HistogramBuf, V1View, ValidationScheme};
+use ferrite_remote::{
+    decode_v1, utf8_labels, HistogramArena, HistogramBuf, V1View, ValidationScheme,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let mut arena = HistogramArena::new();
+    let decoded = V1View::decode(data, &mut arena, usize::MAX).is_some();
     let Some(view) = V1View::new(data) else {
+        assert!(!decoded);
         return;
     };
+    assert!(decoded);
+    let mut buf = HistogramBuf::new();
+    let mut k = 0;
+    for s in view.series() {
+        for m in s.histograms() {
+            let (t, kind) = buf.read(m);
+            let want = format!("{:?}", buf.to_sample(t, kind));
+            let (t, kind) = arena.read_into(k, &mut buf).expect("in the arena");
+            assert_eq!(format!("{:?}", buf.to_sample(t, kind)), want);
+            k += 1;
+        }
+    }
+    assert_eq!(k, arena.len());
     let scheme = ValidationScheme::Utf8;
     let general = convert_v1(
         &decode_v1(data).expect("prost decodes what the view accepts"),

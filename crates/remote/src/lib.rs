@@ -47,7 +47,9 @@ pub use decode::{
 };
 pub use histogram::{HistogramSample, HistogramValue};
 pub use response::{WriteStats, SUCCESS_STATUS};
-pub use view::{utf8_labels, HistogramBuf, HistogramKind, HistogramMessage, SeriesView, V1View};
+pub use view::{
+    utf8_labels, HistogramArena, HistogramBuf, HistogramKind, HistogramMessage, SeriesView, V1View,
+};
 
 use std::fmt;
 

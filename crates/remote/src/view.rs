@@ -19,7 +19,8 @@
 
 mod histogram;
 
-pub use histogram::{HistogramBuf, HistogramKind, HistogramMessage};
+use histogram::HistogramSize;
+pub use histogram::{HistogramArena, HistogramBuf, HistogramKind, HistogramMessage};
 
 use crate::decode::{utf8_pairs, validate_pairs, validate_structure};
 use crate::{HistogramSample, SeriesError, ValidationScheme};
@@ -244,6 +245,25 @@ impl<'a> V1View<'a> {
     /// labels, float samples and native histograms, or is malformed (use
     /// the general path).
     pub fn new(raw: &'a [u8]) -> Option<Self> {
+        let mut histogram = HistogramBuf::new();
+        Self::scan(raw, |h| histogram.read_checked(h).map(|(_, _, size)| size))
+    }
+
+    /// [`V1View::new`] that also keeps every native histogram it checks,
+    /// in request order, in `arena` (emptied first): each is parsed once,
+    /// then copied out with [`HistogramArena::read_into`]. `None` also
+    /// when the arena would need more than `max_bytes` allocated.
+    pub fn decode(raw: &'a [u8], arena: &mut HistogramArena, max_bytes: usize) -> Option<Self> {
+        arena.clear();
+        Self::scan(raw, |h| arena.push_message(h, max_bytes))
+    }
+
+    /// Checks the whole message, each histogram by `histogram` (`None`:
+    /// refused, else its size).
+    fn scan(
+        raw: &'a [u8],
+        mut histogram: impl FnMut(&'a [u8]) -> Option<HistogramSize>,
+    ) -> Option<Self> {
         let (mut series, mut samples) = (0usize, 0usize);
         let (mut histograms, mut histogram_memory) = (0usize, 0usize);
         let ok = all_fields(raw, |k, f| {
@@ -257,7 +277,7 @@ impl<'a> V1View<'a> {
                     samples += 1;
                     is_sample(s)
                 }
-                (KEY_HISTOGRAMS, Field::Len(h)) => match histogram::check(h) {
+                (KEY_HISTOGRAMS, Field::Len(h)) => match histogram(h) {
                     Some(size) => {
                         histograms += 1;
                         histogram_memory += std::mem::size_of::<HistogramSample>()

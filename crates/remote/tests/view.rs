@@ -1,13 +1,15 @@
 //! Property tests of the in-place 1.0 reader (`V1View`): wherever it accepts
 //! a body, it reads what the general path (prost + `convert_v1`) reads —
 //! the same valid series with the same samples, the same refused series
-//! with the same errors — including bodies with damaged bytes.
+//! with the same errors — including bodies with damaged bytes; and its
+//! histogram arena (`V1View::decode`) holds what each message reads.
 
 use ferrite_remote::decode::convert_v1;
 use ferrite_remote::histogram::from_v1;
 use ferrite_remote::proto::v1;
 use ferrite_remote::{
-    decode_v1, utf8_labels, HistogramBuf, HistogramSample, SeriesError, V1View, ValidationScheme,
+    decode_v1, utf8_labels, HistogramArena, HistogramBuf, HistogramSample, SeriesError, V1View,
+    ValidationScheme,
 };
 use proptest::prelude::*;
 use prost::Message;
@@ -222,8 +224,30 @@ proptest! {
                 prop_assert_eq!(view.sample_count(), samples);
                 let histograms: usize = view.series().map(|s| s.histograms().count()).sum();
                 prop_assert_eq!(view.histogram_count(), histograms);
+                // Decoded once into an arena: the same histograms, in
+                // request order, as each message read.
+                let mut arena = HistogramArena::new();
+                prop_assert!(V1View::decode(&raw, &mut arena, usize::MAX).is_some());
+                prop_assert_eq!(arena.len(), histograms);
+                let mut buf = HistogramBuf::new();
+                let read: Vec<String> = view.series().flat_map(|s| view_histograms(&s, &mut buf)).collect();
+                let from_arena: Vec<String> = (0..arena.len())
+                    .map(|k| {
+                        let (t, kind) = arena.read_into(k, &mut buf).expect("held");
+                        debug(&buf.to_sample(t, kind))
+                    })
+                    .collect();
+                prop_assert_eq!(read, from_arena);
+                prop_assert!(arena.read_into(histograms, &mut buf).is_none());
+                // A budget the histograms do not fit sends the body elsewhere.
+                if histograms > 0 {
+                    prop_assert!(V1View::decode(&raw, &mut arena, 8).is_none());
+                }
             }
-            None => prop_assert!(!pristine, "a plain request must take the fast path"),
+            None => {
+                prop_assert!(!pristine, "a plain request must take the fast path");
+                prop_assert!(V1View::decode(&raw, &mut HistogramArena::new(), usize::MAX).is_none());
+            }
         }
     }
 }

@@ -31,8 +31,8 @@ use std::cell::RefCell;
 
 use ferrite_remote::text::labels_to_string;
 use ferrite_remote::{
-    decode_message, read_body, DecodeOptions, HistogramSample, HistogramValue, MessageType, V1View,
-    Verdict, WriteRequest, WriteStats,
+    decode_message, read_body, DecodeOptions, HistogramArena, HistogramSample, HistogramValue,
+    MessageType, Verdict, WriteRequest, WriteStats,
 };
 use ferrite_tsdb::{AppendError, Db};
 use futures_util::StreamExt;
@@ -42,7 +42,7 @@ use crate::AppState;
 
 mod view;
 
-pub use view::append_view;
+pub use view::append_in_place;
 
 /// Largest request body accepted before decompression.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
@@ -143,6 +143,8 @@ async fn body_within(body: Body, limit: usize) -> Result<Bytes, Response> {
 thread_local! {
     /// Decompressed bodies, reused by the blocking threads that append.
     static RAW_BODY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The native histograms of a body read in place, likewise.
+    static HISTOGRAMS: RefCell<HistogramArena> = RefCell::new(HistogramArena::new());
 }
 
 /// Larger decompression buffers are given back after their request.
@@ -163,10 +165,15 @@ pub fn decode_and_append(
     let bad = |e: ferrite_remote::RequestError| (e.status(), e.to_string());
     let message = read_body(content_type, content_encoding, body, &opts, raw).map_err(bad)?;
     if message == MessageType::V1 {
-        if let Some(view) = V1View::new(raw) {
-            if view::within_budget(&view, raw.len(), &opts) {
-                return Ok(append_view(db, &view, &opts));
+        let in_place = HISTOGRAMS.with_borrow_mut(|arena| {
+            let answer = view::append_in_place(db, raw, arena, &opts);
+            if arena.capacity_bytes() > KEEP_BUFFER_BYTES {
+                *arena = HistogramArena::new();
             }
+            answer
+        });
+        if let Some(answer) = in_place {
+            return Ok(answer);
         }
     }
     let req = decode_message(message, raw, &opts).map_err(bad)?;

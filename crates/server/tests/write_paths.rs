@@ -6,8 +6,8 @@
 
 use ferrite_model::Labels;
 use ferrite_remote::proto::v1;
-use ferrite_remote::{decode_message, DecodeOptions, MessageType, V1View};
-use ferrite_server::write::{append, append_view};
+use ferrite_remote::{decode_message, DecodeOptions, HistogramArena, MessageType};
+use ferrite_server::write::{append, append_in_place};
 use ferrite_tsdb::{Db, DbOptions};
 use proptest::prelude::*;
 use prost::Message;
@@ -133,10 +133,10 @@ proptest! {
         let fast = Db::open(da.path(), DbOptions::default()).unwrap();
         let general = Db::open(db_.path(), DbOptions::default()).unwrap();
         let opts = DecodeOptions::default();
+        let mut arena = HistogramArena::new();
         for r in &reqs {
             let raw = r.encode_to_vec();
-            let view = V1View::new(&raw).expect("plain 1.0 request");
-            let a = append_view(&fast, &view, &opts);
+            let a = append_in_place(&fast, &raw, &mut arena, &opts).expect("plain 1.0 request");
             let b = append(&general, decode_message(MessageType::V1, &raw, &opts).unwrap());
             prop_assert_eq!(a.status(), b.status());
             prop_assert_eq!(a.message(), b.message());

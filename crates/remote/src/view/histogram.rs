@@ -1,20 +1,25 @@
 //! Native histograms of a 1.0 request read in place.
 //!
-//! A `Histogram` message is checked once by [`check`] (while
-//! [`super::V1View::new`] checks the whole body) and then read by
-//! [`HistogramBuf::read`] into vectors reused from one histogram to the
-//! next, so the ingest path allocates nothing per histogram to read it.
+//! A `Histogram` message is checked and read in one pass by
+//! [`HistogramBuf::read_checked`] into vectors reused from one histogram
+//! to the next. [`super::V1View::new`] checks every histogram that way;
+//! [`super::V1View::decode`] also keeps what it read, in request order, in
+//! a [`HistogramArena`] (flat arrays, no vectors per histogram), from
+//! which the ingest path copies each histogram into a reused buffer: the
+//! body's histograms are parsed once and nothing is allocated per
+//! histogram.
 //!
 //! The reading follows prost's rules, so that it yields exactly what
 //! prost + [`crate::histogram::from_v1`] yield: scalars and the `count` and
 //! `zero_count` oneofs keep their last value; repeated fields gather every
 //! occurrence, packed or not; `sint32`/`uint32`/`int32` varints are cut to
-//! 32 bits as prost cuts them. [`check`] refuses what prost would refuse
-//! (wrong wire types, packed runs that do not end on their length) and
-//! also what it would merely skip (unknown fields): the caller then takes
-//! the general path, which gives the exact answer.
+//! 32 bits as prost cuts them. A message is refused where prost would
+//! refuse it (wrong wire types, packed runs that do not end on their
+//! length) and also where it would merely skip something (unknown
+//! fields): the caller then takes the general path, which gives the exact
+//! answer.
 
-use ferrite_model::{FloatHistogram, Histogram, Span};
+use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, Span};
 
 use super::{varint, Field, Fields};
 use crate::histogram::hint;
@@ -47,75 +52,13 @@ const WIRE_VARINT: u64 = 0;
 const WIRE_FIXED64: u64 = 1;
 const WIRE_LEN: u64 = 2;
 
-/// What a checked `Histogram` message will take once read: its number of
-/// spans and of bucket counts and custom values, for the caller's memory
+/// What a `Histogram` message will take once read: its number of spans
+/// and of bucket counts and custom values, for the caller's memory
 /// budget.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct HistogramSize {
     pub spans: usize,
     pub values: usize,
-}
-
-/// Checks a `Histogram` message: `None` if prost would refuse it or it has
-/// a field the view does not read, else its size.
-pub(crate) fn check(msg: &[u8]) -> Option<HistogramSize> {
-    let mut size = HistogramSize::default();
-    let mut fields = Fields::new(msg);
-    while let Some(field) = fields.next_field() {
-        let (key, field) = field.ok()?;
-        let ok = match (key, field) {
-            (COUNT_INT | SCHEMA | ZERO_COUNT_INT | RESET_HINT | TIMESTAMP, Field::Varint(_)) => {
-                true
-            }
-            (COUNT_FLOAT | SUM | ZERO_THRESHOLD | ZERO_COUNT_FLOAT, Field::Fixed64(_)) => true,
-            (NEGATIVE_SPANS | POSITIVE_SPANS, Field::Len(span)) => {
-                size.spans += 1;
-                is_span(span)
-            }
-            _ => match repeated_len(key, field) {
-                Some(n) => {
-                    size.values += n;
-                    true
-                }
-                None => false,
-            },
-        };
-        if !ok {
-            return None;
-        }
-    }
-    Some(size)
-}
-
-/// The number of values of a repeated numeric field's occurrence (packed or
-/// not), `None` if `key` is none of them or the run is malformed.
-fn repeated_len(key: u64, field: Field<'_>) -> Option<usize> {
-    let number = key & !7;
-    let deltas = number == NEGATIVE_DELTAS || number == POSITIVE_DELTAS;
-    let doubles = number == NEGATIVE_COUNTS || number == POSITIVE_COUNTS || number == CUSTOM_VALUES;
-    match (field, key & 7) {
-        (Field::Varint(_), WIRE_VARINT) if deltas => Some(1),
-        (Field::Fixed64(_), WIRE_FIXED64) if doubles => Some(1),
-        (Field::Len(run), WIRE_LEN) if deltas => packed_varints(run),
-        (Field::Len(run), WIRE_LEN) if doubles => (run.len() % 8 == 0).then_some(run.len() / 8),
-        _ => None,
-    }
-}
-
-/// The number of varints of a packed run, `None` unless they fill it.
-fn packed_varints(run: &[u8]) -> Option<usize> {
-    let (mut pos, mut n) = (0, 0);
-    while pos < run.len() {
-        varint(run, &mut pos)?;
-        n += 1;
-    }
-    Some(n)
-}
-
-fn is_span(msg: &[u8]) -> bool {
-    super::all_fields(msg, |k, f| {
-        matches!((k, f), (SPAN_OFFSET | SPAN_LENGTH, Field::Varint(_)))
-    })
 }
 
 /// prost's `sint32`.
@@ -129,51 +72,66 @@ fn sint64(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// A `BucketSpan` message (checked by [`is_span`]).
-fn span(msg: &[u8]) -> Span {
+/// A `BucketSpan` message; `None` for anything but its two varints.
+fn span(msg: &[u8]) -> Option<Span> {
     let mut s = Span::default();
-    for (k, f) in Fields::new(msg) {
-        match (k, f) {
+    let mut fields = Fields::new(msg);
+    while let Some(field) = fields.next_field() {
+        match field.ok()? {
             (SPAN_OFFSET, Field::Varint(v)) => s.offset = sint32(v),
             (SPAN_LENGTH, Field::Varint(v)) => s.length = v as u32,
-            _ => {}
+            _ => return None,
         }
     }
-    s
+    Some(s)
 }
 
-/// Appends the varints of a checked packed run, as `sint64`s.
-fn extend_sint64(run: &[u8], out: &mut Vec<i64>) {
-    let mut pos = 0;
-    while let Some(v) = varint(run, &mut pos) {
-        out.push(sint64(v));
+/// Appends the `sint64`s of a packed run; `None` unless its varints fill
+/// it. Returns how many.
+fn extend_sint64(run: &[u8], out: &mut Vec<i64>) -> Option<usize> {
+    let (mut pos, start) = (0, out.len());
+    while pos < run.len() {
+        out.push(sint64(varint(run, &mut pos)?));
     }
+    Some(out.len() - start)
 }
 
-/// Appends the doubles of a checked packed run.
-fn extend_f64(run: &[u8], out: &mut Vec<f64>) {
+/// Appends the doubles of a packed run; `None` unless they fill it.
+fn extend_f64(run: &[u8], out: &mut Vec<f64>) -> Option<usize> {
+    if !run.len().is_multiple_of(8) {
+        return None;
+    }
     out.extend(run.chunks_exact(8).map(|c| {
         let mut b = [0u8; 8];
         b.copy_from_slice(c);
         f64::from_le_bytes(b)
     }));
+    Some(run.len() / 8)
 }
 
-/// An occurrence of a repeated `sint64` field (packed or not) appended.
-fn extend_deltas(field: Field<'_>, out: &mut Vec<i64>) {
-    match field {
-        Field::Varint(v) => out.push(sint64(v)),
-        Field::Len(run) => extend_sint64(run, out),
-        Field::Fixed64(_) => {}
+/// An occurrence of a repeated `sint64` field (packed or not) appended;
+/// `None` for another wire type or a malformed run.
+fn extend_deltas(key: u64, field: Field<'_>, out: &mut Vec<i64>) -> Option<usize> {
+    match (field, key & 7) {
+        (Field::Varint(v), WIRE_VARINT) => {
+            out.push(sint64(v));
+            Some(1)
+        }
+        (Field::Len(run), WIRE_LEN) => extend_sint64(run, out),
+        _ => None,
     }
 }
 
-/// An occurrence of a repeated `double` field (packed or not) appended.
-fn extend_doubles(field: Field<'_>, out: &mut Vec<f64>) {
-    match field {
-        Field::Fixed64(v) => out.push(f64::from_bits(v)),
-        Field::Len(run) => extend_f64(run, out),
-        Field::Varint(_) => {}
+/// An occurrence of a repeated `double` field (packed or not) appended;
+/// `None` for another wire type or a malformed run.
+fn extend_doubles(key: u64, field: Field<'_>, out: &mut Vec<f64>) -> Option<usize> {
+    match (field, key & 7) {
+        (Field::Fixed64(v), WIRE_FIXED64) => {
+            out.push(f64::from_bits(v));
+            Some(1)
+        }
+        (Field::Len(run), WIRE_LEN) => extend_f64(run, out),
+        _ => None,
     }
 }
 
@@ -204,19 +162,33 @@ impl HistogramBuf {
         Self::default()
     }
 
-    /// Reads a `Histogram` message of a view, as prost +
+    /// Reads a `Histogram` message of a checked view, as prost +
     /// [`crate::histogram::from_v1`] would: its timestamp and kind; the
     /// histogram is in `self.int` or `self.float`. Nothing is allocated
     /// once the vectors have grown to the histograms' size.
     pub fn read(&mut self, msg: HistogramMessage<'_>) -> (i64, HistogramKind) {
+        // Checked with the view: never `None`.
+        self.read_checked(msg.0)
+            .map_or((0, HistogramKind::Int), |(t, kind, _)| (t, kind))
+    }
+
+    /// Checks and reads a `Histogram` message in one pass, as
+    /// [`HistogramBuf::read`]; `None` if prost would refuse it or it has a
+    /// field the view does not read. Also returns its size.
+    pub(crate) fn read_checked(
+        &mut self,
+        msg: &[u8],
+    ) -> Option<(i64, HistogramKind, HistogramSize)> {
         self.clear();
         // The integer histogram gathers spans and deltas, the float one
         // counts; the count's oneof (last wins) decides which one it is.
         let (int, float) = (&mut self.int, &mut self.float);
+        let mut size = HistogramSize::default();
         let (mut count, mut zero_count) = (None, (0u64, 0f64));
         let mut timestamp = 0i64;
-        for (key, field) in Fields::new(msg.0) {
-            match (key, field) {
+        let mut fields = Fields::new(msg);
+        while let Some(field) = fields.next_field() {
+            match field.ok()? {
                 (COUNT_INT, Field::Varint(v)) => count = Some((v, 0.0, false)),
                 (COUNT_FLOAT, Field::Fixed64(v)) => count = Some((0, f64::from_bits(v), true)),
                 (SUM, Field::Fixed64(v)) => int.sum = f64::from_bits(v),
@@ -224,26 +196,33 @@ impl HistogramBuf {
                 (ZERO_THRESHOLD, Field::Fixed64(v)) => int.zero_threshold = f64::from_bits(v),
                 (ZERO_COUNT_INT, Field::Varint(v)) => zero_count = (v, 0.0),
                 (ZERO_COUNT_FLOAT, Field::Fixed64(v)) => zero_count = (0, f64::from_bits(v)),
-                (NEGATIVE_SPANS, Field::Len(s)) => int.negative_spans.push(span(s)),
-                (POSITIVE_SPANS, Field::Len(s)) => int.positive_spans.push(span(s)),
+                (NEGATIVE_SPANS, Field::Len(s)) => {
+                    size.spans += 1;
+                    int.negative_spans.push(span(s)?);
+                }
+                (POSITIVE_SPANS, Field::Len(s)) => {
+                    size.spans += 1;
+                    int.positive_spans.push(span(s)?);
+                }
                 (RESET_HINT, Field::Varint(v)) => int.counter_reset_hint = hint(v as i32),
                 (TIMESTAMP, Field::Varint(v)) => timestamp = v as i64,
-                // Checked: the wire type fits the field.
-                (k, f) => match k & !7 {
-                    NEGATIVE_DELTAS => extend_deltas(f, &mut int.negative_buckets),
-                    POSITIVE_DELTAS => extend_deltas(f, &mut int.positive_buckets),
-                    NEGATIVE_COUNTS => extend_doubles(f, &mut float.negative_buckets),
-                    POSITIVE_COUNTS => extend_doubles(f, &mut float.positive_buckets),
-                    CUSTOM_VALUES => extend_doubles(f, &mut int.custom_values),
-                    _ => {}
-                },
+                (k, f) => {
+                    size.values += match k & !7 {
+                        NEGATIVE_DELTAS => extend_deltas(k, f, &mut int.negative_buckets),
+                        POSITIVE_DELTAS => extend_deltas(k, f, &mut int.positive_buckets),
+                        NEGATIVE_COUNTS => extend_doubles(k, f, &mut float.negative_buckets),
+                        POSITIVE_COUNTS => extend_doubles(k, f, &mut float.positive_buckets),
+                        CUSTOM_VALUES => extend_doubles(k, f, &mut int.custom_values),
+                        _ => None,
+                    }?;
+                }
             }
         }
         let (count_int, count_float, is_float) = count.unwrap_or((0, 0.0, false));
         if !is_float {
             int.count = count_int;
             int.zero_count = zero_count.0;
-            return (timestamp, HistogramKind::Int);
+            return Some((timestamp, HistogramKind::Int, size));
         }
         float.counter_reset_hint = int.counter_reset_hint;
         float.schema = int.schema;
@@ -254,7 +233,7 @@ impl HistogramBuf {
         std::mem::swap(&mut float.positive_spans, &mut int.positive_spans);
         std::mem::swap(&mut float.negative_spans, &mut int.negative_spans);
         std::mem::swap(&mut float.custom_values, &mut int.custom_values);
-        (timestamp, HistogramKind::Float)
+        Some((timestamp, HistogramKind::Float, size))
     }
 
     /// Empties both histograms, keeping their vectors' room.
@@ -275,5 +254,242 @@ impl HistogramBuf {
                 HistogramKind::Float => HistogramValue::Float(self.float.clone()),
             },
         }
+    }
+}
+
+/// One histogram of a [`HistogramArena`]: its scalars, and where its
+/// spans (positive then negative), buckets (positive then negative, in
+/// `ints` or `floats` as its kind says) and custom bounds (in `floats`)
+/// are in the arena's arrays.
+#[derive(Debug, Clone, Copy)]
+struct ArenaEntry {
+    timestamp: i64,
+    kind: HistogramKind,
+    hint: CounterResetHint,
+    schema: i32,
+    zero_threshold: f64,
+    sum: f64,
+    /// The integer count, or the float count's bits.
+    count: u64,
+    /// Likewise for the zero bucket.
+    zero_count: u64,
+    spans_at: u32,
+    positive_spans: u32,
+    negative_spans: u32,
+    buckets_at: u32,
+    positive: u32,
+    negative: u32,
+    custom_at: u32,
+    custom: u32,
+}
+
+/// The histograms of a request, read once by [`super::V1View::decode`],
+/// in request order, in flat arrays: integer buckets in one vector, float
+/// buckets and custom bounds in another, spans in a third. Reused from
+/// request to request; [`HistogramArena::read_into`] copies one back into
+/// a [`HistogramBuf`].
+#[derive(Debug, Default)]
+pub struct HistogramArena {
+    entries: Vec<ArenaEntry>,
+    spans: Vec<Span>,
+    ints: Vec<i64>,
+    floats: Vec<f64>,
+    /// Where each message is read before it is added.
+    scratch: HistogramBuf,
+}
+
+/// A length or offset of an arena array as stored (`None` past 2^32).
+fn small(n: usize) -> Option<u32> {
+    u32::try_from(n).ok()
+}
+
+/// Bytes `v` has allocated once `more` items are pushed (a `Vec` grows
+/// to twice its capacity, or to what it needs, and to at least 4).
+fn grown<T>(v: &Vec<T>, more: usize) -> usize {
+    let need = v.len().saturating_add(more);
+    let capacity = if need <= v.capacity() {
+        v.capacity()
+    } else {
+        need.max(v.capacity().saturating_mul(2)).max(4)
+    };
+    capacity.saturating_mul(std::mem::size_of::<T>())
+}
+
+/// A run of `len` items at `at` of `v` (empty if out of range, which the
+/// arena never makes).
+fn run<T>(v: &[T], at: u32, len: u32) -> &[T] {
+    let start = at as usize;
+    v.get(start..start + len as usize).unwrap_or(&[])
+}
+
+impl HistogramArena {
+    /// An empty arena.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of histograms held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Bytes its arrays have allocated.
+    pub fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.entries.capacity() * size_of::<ArenaEntry>()
+            + self.spans.capacity() * size_of::<Span>()
+            + (self.ints.capacity() + self.floats.capacity()) * 8
+    }
+
+    /// Bytes its arrays will have allocated once the histogram in
+    /// `scratch` (of `kind`) is added.
+    fn grown_bytes(&self, kind: HistogramKind) -> usize {
+        let (int, float) = (&self.scratch.int, &self.scratch.float);
+        let (spans, ints, floats) = match kind {
+            HistogramKind::Int => (
+                int.positive_spans.len() + int.negative_spans.len(),
+                int.positive_buckets.len() + int.negative_buckets.len(),
+                int.custom_values.len(),
+            ),
+            HistogramKind::Float => (
+                float.positive_spans.len() + float.negative_spans.len(),
+                0,
+                float.positive_buckets.len()
+                    + float.negative_buckets.len()
+                    + float.custom_values.len(),
+            ),
+        };
+        grown(&self.entries, 1)
+            + grown(&self.spans, spans)
+            + grown(&self.ints, ints)
+            + grown(&self.floats, floats)
+    }
+
+    /// Forgets every histogram, keeping the arrays' room.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.spans.clear();
+        self.ints.clear();
+        self.floats.clear();
+    }
+
+    /// Checks and reads a `Histogram` message and keeps it; `None` if it
+    /// is refused ([`HistogramBuf::read_checked`]) or the arena's arrays
+    /// would have to grow past `max_bytes` allocated to keep it (checked
+    /// before they grow).
+    pub(crate) fn push_message(&mut self, msg: &[u8], max_bytes: usize) -> Option<HistogramSize> {
+        let (timestamp, kind, size) = self.scratch.read_checked(msg)?;
+        if self.grown_bytes(kind) > max_bytes {
+            return None;
+        }
+        let (int, float) = (&self.scratch.int, &self.scratch.float);
+        // The spans and custom bounds are in the kind's histogram; the
+        // scalars not set for a float one are in neither (read_checked
+        // copies them over).
+        let (positive_spans, negative_spans, custom) = match kind {
+            HistogramKind::Int => (&int.positive_spans, &int.negative_spans, &int.custom_values),
+            HistogramKind::Float => (
+                &float.positive_spans,
+                &float.negative_spans,
+                &float.custom_values,
+            ),
+        };
+        let mut entry = ArenaEntry {
+            timestamp,
+            kind,
+            hint: int.counter_reset_hint,
+            schema: int.schema,
+            zero_threshold: int.zero_threshold,
+            sum: int.sum,
+            count: int.count,
+            zero_count: int.zero_count,
+            spans_at: small(self.spans.len())?,
+            positive_spans: small(positive_spans.len())?,
+            negative_spans: small(negative_spans.len())?,
+            buckets_at: 0,
+            positive: 0,
+            negative: 0,
+            custom_at: small(self.floats.len())?,
+            custom: small(custom.len())?,
+        };
+        self.spans.extend_from_slice(positive_spans);
+        self.spans.extend_from_slice(negative_spans);
+        self.floats.extend_from_slice(custom);
+        match kind {
+            HistogramKind::Int => {
+                entry.buckets_at = small(self.ints.len())?;
+                entry.positive = small(int.positive_buckets.len())?;
+                entry.negative = small(int.negative_buckets.len())?;
+                self.ints.extend_from_slice(&int.positive_buckets);
+                self.ints.extend_from_slice(&int.negative_buckets);
+            }
+            HistogramKind::Float => {
+                entry.hint = float.counter_reset_hint;
+                entry.schema = float.schema;
+                entry.zero_threshold = float.zero_threshold;
+                entry.sum = float.sum;
+                entry.count = float.count.to_bits();
+                entry.zero_count = float.zero_count.to_bits();
+                entry.buckets_at = small(self.floats.len())?;
+                entry.positive = small(float.positive_buckets.len())?;
+                entry.negative = small(float.negative_buckets.len())?;
+                self.floats.extend_from_slice(&float.positive_buckets);
+                self.floats.extend_from_slice(&float.negative_buckets);
+            }
+        }
+        self.entries.push(entry);
+        Some(size)
+    }
+
+    /// Copies histogram `k` (in request order) into `buf`, as
+    /// [`HistogramBuf::read`] would have read its message: its timestamp
+    /// and kind; `None` past the last one.
+    pub fn read_into(&self, k: usize, buf: &mut HistogramBuf) -> Option<(i64, HistogramKind)> {
+        let e = self.entries.get(k)?;
+        buf.clear();
+        let spans = run(&self.spans, e.spans_at, e.positive_spans + e.negative_spans);
+        let (positive_spans, negative_spans) =
+            spans.split_at(spans.len().min(e.positive_spans as usize));
+        let custom = run(&self.floats, e.custom_at, e.custom);
+        match e.kind {
+            HistogramKind::Int => {
+                let h = &mut buf.int;
+                let buckets = run(&self.ints, e.buckets_at, e.positive + e.negative);
+                let (positive, negative) = buckets.split_at(buckets.len().min(e.positive as usize));
+                h.counter_reset_hint = e.hint;
+                h.schema = e.schema;
+                h.zero_threshold = e.zero_threshold;
+                h.sum = e.sum;
+                h.count = e.count;
+                h.zero_count = e.zero_count;
+                h.positive_spans.extend_from_slice(positive_spans);
+                h.negative_spans.extend_from_slice(negative_spans);
+                h.positive_buckets.extend_from_slice(positive);
+                h.negative_buckets.extend_from_slice(negative);
+                h.custom_values.extend_from_slice(custom);
+            }
+            HistogramKind::Float => {
+                let h = &mut buf.float;
+                let buckets = run(&self.floats, e.buckets_at, e.positive + e.negative);
+                let (positive, negative) = buckets.split_at(buckets.len().min(e.positive as usize));
+                h.counter_reset_hint = e.hint;
+                h.schema = e.schema;
+                h.zero_threshold = e.zero_threshold;
+                h.sum = e.sum;
+                h.count = f64::from_bits(e.count);
+                h.zero_count = f64::from_bits(e.zero_count);
+                h.positive_spans.extend_from_slice(positive_spans);
+                h.negative_spans.extend_from_slice(negative_spans);
+                h.positive_buckets.extend_from_slice(positive);
+                h.negative_buckets.extend_from_slice(negative);
+                h.custom_values.extend_from_slice(custom);
+            }
+        }
+        Some((e.timestamp, e.kind))
     }
 }

@@ -5,9 +5,11 @@
 //! samples and histogram messages gathered into request-wide vectors);
 //! the known series are found in one batch lookup; then each series gets
 //! its float samples, then its histograms, as [`super::append`] appends a
-//! decoded request. Each histogram is read into one reused buffer
-//! ([`HistogramBuf`]) and lent to the appender, whose batch takes its
-//! contents and leaves a spent histogram to read the next one into. A known
+//! decoded request. The histograms were parsed once, while the body was
+//! checked, into a per-thread [`HistogramArena`]; each is copied from
+//! there into one reused buffer ([`HistogramBuf`]) and lent to the
+//! appender, whose batch takes its contents and leaves a spent histogram
+//! to copy the next one into. A known
 //! series' labels were checked when it was created; a new one's are
 //! checked as UTF-8 before anything is appended to it, and a series that
 //! fails is dropped, as 1.0 drops invalid series.
@@ -18,7 +20,8 @@ use ferrite_model::resolution::ReduceResolution;
 use ferrite_remote::cost::Budget;
 use ferrite_remote::text::labels_string;
 use ferrite_remote::{
-    utf8_labels, DecodeOptions, HistogramBuf, HistogramKind, HistogramMessage, V1View,
+    utf8_labels, DecodeOptions, HistogramArena, HistogramBuf, HistogramKind, HistogramMessage,
+    V1View,
 };
 use ferrite_tsdb::head::FoundSeries;
 use ferrite_tsdb::{Db, HeadAppender, LentHistogram};
@@ -29,15 +32,32 @@ use super::{MAX_RESERVED_SAMPLES, MAX_RESERVED_SERIES};
 /// Label pairs as read from the body: sorted, no empty values, bytes.
 type RawPairs<'a> = [(&'a [u8], &'a [u8])];
 
-/// Whether the in-place path may take this view: its histograms, once
-/// kept by the appender, must fit the memory budget the general
-/// decoder would give the body (beyond it, the general path answers).
-pub(super) fn within_budget(view: &V1View<'_>, raw_len: usize, opts: &DecodeOptions) -> bool {
-    view.histogram_count() == 0
-        || view.histogram_memory() <= Budget::for_body(raw_len, opts.memory_per_body_byte).left()
+/// Appends a decompressed 1.0 body in place, as [`super::append`] would
+/// append the same body decoded; `None` when the body needs the general
+/// path: another shape, or histograms that would not fit the memory
+/// budget the general decoder gives the body (a quarter of it for the
+/// arena they are parsed into, half for the appender that keeps them).
+pub fn append_in_place(
+    db: &Db,
+    raw: &[u8],
+    arena: &mut HistogramArena,
+    opts: &DecodeOptions,
+) -> Option<Answer> {
+    let budget = Budget::for_body(raw.len(), opts.memory_per_body_byte).left();
+    let view = V1View::decode(raw, arena, budget / 4)?;
+    if view.histogram_memory() > budget / 2 {
+        return None;
+    }
+    let gathered = Gathered::read(&view, opts);
+    // Both walks see the same messages in the same order.
+    if gathered.histograms.len() != arena.len() {
+        return None;
+    }
+    Some(append_gathered(db, &gathered, arena))
 }
 
-/// One valid series of the request: ranges into [`Gathered`]'s vectors.
+/// One valid series of the request: ranges into [`Gathered`]'s vectors
+/// (its histograms' are also their places in the arena).
 struct GatheredSeries {
     labels: Range<usize>,
     samples: Range<usize>,
@@ -73,9 +93,10 @@ impl<'a> Gathered<'a> {
                 &mut g.samples,
                 &mut g.histograms,
             );
+            // Histograms stay, dropped series' too: the k-th message is
+            // the arena's k-th histogram.
             if !valid || (g.samples.len() == n && g.histograms.len() == h) {
                 g.samples.truncate(n);
-                g.histograms.truncate(h);
                 continue;
             }
             if g.labels.capacity() == 0 {
@@ -129,7 +150,8 @@ impl<'a> ViewAppender<'_, 'a> {
         found: Option<&FoundSeries>,
         labels: &RawPairs<'a>,
         samples: &[(i64, f64)],
-        histograms: &[HistogramMessage<'a>],
+        histograms: Range<usize>,
+        arena: &HistogramArena,
     ) -> Result<bool, (SampleError, i64, bool)> {
         let mut target = match found {
             Some(f) => Target::Found(f),
@@ -139,8 +161,10 @@ impl<'a> ViewAppender<'_, 'a> {
         for &(t, v) in samples {
             self.float(&mut target, t, v).map_err(|e| (e, t, false))?;
         }
-        for &m in histograms {
-            let (t, kind) = self.histogram.read(m);
+        for k in histograms {
+            let Some((t, kind)) = arena.read_into(k, &mut self.histogram) else {
+                break; // never: the arena holds every message (checked before)
+            };
             self.histogram(&mut target, t, kind)
                 .map_err(|e| (e, t, true))?;
         }
@@ -196,11 +220,10 @@ impl<'a> ViewAppender<'_, 'a> {
     }
 }
 
-/// Appends a 1.0 request read in place, as [`super::append`] would append
-/// the same request decoded: invalid series are dropped, an append error
-/// rolls the whole request back.
-pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
-    let gathered = Gathered::read(view, opts);
+/// Appends a 1.0 request read in place, its histograms in `arena`, as
+/// [`super::append`] would append the same request decoded: invalid
+/// series are dropped, an append error rolls the whole request back.
+fn append_gathered(db: &Db, gathered: &Gathered<'_>, arena: &HistogramArena) -> Answer {
     let sets = gathered.label_sets();
     let app = db.appender();
     let mut found = Vec::new();
@@ -213,8 +236,9 @@ pub fn append_view(db: &Db, view: &V1View<'_>, opts: &DecodeOptions) -> Answer {
     };
     for ((s, labels), found) in gathered.series.iter().zip(&sets).zip(&found) {
         let samples = &gathered.samples[s.samples.clone()];
-        let histograms = &gathered.histograms[s.histograms.clone()];
-        if let Err((e, t, histogram)) = w.series(found.as_ref(), labels, samples, histograms) {
+        let histograms = s.histograms.clone();
+        if let Err((e, t, histogram)) = w.series(found.as_ref(), labels, samples, histograms, arena)
+        {
             log_refused(&e, &labels_string(labels), t, histogram);
             let _ = w.app.rollback();
             return Answer::refused(&e, None);
@@ -234,33 +258,31 @@ mod tests {
     fn histograms_over_the_budget_take_the_general_path() {
         use ferrite_remote::proto::v1;
         use prost::Message;
-        let series = v1::TimeSeries {
-            labels: vec![v1::Label {
-                name: b"__name__".to_vec(),
-                value: b"h".to_vec(),
-            }],
-            histograms: vec![v1::Histogram::default(); 20_000],
-            ..Default::default()
+        let request = |n: usize| {
+            v1::WriteRequest {
+                timeseries: vec![v1::TimeSeries {
+                    labels: vec![v1::Label {
+                        name: b"__name__".to_vec(),
+                        value: b"h".to_vec(),
+                    }],
+                    histograms: vec![v1::Histogram::default(); n],
+                    ..Default::default()
+                }],
+                metadata: vec![],
+            }
+            .encode_to_vec()
         };
-        let raw = v1::WriteRequest {
-            timeseries: vec![series],
-            metadata: vec![],
-        }
-        .encode_to_vec();
-        let view = V1View::new(&raw).expect("plain shape");
-        assert_eq!(view.histogram_count(), 20_000);
-        let opts = DecodeOptions::default();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), ferrite_tsdb::DbOptions::default()).expect("open");
+        let (opts, mut arena) = (DecodeOptions::default(), HistogramArena::new());
         // 2 bytes a histogram on the wire, far more once read.
-        assert!(!within_budget(&view, raw.len(), &opts));
-        let few = v1::WriteRequest {
-            timeseries: vec![v1::TimeSeries {
-                histograms: vec![v1::Histogram::default(); 10],
-                ..Default::default()
-            }],
-            metadata: vec![],
-        }
-        .encode_to_vec();
-        let view = V1View::new(&few).expect("plain shape");
-        assert!(within_budget(&view, few.len(), &opts));
+        let many = request(20_000);
+        assert!(V1View::new(&many).is_some(), "plain shape");
+        assert!(append_in_place(&db, &many, &mut arena, &opts).is_none());
+        let few = request(10);
+        let answer = append_in_place(&db, &few, &mut arena, &opts).expect("in place");
+        assert_eq!(answer.status(), axum::http::StatusCode::NO_CONTENT);
+        assert_eq!(arena.len(), 10);
+        db.close().expect("close");
     }
 }
