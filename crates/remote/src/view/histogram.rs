@@ -456,39 +456,34 @@ impl HistogramArena {
         let (positive_spans, negative_spans) =
             spans.split_at(spans.len().min(e.positive_spans as usize));
         let custom = run(&self.floats, e.custom_at, e.custom);
+        // Both kinds take the same fields; only the buckets' array and the
+        // counts' type differ.
+        macro_rules! fill {
+            ($h:expr, $values:expr, $count:expr, $zero_count:expr) => {{
+                let h = $h;
+                let buckets = run($values, e.buckets_at, e.positive + e.negative);
+                let (positive, negative) = buckets.split_at(buckets.len().min(e.positive as usize));
+                h.counter_reset_hint = e.hint;
+                h.schema = e.schema;
+                h.zero_threshold = e.zero_threshold;
+                h.sum = e.sum;
+                h.count = $count;
+                h.zero_count = $zero_count;
+                h.positive_spans.extend_from_slice(positive_spans);
+                h.negative_spans.extend_from_slice(negative_spans);
+                h.positive_buckets.extend_from_slice(positive);
+                h.negative_buckets.extend_from_slice(negative);
+                h.custom_values.extend_from_slice(custom);
+            }};
+        }
         match e.kind {
-            HistogramKind::Int => {
-                let h = &mut buf.int;
-                let buckets = run(&self.ints, e.buckets_at, e.positive + e.negative);
-                let (positive, negative) = buckets.split_at(buckets.len().min(e.positive as usize));
-                h.counter_reset_hint = e.hint;
-                h.schema = e.schema;
-                h.zero_threshold = e.zero_threshold;
-                h.sum = e.sum;
-                h.count = e.count;
-                h.zero_count = e.zero_count;
-                h.positive_spans.extend_from_slice(positive_spans);
-                h.negative_spans.extend_from_slice(negative_spans);
-                h.positive_buckets.extend_from_slice(positive);
-                h.negative_buckets.extend_from_slice(negative);
-                h.custom_values.extend_from_slice(custom);
-            }
-            HistogramKind::Float => {
-                let h = &mut buf.float;
-                let buckets = run(&self.floats, e.buckets_at, e.positive + e.negative);
-                let (positive, negative) = buckets.split_at(buckets.len().min(e.positive as usize));
-                h.counter_reset_hint = e.hint;
-                h.schema = e.schema;
-                h.zero_threshold = e.zero_threshold;
-                h.sum = e.sum;
-                h.count = f64::from_bits(e.count);
-                h.zero_count = f64::from_bits(e.zero_count);
-                h.positive_spans.extend_from_slice(positive_spans);
-                h.negative_spans.extend_from_slice(negative_spans);
-                h.positive_buckets.extend_from_slice(positive);
-                h.negative_buckets.extend_from_slice(negative);
-                h.custom_values.extend_from_slice(custom);
-            }
+            HistogramKind::Int => fill!(&mut buf.int, &self.ints, e.count, e.zero_count),
+            HistogramKind::Float => fill!(
+                &mut buf.float,
+                &self.floats,
+                f64::from_bits(e.count),
+                f64::from_bits(e.zero_count)
+            ),
         }
         Some((e.timestamp, e.kind))
     }
