@@ -411,15 +411,16 @@ impl<'a> SeriesView<'a> {
         validate_structure(raw, scheme, kept)
     }
 
-    /// [`SeriesView::read_unchecked_into`] also appending the series'
-    /// native histograms to `histograms`.
+    /// [`SeriesView::read_unchecked_into`] also adding the series' number
+    /// of native histograms to `histograms` (they are read from the
+    /// arena of [`V1View::decode`], in request order).
     pub fn read_unchecked_with_histograms(
         &self,
         scheme: ValidationScheme,
         raw: &mut Vec<(&'a [u8], &'a [u8])>,
         kept: &mut Vec<(&'a [u8], &'a [u8])>,
         samples: &mut Vec<(i64, f64)>,
-        histograms: &mut Vec<HistogramMessage<'a>>,
+        histograms: &mut usize,
     ) -> bool {
         self.walk_into(raw, samples, Some(histograms));
         validate_structure(raw, scheme, kept)
@@ -431,22 +432,22 @@ impl<'a> SeriesView<'a> {
         self.walk_into(raw, samples, None);
     }
 
-    /// [`SeriesView::walk`] appending to `samples`, and to `histograms`
-    /// if given.
+    /// [`SeriesView::walk`] appending to `samples`, and counting the
+    /// histograms into `histograms` if given.
     fn walk_into(
         &self,
         raw: &mut Vec<(&'a [u8], &'a [u8])>,
         samples: &mut Vec<(i64, f64)>,
-        mut histograms: Option<&mut Vec<HistogramMessage<'a>>>,
+        mut histograms: Option<&mut usize>,
     ) {
         raw.clear();
         for (k, f) in Fields::new(self.msg) {
             match (k, f) {
                 (KEY_LABELS, Field::Len(l)) => raw.push(label(l)),
                 (KEY_SAMPLES, Field::Len(s)) => samples.push(sample(s)),
-                (KEY_HISTOGRAMS, Field::Len(h)) => {
-                    if let Some(out) = histograms.as_deref_mut() {
-                        out.push(HistogramMessage(h));
+                (KEY_HISTOGRAMS, Field::Len(_)) => {
+                    if let Some(n) = histograms.as_deref_mut() {
+                        *n += 1;
                     }
                 }
                 _ => {}

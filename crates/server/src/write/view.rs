@@ -2,7 +2,7 @@
 //! body ([`V1View`]), floats and native histograms alike.
 //!
 //! Steps: every series is read first (its label pairs kept as bytes, its
-//! samples and histogram messages gathered into request-wide vectors);
+//! samples gathered into a request-wide vector, its histograms counted);
 //! the known series are found in one batch lookup; then each series gets
 //! its float samples, then its histograms, as [`super::append`] appends a
 //! decoded request. The histograms were parsed once, while the body was
@@ -20,8 +20,7 @@ use ferrite_model::resolution::ReduceResolution;
 use ferrite_remote::cost::Budget;
 use ferrite_remote::text::labels_string;
 use ferrite_remote::{
-    utf8_labels, DecodeOptions, HistogramArena, HistogramBuf, HistogramKind, HistogramMessage,
-    V1View,
+    utf8_labels, DecodeOptions, HistogramArena, HistogramBuf, HistogramKind, V1View,
 };
 use ferrite_tsdb::head::FoundSeries;
 use ferrite_tsdb::{Db, HeadAppender, LentHistogram};
@@ -50,7 +49,7 @@ pub fn append_in_place(
     }
     let gathered = Gathered::read(&view, opts);
     // Both walks see the same messages in the same order.
-    if gathered.histograms.len() != arena.len() {
+    if gathered.histograms != arena.len() {
         return None;
     }
     Some(append_gathered(db, &gathered, arena))
@@ -68,7 +67,9 @@ struct GatheredSeries {
 struct Gathered<'a> {
     labels: Vec<(&'a [u8], &'a [u8])>,
     samples: Vec<(i64, f64)>,
-    histograms: Vec<HistogramMessage<'a>>,
+    /// Histograms of every series read so far, dropped ones' too: the
+    /// k-th is the arena's k-th.
+    histograms: usize,
     series: Vec<GatheredSeries>,
 }
 
@@ -80,12 +81,12 @@ impl<'a> Gathered<'a> {
         let mut g = Gathered {
             labels: Vec::new(),
             samples: Vec::with_capacity(view.sample_count().min(MAX_RESERVED_SAMPLES)),
-            histograms: Vec::with_capacity(view.histogram_count().min(MAX_RESERVED_SAMPLES)),
+            histograms: 0,
             series: Vec::with_capacity(view.series_count().min(MAX_RESERVED_SERIES)),
         };
         let (mut raw, mut kept) = (Vec::new(), Vec::new());
         for s in view.series() {
-            let (n, h) = (g.samples.len(), g.histograms.len());
+            let (n, h) = (g.samples.len(), g.histograms);
             let valid = s.read_unchecked_with_histograms(
                 opts.validation,
                 &mut raw,
@@ -93,9 +94,7 @@ impl<'a> Gathered<'a> {
                 &mut g.samples,
                 &mut g.histograms,
             );
-            // Histograms stay, dropped series' too: the k-th message is
-            // the arena's k-th histogram.
-            if !valid || (g.samples.len() == n && g.histograms.len() == h) {
+            if !valid || (g.samples.len() == n && g.histograms == h) {
                 g.samples.truncate(n);
                 continue;
             }
@@ -110,7 +109,7 @@ impl<'a> Gathered<'a> {
             g.series.push(GatheredSeries {
                 labels: k..g.labels.len(),
                 samples: n..g.samples.len(),
-                histograms: h..g.histograms.len(),
+                histograms: h..g.histograms,
             });
         }
         g
