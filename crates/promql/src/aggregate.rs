@@ -3,9 +3,22 @@
 //! Groups are formed from each sample's labels: `by (l...)` keeps those
 //! labels, `without (l...)` removes them and the metric name; no clause
 //! makes one group. Groups come out in order of first appearance.
+//!
+//! topk and bottomk keep a group's samples in Prometheus' heap and return
+//! them in the order Prometheus sorts that heap (`kheap`, `gosort`): which
+//! of several equal values are kept, and in what order an instant query
+//! returns them, is Prometheus' to the series. The input's order decides it
+//! as much: a selector's series come sorted by labels, as from a Prometheus
+//! whose query touches blocks (a head-only Prometheus gives them in the
+//! order the series were created).
+
+mod gosort;
+mod kheap;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use kheap::{KHeap, Keep};
 
 use crate::parser::{AggregateExpr, Call, Expr, LabelModifier, VectorSelector};
 
@@ -83,18 +96,7 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
     }
     let input = ev.eval_vector(&a.expr, ts)?;
     match op {
-        "topk" | "bottomk" | "limitk" => {
-            let params = fparam.as_deref().unwrap_or_default();
-            if params.iter().any(|p| p.is_nan()) {
-                return eval_err("Parameter value is NaN");
-            }
-            if let Some(p) = params.iter().find(|&&p| p >= 9.223372036854776e18) {
-                return eval_err(format!("Scalar value {p} overflows int64"));
-            }
-            if let Some(p) = params.iter().find(|&&p| p <= -9.223372036854776e18) {
-                return eval_err(format!("Scalar value {p} underflows int64"));
-            }
-        }
+        "topk" | "bottomk" | "limitk" => check_k(fparam.as_deref().unwrap_or_default())?,
         "limit_ratio" => {
             let params = fparam.as_deref().unwrap_or_default();
             if params.iter().any(|p| p.is_nan()) {
@@ -385,6 +387,44 @@ impl crate::functions::RangeSink for AggSink<'_> {
     }
 }
 
+/// Checks topk's, bottomk's or limitk's k at every step, as Prometheus does
+/// before evaluating any step: when every k is below 1 (the result is empty)
+/// nothing else is checked; otherwise a NaN, then a k at or below the
+/// smallest int64, then one at or above the largest is an error.
+fn check_k(params: &[f64]) -> Result<()> {
+    const INT64_MIN: f64 = i64::MIN as f64;
+    const INT64_MAX: f64 = i64::MAX as f64;
+    if params.iter().any(|p| p.is_nan()) {
+        return eval_err("Parameter value is NaN");
+    }
+    let (min, max) = min_max(params);
+    if max < 1.0 {
+        return Ok(());
+    }
+    if min <= INT64_MIN {
+        return eval_err(format!("Scalar value {} underflows int64", format_g(min)));
+    }
+    if max >= INT64_MAX {
+        return eval_err(format!("Scalar value {} overflows int64", format_g(max)));
+    }
+    Ok(())
+}
+
+/// The members of a group topk (`Keep::Largest`) or bottomk keeps, given
+/// in input order (floats only), best first: Prometheus' heap decides which
+/// of equal values stay and Go's sort their order (see [`kheap`]).
+fn keep_k(keep: Keep, k: i64, members: Vec<Samp>) -> Vec<Samp> {
+    let k = usize::try_from(k).unwrap_or(0).min(members.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut heap = KHeap::new(keep, k);
+    for s in members {
+        heap.offer(s.f, s);
+    }
+    heap.into_ranked()
+}
+
 /// The smallest and largest of the values (±Inf when none; NaNs ignored).
 fn min_max(vals: &[f64]) -> (f64, f64) {
     vals.iter()
@@ -455,6 +495,11 @@ fn aggregate_step(
     annos: &mut Annotations,
     pos: AggPos,
 ) -> Result<Vec<Samp>> {
+    // A k below 1 empties the step before any sample is looked at (so no
+    // histogram is reported as ignored either).
+    if matches!(op, "topk" | "bottomk" | "limitk") && (param as i64) < 1 {
+        return Ok(Vec::new());
+    }
     let mut index: HashMap<Labels, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for s in vec {
@@ -531,26 +576,12 @@ fn aggregate_step(
             "stddev" => variance(&vals).sqrt(),
             "stdvar" => variance(&vals),
             "quantile" => quantile(param, vals.clone()),
-            "topk" | "bottomk" => {
-                let k = (param as i64).min(g.members.len() as i64);
-                if k < 1 {
-                    continue;
-                }
-                let mut m = g.members;
-                let top = op == "topk";
-                // Best first; NaN is never preferred.
-                m.sort_by(|a, b| {
-                    let (x, y) = (a.f, b.f);
-                    match (x.is_nan(), y.is_nan()) {
-                        (true, true) => std::cmp::Ordering::Equal,
-                        (true, false) => std::cmp::Ordering::Greater,
-                        (false, true) => std::cmp::Ordering::Less,
-                        _ if top => y.partial_cmp(&x).unwrap_or(std::cmp::Ordering::Equal),
-                        _ => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
-                    }
-                });
-                m.truncate(k as usize);
-                out.extend(m);
+            "topk" => {
+                out.extend(keep_k(Keep::Largest, param as i64, g.members));
+                continue;
+            }
+            "bottomk" => {
+                out.extend(keep_k(Keep::Smallest, param as i64, g.members));
                 continue;
             }
             "limitk" => {
@@ -698,5 +729,121 @@ mod fused_tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod topk_tests {
+    use crate::storage::{FloatHistogram, Labels, MemStorage};
+    use crate::{Engine, Value};
+
+    /// Series `m{i="a"}`, `m{i="b"}`, ... holding `values` at 0s.
+    fn db(values: &[f64]) -> MemStorage {
+        let mut db = MemStorage::new();
+        for (n, &v) in values.iter().enumerate() {
+            let name = ((b'a' + n as u8) as char).to_string();
+            db.add(Labels::from_pairs(&[("__name__", "m"), ("i", &name)]), 0, v);
+        }
+        db
+    }
+
+    /// The `i` labels of an instant query's result, in its order.
+    fn instant(db: &MemStorage, q: &str) -> Vec<String> {
+        let r = Engine::default().instant_query(db, q, 0).unwrap();
+        let Value::Vector(v) = r.value else {
+            panic!("{q}: not a vector")
+        };
+        v.iter().map(|s| s.labels.get("i").to_string()).collect()
+    }
+
+    #[test]
+    fn a_tie_goes_as_in_prometheus_heap() {
+        // topk(2) of 1 1 1 5: a and b fill the heap with a at the root; c is
+        // not better than the root; 5 displaces a. So b stays, not a.
+        let d = db(&[1.0, 1.0, 1.0, 5.0]);
+        assert_eq!(instant(&d, "topk(2, m)"), ["d", "b"]);
+        let d = db(&[5.0, 5.0, 5.0, 1.0]);
+        assert_eq!(instant(&d, "bottomk(2, m)"), ["d", "b"]);
+        // Equal values only: the heap never takes a value equal to its root.
+        let d = db(&[1.0; 6]);
+        assert_eq!(instant(&d, "topk(4, m)"), ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn instant_order_of_ties_is_go_sorts() {
+        // 13 kept values, 0 1 2 repeated: Go's pdqsort (no longer an
+        // insertion sort at 13) leaves the ties in this order. Prometheus
+        // v3.16.0's answer, its series created in label order.
+        let values: Vec<f64> = (0..13).map(|i| f64::from(i % 3)).collect();
+        let d = db(&values);
+        assert_eq!(
+            instant(&d, "topk(13, m)").concat(),
+            "cflibhekmjagd",
+            "topk(13) of {values:?}"
+        );
+    }
+
+    #[test]
+    fn every_step_selects_from_its_own_samples() {
+        // Range query: at 0s the 5 of d displaces a; at 60s b's 9 wins and
+        // the tie of the others keeps a, which is at the root only at 0s.
+        let mut d = MemStorage::new();
+        for (i, v0, v1) in [
+            ("a", 1.0, 1.0),
+            ("b", 1.0, 9.0),
+            ("c", 1.0, 1.0),
+            ("d", 5.0, 1.0),
+        ] {
+            let l = Labels::from_pairs(&[("__name__", "m"), ("i", i)]);
+            d.add(l.clone(), 0, v0);
+            d.add(l, 60_000, v1);
+        }
+        let r = Engine::default()
+            .range_query(&d, "topk(2, m)", 0, 60_000, 60_000)
+            .unwrap();
+        let Value::Matrix(m) = r.value else {
+            panic!("not a matrix")
+        };
+        let got: Vec<(String, Vec<i64>)> = m
+            .iter()
+            .map(|s| {
+                (
+                    s.labels.get("i").to_string(),
+                    s.points.iter().map(|p| p.0).collect(),
+                )
+            })
+            .collect();
+        let want = [("a", vec![60_000]), ("b", vec![0, 60_000]), ("d", vec![0])];
+        let want: Vec<(String, Vec<i64>)> =
+            want.into_iter().map(|(i, t)| (i.to_string(), t)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn k_below_one_is_empty_without_checks_or_annotations() {
+        let mut d = db(&[1.0, 2.0]);
+        d.add_histogram(
+            Labels::from_pairs(&[("__name__", "m"), ("i", "h")]),
+            0,
+            FloatHistogram::default(),
+        );
+        let e = Engine::default();
+        let r = e.instant_query(&d, "topk(0.5, m)", 0).unwrap();
+        assert!(matches!(&r.value, Value::Vector(v) if v.is_empty()));
+        assert!(r.infos.is_empty(), "{:?}", r.infos);
+        // Every k below 1: no underflow error (Prometheus returns early).
+        let r = e.instant_query(&d, "bottomk(-1e19, m)", 0).unwrap();
+        assert!(matches!(&r.value, Value::Vector(v) if v.is_empty()));
+        // A k of 1 or more: the histogram is ignored, with an info.
+        let r = e.instant_query(&d, "topk(1, m)", 0).unwrap();
+        assert_eq!(r.infos.len(), 1, "{:?}", r.infos);
+        let err = e
+            .range_query(&d, "topk(1e19 * (time() - 30) , m)", 0, 60_000, 60_000)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("Scalar value -3e+20 underflows int64"),
+            "{err}"
+        );
     }
 }
