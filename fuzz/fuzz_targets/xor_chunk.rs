@@ -1,6 +1,7 @@
 //! Arbitrary bytes as an XOR chunk: iterating, seeking and reopening for
 //! appends must never panic, iteration must stop at the header count or
-//! report an error, and a chunk that `from_bytes` accepts must stay
+//! report an error, bulk decoding (`drain_into`) must hand out exactly
+//! what iteration does, and a chunk that `from_bytes` accepts must stay
 //! decodable after one more sample.
 
 #![no_main]
@@ -10,15 +11,22 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut it = XorIterator::new(data);
-    let mut decoded = 0usize;
-    let mut last_t = None;
-    for (t, _) in it.by_ref() {
-        decoded += 1;
-        last_t = Some(t);
+    let mut iterated = Vec::new();
+    for (t, v) in it.by_ref() {
+        iterated.push((t, v.to_bits()));
     }
+    let decoded = iterated.len();
+    let last_t = iterated.last().map(|s| s.0);
     let announced = usize::from(it.num_samples());
     assert!(decoded <= announced);
     assert!(decoded == announced || it.error().is_some());
+
+    let mut bulk = XorIterator::new(data);
+    let mut drained = Vec::new();
+    bulk.drain_into(&mut drained);
+    let drained: Vec<(i64, u64)> = drained.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+    assert_eq!(drained, iterated);
+    assert_eq!(bulk.error(), it.error());
 
     // Seek to a timestamp taken from the input, then read on.
     let target = data

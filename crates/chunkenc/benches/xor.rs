@@ -87,3 +87,32 @@ fn seek_last_120(bencher: Bencher, name: &str) {
         .counter(ItemsCount::new(SAMPLES))
         .bench(|| XorIterator::new(black_box(chunk.bytes())).seek(last));
 }
+
+/// 64 chunks of one series in a row, as a query reads them.
+fn chunks_64(name: &str) -> Vec<XorChunk> {
+    (0..64u64)
+        .map(|k| {
+            let mut samples = series(name);
+            for s in &mut samples {
+                s.0 += k as i64 * 1_800_000;
+                s.1 += k as f64;
+            }
+            encode(&samples)
+        })
+        .collect()
+}
+
+#[divan::bench(args = ["gauge", "counter"])]
+fn drain_64x120(bencher: Bencher, name: &str) {
+    let chunks = chunks_64(name);
+    let mut out = Vec::new();
+    bencher
+        .counter(ItemsCount::new(SAMPLES * chunks.len()))
+        .bench_local(|| {
+            out.clear();
+            for c in &chunks {
+                XorIterator::new(black_box(c.bytes())).drain_into(&mut out);
+            }
+            out.len()
+        });
+}

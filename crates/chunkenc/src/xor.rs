@@ -29,6 +29,8 @@ use std::iter::FusedIterator;
 
 use crate::bstream::{BitReader, BitWriter, EndOfStream};
 use crate::xor_value::XorWindow;
+
+mod bulk;
 use crate::{ChunkError, Fault};
 
 /// Bytes of the sample count that starts every chunk.

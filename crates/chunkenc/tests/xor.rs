@@ -324,4 +324,39 @@ proptest! {
             }
         }
     }
+
+    /// `drain_into` hands out exactly what `next` does, and stops with the
+    /// same error: on real chunks, damaged ones and arbitrary bytes, from
+    /// the start or after some samples were taken with `next`.
+    #[test]
+    fn drain_into_equals_next(
+        samples in samples_strategy(),
+        flips in proptest::collection::vec((any::<usize>(), 0u8..8), 0..3),
+        cut in any::<usize>(),
+        first in 0usize..5,
+        noise in proptest::collection::vec(any::<u8>(), 0..200),
+    ) {
+        let mut damaged = encode(&samples).into_bytes();
+        for (at, bit) in flips {
+            let i = at % damaged.len();
+            damaged[i] ^= 1 << bit;
+        }
+        damaged.truncate(2 + cut % damaged.len());
+        for bytes in [encode(&samples).into_bytes(), damaged, noise] {
+            let mut by_next = XorIterator::new(&bytes);
+            let mut by_drain = XorIterator::new(&bytes);
+            let mut drained = Vec::new();
+            for _ in 0..first {
+                let a = by_next.next().map(|(t, v)| (t, v.to_bits()));
+                prop_assert_eq!(a, by_drain.next().map(|(t, v)| (t, v.to_bits())));
+            }
+            let expected: Vec<(i64, u64)> = by_next.by_ref().map(|(t, v)| (t, v.to_bits())).collect();
+            drained.push((7, 7.0));
+            by_drain.drain_into(&mut drained);
+            let got: Vec<(i64, u64)> = drained[1..].iter().map(|&(t, v)| (t, v.to_bits())).collect();
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(by_drain.error(), by_next.error());
+            prop_assert_eq!(by_drain.next(), None);
+        }
+    }
 }

@@ -130,10 +130,10 @@ fn read_series(
 ) -> Result<(), ferrite_tsdb::QueryError> {
     floats.clear();
     hists.clear();
-    s.for_each_value(|t, v| match v {
-        SampleRef::Float(v) => floats.push((t, v)),
+    s.read_into(floats, |t, v| match v {
         SampleRef::Histogram(h) => hists.push((t, h.to_float())),
         SampleRef::FloatHistogram(h) => hists.push((t, h.clone())),
+        SampleRef::Float(_) => {}
     })
 }
 
