@@ -343,18 +343,17 @@ impl<'a> XorIterator<'a> {
         }
         if self.reader.remaining() >= FAST_PATH_BITS {
             let reg = self.reader.peek();
-            let dod_class = reg.leading_ones();
-            if dod_class < 4 {
-                return self.decode_fast(reg, dod_class);
+            if let Some((dod, used)) = short_dod(reg) {
+                return self.decode_fast(reg, dod, used);
             }
         }
         self.decode_checked()
     }
 
-    /// Decodes a sample whose dod class is 0..=3 from a buffer holding at
-    /// least [`FAST_PATH_BITS`]: everything up to the value's payload is
-    /// taken from `reg` without further checks, and the dod class (hard to
-    /// predict for jittery scrapes) selects a width instead of a branch.
+    /// Decodes a sample whose dod class is 0..=3 (`dod`, taking `used`
+    /// bits: [`short_dod`]) from a buffer holding at least
+    /// [`FAST_PATH_BITS`]: everything up to the value's payload is taken
+    /// from `reg` without further checks.
     ///
     /// This decodes the value field inline rather than through
     /// [`XorWindow::read`] (which [`Self::decode_value`] uses): the value's
@@ -363,20 +362,7 @@ impl<'a> XorIterator<'a> {
     /// sample; going through the bit reader field by field costs three more
     /// loads and checks per sample in XOR's hottest loop.
     #[inline(always)]
-    fn decode_fast(&mut self, reg: u64, dod_class: u32) -> Result<(), Fault> {
-        // Delta of delta: `dod_class` ones, a zero, then `width` bits.
-        let width = match dod_class {
-            0 => 0,
-            1 => 14,
-            2 => 17,
-            _ => 20,
-        };
-        let mut used = dod_class + 1;
-        let raw = ((reg << used) >> 1) >> (63 - width);
-        // 2^width (0 for width 0); raw above half of it is negative.
-        let span = (1u64 << width) & !1;
-        let dod = raw.wrapping_sub(if raw > span >> 1 { span } else { 0 });
-        used += width;
+    fn decode_fast(&mut self, reg: u64, dod: u64, mut used: u32) -> Result<(), Fault> {
         self.t_delta = self.t_delta.wrapping_add(dod);
         self.t = self.t.wrapping_add(self.t_delta as i64);
 
@@ -447,6 +433,30 @@ impl<'a> XorIterator<'a> {
         self.value_changed |= xor != 0;
         Ok(())
     }
+}
+
+/// The delta of delta at the front of `reg` if its class is 0..=3
+/// (`class` ones, a zero, then 0, 14, 17 or 20 bits), with the bits it
+/// takes; `None` for the 64-bit class. The class (hard to predict for
+/// jittery scrapes) selects a width instead of a branch.
+#[inline(always)]
+fn short_dod(reg: u64) -> Option<(u64, u32)> {
+    let dod_class = reg.leading_ones();
+    let width = match dod_class {
+        0 => 0,
+        1 => 14,
+        2 => 17,
+        3 => 20,
+        _ => return None,
+    };
+    let used = dod_class + 1;
+    let raw = ((reg << used) >> 1) >> (63 - width);
+    // 2^width (0 for width 0); raw above half of it is negative.
+    let span = (1u64 << width) & !1;
+    Some((
+        raw.wrapping_sub(if raw > span >> 1 { span } else { 0 }),
+        used + width,
+    ))
 }
 
 /// Reads an `nbits` delta-of-delta; values above 2^(nbits-1) are negative.

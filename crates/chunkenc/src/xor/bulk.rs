@@ -13,7 +13,7 @@
 //! interleaved in one loop, and a branch-free step cutting every field
 //! from one 128-bit load.
 
-use super::{XorIterator, FAST_PATH_BITS};
+use super::{short_dod, XorIterator, FAST_PATH_BITS};
 use crate::bstream::BitReader;
 use crate::xor_value::XorWindow;
 
@@ -64,23 +64,9 @@ impl<'a> DecodeState<'a> {
             return false;
         }
         let reg = self.reader.peek();
-        let dod_class = reg.leading_ones();
-        if dod_class >= 4 {
+        let Some((dod, mut used)) = short_dod(reg) else {
             return false;
-        }
-        // Delta of delta: `dod_class` ones, a zero, then `width` bits.
-        let width = match dod_class {
-            0 => 0,
-            1 => 14,
-            2 => 17,
-            _ => 20,
         };
-        let mut used = dod_class + 1;
-        let raw = ((reg << used) >> 1) >> (63 - width);
-        // 2^width (0 for width 0); raw above half of it is negative.
-        let span = (1u64 << width) & !1;
-        let dod = raw.wrapping_sub(if raw > span >> 1 { span } else { 0 });
-        used += width;
         // Value control: `0` same, `10` old window, `11` + 11 bits new one.
         let value_reg = reg << used;
         let control = value_reg.leading_ones().min(2);
