@@ -35,8 +35,13 @@ use crate::{ChunkError, Fault};
 
 /// Bytes of the sample count that starts every chunk.
 const HEADER_LEN: usize = 2;
-/// Initial capacity, as Prometheus: room for ~100 typical samples.
-const INITIAL_CAPACITY: usize = 128;
+/// Initial capacity: the header, a first sample (at most 18 bytes) and a
+/// few more. Prometheus starts at 128 bytes; here the buffer doubles as it
+/// fills and is kept across the series' chunks (`reset`), so a long-lived
+/// series reaches the size its chunks need once, while a head of new or
+/// short-lived series (churn, or a fresh start) pays 32 bytes for each
+/// rather than 128: ~96 MB less for a million new series.
+const INITIAL_CAPACITY: usize = 32;
 /// Longest sample prefix before the value payload: a 20-bit dod with its
 /// 4 control bits, and a new value window's 2 + 5 + 6 header bits.
 const FAST_PATH_BITS: usize = 4 + 20 + 2 + 5 + 6;

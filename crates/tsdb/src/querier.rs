@@ -22,7 +22,7 @@ use crate::head::ooo::OooFields;
 use crate::head::series::{MmappedChunk, UnmappedChunk};
 use crate::head::Head;
 use crate::head_chunks::{ChunkBytes, ChunkDiskMapper, ChunkDiskMapperRef};
-use crate::postings::{intersect, merge, subtract};
+use crate::postings::{intersect, merge, subtract, RefList};
 use crate::sample::{BuiltChunk, ChunkBuilder, ChunkDecoder, DecodeError, SampleRef};
 use ferrite_model::{Labels, MatchType, Matcher, SampleValue};
 
@@ -476,12 +476,12 @@ impl<'h> HeadQuerier<'h> {
                 let list = head
                     .symbols
                     .lookup(&m.value)
-                    .map_or(&[][..], |v| postings.get(name, v));
-                its.push(list.to_vec());
+                    .map_or_else(Vec::new, |v| postings.get(name, v).to_vec());
+                its.push(list);
                 continue;
             }
             let matches_empty = m.matches("");
-            let mut lists: Vec<&[u64]> = Vec::new();
+            let mut lists: Vec<&RefList> = Vec::new();
             head.symbols.with_resolver(|res| {
                 for (v, list) in postings.values(name) {
                     // Keep values the matcher accepts; for empty-matching

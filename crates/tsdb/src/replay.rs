@@ -60,7 +60,7 @@ use ferrite_wal::record::{self, RecordType, RefSample};
 use ferrite_wal::{
     list_segments, repair, split_segments, stitch, RangeEnd, SegmentRange, WalError,
 };
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 use tracing::{error, info, warn};
 
 use crate::error::{HeadError, Unsupported, UnsupportedKind};
@@ -1235,7 +1235,8 @@ impl Applier<'_> {
                         })
                     })
             };
-            if let Some((existing, _)) = head.series.lookup(hash, same) {
+            if let Some(existing) = head.series.lookup(hash, same) {
+                let existing = existing.series_ref();
                 if existing != r {
                     stats.duplicate_series_refs += 1;
                     aliases.insert(r, existing);
@@ -1244,11 +1245,8 @@ impl Applier<'_> {
             }
             head.symbols
                 .intern_all(pairs.iter().flat_map(|(a, b)| [*a, *b]), &mut ids);
-            let entry = Arc::new(SeriesEntry {
-                labels: ids.as_slice().into(),
-                data: Mutex::new(MemSeries::new()),
-            });
-            if head.series.insert(hash, r, entry.clone()) {
+            let entry = Arc::new(SeriesEntry::new(r, hash, ids.as_slice().into()));
+            if head.series.insert(entry.clone()) {
                 head.postings.write().add(r, &entry.labels);
                 pending[(r as usize) % n].push((r, entry));
             }

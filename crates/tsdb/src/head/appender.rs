@@ -24,7 +24,6 @@ use ferrite_wal::record::{
     RefFloatHistogramSample, RefHistogramSample, RefSample, SeriesRecordBuilder,
 };
 use ferrite_wal::PreparedRecords;
-use parking_lot::Mutex;
 
 mod histogram;
 pub(in crate::head) mod pool;
@@ -278,11 +277,12 @@ impl<'h> HeadAppender<'h> {
             &mut found,
         );
         out.clear();
-        out.extend(
-            found
-                .into_iter()
-                .map(|f| f.map(|(series_ref, entry)| FoundSeries { series_ref, entry })),
-        );
+        out.extend(found.into_iter().map(|f| {
+            f.map(|entry| FoundSeries {
+                series_ref: entry.series_ref(),
+                entry,
+            })
+        }));
     }
 
     /// Appends a sample to a series [`HeadAppender::find_existing`] found.
@@ -337,18 +337,16 @@ impl<'h> HeadAppender<'h> {
         let head = self.head;
         let hash = hash_labels(pairs.clone());
         let same = |ids: &[u32]| same_labels(&head.symbols, ids, pairs.clone(), len);
-        let (r, entry, created) = head.series.get_or_insert(hash, same, || {
+        let (entry, created) = head.series.get_or_insert(hash, same, || {
             let mut ids = Vec::with_capacity(len * 2);
             head.symbols
                 .intern_all(pairs.clone().flat_map(|(n, v)| [n, v]), &mut ids);
             let r = head.next_series_ref();
-            let entry = Arc::new(SeriesEntry {
-                labels: ids.into_boxed_slice(),
-                data: Mutex::new(MemSeries::new()),
-            });
+            let entry = Arc::new(SeriesEntry::new(r, hash, ids.into_boxed_slice()));
             head.postings.write().add(r, &entry.labels);
-            (r, entry)
+            entry
         });
+        let r = entry.series_ref();
         if created {
             head.stats.series_created.fetch_add(1, Ordering::Relaxed);
             self.new_series.push(r);

@@ -35,8 +35,10 @@ impl ValueKind {
 pub enum HeadChunk {
     /// Floats.
     Xor(XorChunk),
-    /// Floats, in v3.16's XOR2 encoding (`chunk_encoding.floats: xor2`).
-    Xor2(Xor2Chunk),
+    /// Floats, in v3.16's XOR2 encoding (`chunk_encoding.floats: xor2`;
+    /// boxed: its start-timestamp state would make every series' open
+    /// chunk 24 bytes larger, XOR or not).
+    Xor2(Box<Xor2Chunk>),
     /// Integer native histograms (boxed: their encoder state is four
     /// times a float chunk's, and every float series would carry it).
     Histogram(Box<HistogramChunk>),
@@ -58,9 +60,7 @@ impl HeadChunk {
     /// (XOR or XOR2).
     pub fn new_with(kind: ValueKind, float_encoding: Encoding) -> Self {
         match kind {
-            ValueKind::Float if float_encoding == Encoding::Xor2 => {
-                HeadChunk::Xor2(Xor2Chunk::new())
-            }
+            ValueKind::Float if float_encoding == Encoding::Xor2 => HeadChunk::Xor2(Box::default()),
             kind => HeadChunk::new(kind),
         }
     }

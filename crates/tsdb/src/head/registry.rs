@@ -1,19 +1,23 @@
 //! The head's series registry: series ref -> series, and label set -> ref.
 //!
 //! Both maps are striped (many independent locks) so concurrent appenders
-//! rarely wait on each other. The label-set map is keyed by a hash of the
-//! label strings; the rare hash collision keeps a list of refs.
+//! rarely wait on each other. They are `hashbrown` tables of bare `Arc`s,
+//! not maps, because a head holds millions of series and every byte a
+//! bucket carries is paid per series (the registry was ~105 bytes a series
+//! as two `HashMap`s, ~20 as these tables at the same load): the series'
+//! ref and label-set hash are in its entry, where they cost nothing (the
+//! entry's allocation had room for them). Series whose label sets share a
+//! hash (rare) are simply several entries under that hash.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 
 use super::series::MemSeries;
 use crate::prefetch::prefetch;
 use crate::symbols::{Resolver, SymbolId, SymbolTable};
-
-type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 const STRIPES: usize = 512;
 /// Fewer stripes for the label-set map: readers share them, and a batch
@@ -22,29 +26,35 @@ const STRIPES: usize = 512;
 /// is serialised by the postings lock anyway.
 const HASH_STRIPES: usize = 32;
 
-/// A series: immutable interned labels (name, value, name, value, ...) and its data.
+/// A series: its ref, immutable interned labels (name, value, name, value,
+/// ...) and their hash, and its data.
 pub struct SeriesEntry {
+    series_ref: u64,
+    hash: u64,
     pub labels: Box<[SymbolId]>,
     pub data: Mutex<MemSeries>,
 }
 
-/// The series under one label-set hash: almost always one.
-enum HashSlot {
-    One((u64, Arc<SeriesEntry>)),
-    Many(Vec<(u64, Arc<SeriesEntry>)>),
-}
-
-impl HashSlot {
-    fn as_slice(&self) -> &[(u64, Arc<SeriesEntry>)] {
-        match self {
-            HashSlot::One(p) => std::slice::from_ref(p),
-            HashSlot::Many(v) => v,
+impl SeriesEntry {
+    /// A new, empty series `series_ref` with interned `labels`, whose
+    /// strings hash to `hash` (see [`hash_labels`]).
+    pub fn new(series_ref: u64, hash: u64, labels: Box<[SymbolId]>) -> Self {
+        SeriesEntry {
+            series_ref,
+            hash,
+            labels,
+            data: Mutex::new(MemSeries::new()),
         }
+    }
+
+    /// The series' ref (`HeadSeriesRef` in Prometheus).
+    pub fn series_ref(&self) -> u64 {
+        self.series_ref
     }
 }
 
-type RefStripe = RwLock<FastMap<u64, Arc<SeriesEntry>>>;
-type HashStripe = RwLock<FastMap<u64, HashSlot>>;
+type RefStripe = RwLock<HashTable<Arc<SeriesEntry>>>;
+type HashStripe = RwLock<HashTable<Arc<SeriesEntry>>>;
 
 /// Both maps of the head's series.
 pub struct SeriesRegistry {
@@ -65,20 +75,22 @@ pub fn hash_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: impl Iterator<Item = (
     h.finish()
 }
 
-/// Records series `r` under `hash` in a hash stripe.
-fn add_to_slot(hs: &mut FastMap<u64, HashSlot>, hash: u64, r: u64, e: Arc<SeriesEntry>) {
-    match hs.remove(&hash) {
-        None => {
-            hs.insert(hash, HashSlot::One((r, e)));
-        }
-        Some(HashSlot::One(o)) => {
-            hs.insert(hash, HashSlot::Many(vec![o, (r, e)]));
-        }
-        Some(HashSlot::Many(mut v)) => {
-            v.push((r, e));
-            hs.insert(hash, HashSlot::Many(v));
-        }
-    }
+/// The hash a table files `x` (a ref, or a label-set hash) under. The
+/// stripe is chosen by `x`'s low bits, which the table also indexes
+/// buckets by, and refs are sequential: `x` is mixed first (a bijection,
+/// so distinct keys stay distinct).
+fn spread(x: u64) -> u64 {
+    let z = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn ref_key(e: &Arc<SeriesEntry>) -> u64 {
+    spread(e.series_ref)
+}
+
+fn hash_key(e: &Arc<SeriesEntry>) -> u64 {
+    spread(e.hash)
 }
 
 impl Default for SeriesRegistry {
@@ -107,7 +119,10 @@ impl SeriesRegistry {
     }
 
     pub fn get(&self, r: u64) -> Option<Arc<SeriesEntry>> {
-        self.ref_stripe(r).read().get(&r).cloned()
+        self.ref_stripe(r)
+            .read()
+            .find(spread(r), |e| e.series_ref == r)
+            .cloned()
     }
 
     /// Finds the series of a label set. `same` tells whether a candidate's
@@ -116,12 +131,9 @@ impl SeriesRegistry {
         &self,
         hash: u64,
         same: impl Fn(&[SymbolId]) -> bool,
-    ) -> Option<(u64, Arc<SeriesEntry>)> {
+    ) -> Option<Arc<SeriesEntry>> {
         let hs = self.hash_stripe(hash).read();
-        hs.get(&hash)?
-            .as_slice()
-            .iter()
-            .find(|(_, e)| same(&e.labels))
+        hs.find(spread(hash), |e| e.hash == hash && same(&e.labels))
             .cloned()
     }
 
@@ -135,7 +147,7 @@ impl SeriesRegistry {
         hashes: &[u64],
         symbols: &SymbolTable,
         same: impl Fn(usize, &[SymbolId], &Resolver<'_>) -> bool,
-        out: &mut Vec<Option<(u64, Arc<SeriesEntry>)>>,
+        out: &mut Vec<Option<Arc<SeriesEntry>>>,
     ) {
         out.clear();
         out.resize(hashes.len(), None);
@@ -145,24 +157,22 @@ impl SeriesRegistry {
             .map(|(i, &h)| (((h as usize) % HASH_STRIPES) as u32, i as u32))
             .collect();
         order.sort_unstable();
-        // Two passes per stripe. First every set's hash table slot, in a
-        // tight loop whose probes are independent, so their cache misses
-        // overlap. Then the comparisons, software-pipelined: the entry of
-        // the set AHEAD places on is prefetched, then its labels HALF as
-        // far on, so that by the time a set is compared both are (likely)
-        // in cache.
+        // Two passes per stripe. First every set's first candidate (the
+        // first entry whose bucket tag matches its hash: the entry is not
+        // read), in a tight loop whose probes are independent, so their
+        // cache misses overlap. Then the
+        // comparisons, software-pipelined: the entry of the set AHEAD
+        // places on is prefetched, then its labels HALF as far on, so that
+        // by the time a set is compared both are (likely) in cache.
         const AHEAD: usize = 6;
         const HALF: usize = 3;
         for group in order.chunk_by(|a, b| a.0 == b.0) {
             let hs = self.by_hash[group[0].0 as usize].read();
-            let slots: Vec<Option<&HashSlot>> = group
+            let firsts: Vec<Option<&Arc<SeriesEntry>>> = group
                 .iter()
-                .map(|&(_, i)| hs.get(&hashes[i as usize]))
+                .map(|&(_, i)| hs.find(spread(hashes[i as usize]), |_| true))
                 .collect();
-            let first = |k: usize| {
-                let slot = (*slots.get(k)?)?;
-                slot.as_slice().first().map(|(_, e)| e)
-            };
+            let first = |k: usize| *firsts.get(k)?;
             symbols.with_resolver(|res| {
                 for (k, &(_, i)) in group.iter().enumerate() {
                     if let Some(e) = first(k + AHEAD) {
@@ -172,93 +182,83 @@ impl SeriesRegistry {
                         prefetch(e.labels.as_ptr());
                     }
                     let i = i as usize;
-                    out[i] = slots[k].and_then(|slot| {
-                        slot.as_slice()
-                            .iter()
-                            .find(|(_, e)| same(i, &e.labels, res))
-                            .cloned()
-                    });
+                    let h = hashes[i];
+                    out[i] = match firsts[k] {
+                        None => None,
+                        Some(e) if e.hash == h && same(i, &e.labels, res) => Some(e.clone()),
+                        // Another series' tag or hash came first.
+                        Some(_) => hs
+                            .find(spread(h), |e| e.hash == h && same(i, &e.labels, res))
+                            .cloned(),
+                    };
                 }
             });
         }
     }
 
     /// Returns the existing series of a label set or inserts a new one made
-    /// by `make` (which returns its ref and entry). The hash stripe stays
+    /// by `make`, and whether it was made. The hash stripe stays
     /// write-locked from the second look to the insert, so two appenders
     /// never create the same series twice.
     pub fn get_or_insert(
         &self,
         hash: u64,
         same: impl Fn(&[SymbolId]) -> bool,
-        make: impl FnOnce() -> (u64, Arc<SeriesEntry>),
-    ) -> (u64, Arc<SeriesEntry>, bool) {
-        if let Some((r, e)) = self.lookup(hash, &same) {
-            return (r, e, false);
+        make: impl FnOnce() -> Arc<SeriesEntry>,
+    ) -> (Arc<SeriesEntry>, bool) {
+        if let Some(e) = self.lookup(hash, &same) {
+            return (e, false);
         }
         let mut hs = self.hash_stripe(hash).write();
-        if let Some((r, e)) = hs
-            .get(&hash)
-            .and_then(|slot| slot.as_slice().iter().find(|(_, e)| same(&e.labels)))
-        {
-            return (*r, e.clone(), false);
+        if let Some(e) = hs.find(spread(hash), |e| e.hash == hash && same(&e.labels)) {
+            return (e.clone(), false);
         }
-        let (r, entry) = make();
-        self.ref_stripe(r).write().insert(r, entry.clone());
-        add_to_slot(&mut hs, hash, r, entry.clone());
-        (r, entry, true)
+        let entry = make();
+        debug_assert_eq!(entry.hash, hash);
+        self.ref_stripe(entry.series_ref).write().insert_unique(
+            spread(entry.series_ref),
+            entry.clone(),
+            ref_key,
+        );
+        hs.insert_unique(spread(hash), entry.clone(), hash_key);
+        (entry, true)
     }
 
-    /// Inserts a series under a known ref (replay). Returns false if the ref exists.
-    pub fn insert(&self, hash: u64, r: u64, entry: Arc<SeriesEntry>) -> bool {
+    /// Inserts a series (replay). Returns false if its ref exists.
+    pub fn insert(&self, entry: Arc<SeriesEntry>) -> bool {
+        let (r, hash) = (entry.series_ref, entry.hash);
         {
             let mut rs = self.ref_stripe(r).write();
-            if rs.contains_key(&r) {
+            if rs.find(spread(r), |e| e.series_ref == r).is_some() {
                 return false;
             }
-            rs.insert(r, entry.clone());
+            rs.insert_unique(spread(r), entry.clone(), ref_key);
         }
         let mut hs = self.hash_stripe(hash).write();
-        add_to_slot(&mut hs, hash, r, entry);
+        hs.insert_unique(spread(hash), entry, hash_key);
         true
     }
 
-    /// Removes series `r` if `idle` says so while both of its stripes are
-    /// locked, so no appender can find the series in between (head GC).
-    /// Returns whether it was removed.
+    /// Removes `entry`'s series if `idle` says so while both of its
+    /// stripes are locked, so no appender can find the series in between
+    /// (head GC). Returns whether it was removed.
     pub fn remove_if(
         &self,
-        hash: u64,
-        r: u64,
+        entry: &SeriesEntry,
         idle: impl FnOnce(&Arc<SeriesEntry>) -> bool,
     ) -> bool {
+        let (r, hash) = (entry.series_ref, entry.hash);
         let mut hs = self.hash_stripe(hash).write();
         let mut rs = self.ref_stripe(r).write();
-        match rs.get(&r) {
-            Some(e) if idle(e) => {}
+        match rs.find_entry(spread(r), |e| e.series_ref == r) {
+            Ok(found) if idle(found.get()) => {
+                found.remove();
+            }
             _ => return false,
         }
-        rs.remove(&r);
         drop(rs);
-        match hs.remove(&hash) {
-            Some(HashSlot::One(o)) if o.0 != r => {
-                hs.insert(hash, HashSlot::One(o));
-            }
-            Some(HashSlot::Many(mut v)) => {
-                v.retain(|(x, _)| *x != r);
-                match v.len() {
-                    0 => {}
-                    1 => {
-                        if let Some(o) = v.pop() {
-                            hs.insert(hash, HashSlot::One(o));
-                        }
-                    }
-                    _ => {
-                        hs.insert(hash, HashSlot::Many(v));
-                    }
-                }
-            }
-            _ => {}
+        if let Ok(found) = hs.find_entry(spread(hash), |e| e.series_ref == r) {
+            found.remove();
         }
         true
     }

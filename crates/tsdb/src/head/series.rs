@@ -478,9 +478,7 @@ impl MemSeries {
                 c.reset();
                 (HeadChunk::FloatHistogram(c), None)
             }
-            (_, ValueKind::Float) if xor2 => {
-                (HeadChunk::Xor2(ferrite_chunkenc::Xor2Chunk::new()), None)
-            }
+            (_, ValueKind::Float) if xor2 => (HeadChunk::Xor2(Box::default()), None),
             (closed, kind) => (HeadChunk::new(kind), closed),
         };
         self.open = Some(OpenChunk {

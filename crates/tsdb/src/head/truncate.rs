@@ -14,7 +14,7 @@ use ferrite_wal::checkpoint::{delete_checkpoints, write_checkpoint};
 use ferrite_wal::list_segments;
 use tracing::{info, warn};
 
-use super::registry::{hash_labels, SeriesRegistry};
+use super::registry::SeriesRegistry;
 use super::Head;
 use crate::error::HeadError;
 
@@ -47,10 +47,8 @@ impl Head {
             if alive {
                 continue;
             }
-            let labels = self.resolve_labels(&entry.labels);
-            let hash = hash_labels(labels.iter().map(|l| (l.name.as_str(), l.value.as_str())));
             // Ours and the registry's references only: no appender holds it.
-            let gone = self.series.remove_if(hash, r, |e| {
+            let gone = self.series.remove_if(&entry, |e| {
                 Arc::strong_count(e) == SeriesRegistry::HELD_REFS + 1
                     && !e.data.lock().truncate_chunks_before(mint)
             });
