@@ -4,7 +4,7 @@
 //! rarely wait on each other. They are `hashbrown` tables of bare `Arc`s,
 //! not maps, because a head holds millions of series and every byte a
 //! bucket carries is paid per series (the registry was ~105 bytes a series
-//! as two `HashMap`s, ~20 as these tables at the same load): the series'
+//! as two `HashMap`s, ~38 as these tables at the same load): the series'
 //! ref and label-set hash are in its entry, where they cost nothing (the
 //! entry's allocation had room for them). Series whose label sets share a
 //! hash (rare) are simply several entries under that hash.
@@ -265,5 +265,77 @@ impl SeriesRegistry {
 
     pub fn len(&self) -> usize {
         self.by_ref.iter().map(|s| s.read().len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry(symbols: &SymbolTable, r: u64, hash: u64, labels: &[&str]) -> Arc<SeriesEntry> {
+        let mut ids = Vec::new();
+        symbols.intern_all(labels.iter().copied(), &mut ids);
+        Arc::new(SeriesEntry::new(r, hash, ids.into_boxed_slice()))
+    }
+
+    fn same_as<'a>(
+        symbols: &'a SymbolTable,
+        labels: &'a [&str],
+    ) -> impl Fn(&[SymbolId]) -> bool + 'a {
+        move |ids| {
+            ids.len() == labels.len()
+                && symbols
+                    .with_resolver(|res| ids.iter().zip(labels).all(|(&i, l)| res.get(i) == *l))
+        }
+    }
+
+    proptest! {
+        /// Series whose label sets share a hash, or whose hashes share a
+        /// stripe and a bucket tag, are all kept and each found as itself,
+        /// by every lookup, until removed.
+        #[test]
+        fn colliding_hashes_keep_every_series(
+            hashes in proptest::collection::vec(prop_oneof![0u64..4, Just(u64::MAX), any::<u64>()], 1..40),
+            removed in proptest::collection::vec(any::<bool>(), 40),
+        ) {
+            let symbols = SymbolTable::new();
+            let registry = SeriesRegistry::new();
+            let names: Vec<String> = (0..hashes.len()).map(|i| format!("s{i}")).collect();
+            for (i, &h) in hashes.iter().enumerate() {
+                let labels = ["__name__", names[i].as_str()];
+                let r = (i as u64 + 1) * 7;
+                let (e, made) = registry.get_or_insert(h, same_as(&symbols, &labels), || entry(&symbols, r, h, &labels));
+                prop_assert!(made);
+                prop_assert_eq!(e.series_ref(), r);
+                // A second look finds it instead of making another.
+                let (e, made) = registry.get_or_insert(h, same_as(&symbols, &labels), || unreachable!());
+                prop_assert!(!made);
+                prop_assert_eq!(e.series_ref(), r);
+            }
+            prop_assert_eq!(registry.len(), hashes.len());
+            for i in (0..hashes.len()).filter(|&i| removed[i]) {
+                let e = registry.get((i as u64 + 1) * 7).expect("present");
+                prop_assert!(registry.remove_if(&e, |_| true));
+                prop_assert!(!registry.remove_if(&e, |_| true));
+            }
+            let mut found = Vec::new();
+            registry.lookup_batch(&hashes, &symbols, |i, ids, res| {
+                ids.len() == 2 && res.get(ids[0]) == "__name__" && res.get(ids[1]) == names[i]
+            }, &mut found);
+            for (i, &h) in hashes.iter().enumerate() {
+                let r = (i as u64 + 1) * 7;
+                let labels = ["__name__", names[i].as_str()];
+                let want = (!removed[i]).then_some(r);
+                prop_assert_eq!(registry.get(r).map(|e| e.series_ref()), want);
+                prop_assert_eq!(registry.lookup(h, same_as(&symbols, &labels)).map(|e| e.series_ref()), want);
+                prop_assert_eq!(found[i].as_ref().map(|e| e.series_ref()), want);
+            }
+            // Replay's insert refuses a ref that is there.
+            if let Some(i) = removed.iter().take(hashes.len()).position(|&x| !x) {
+                let r = (i as u64 + 1) * 7;
+                prop_assert!(!registry.insert(entry(&symbols, r, 5, &["a", "b"])));
+            }
+        }
     }
 }
