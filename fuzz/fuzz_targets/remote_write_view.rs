@@ -3,7 +3,8 @@
 //! arbitrary bytes as a decompressed body. Must never panic, and wherever
 //! the view accepts the body it must read what prost + `convert_v1` read,
 //! native histograms included, and its histogram arena (`V1View::decode`)
-//! must hold each message's histogram, in order.
+//! must hold each message's histogram, in order; `V1View::decode_series`
+//! must hand on each series as it reads alone.
 use ferrite_remote::decode::convert_v1;
 use ferrite_remote::{
     decode_v1, utf8_labels, HistogramArena, HistogramBuf, V1View, ValidationScheme,
@@ -31,6 +32,34 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(k, arena.len());
     let scheme = ValidationScheme::Utf8;
+    // The single walk of the hot path hands on each series as it reads
+    // alone, and keeps the floats of those its callback keeps.
+    let mut handed = Vec::new();
+    let mut floats = Vec::new();
+    let single = V1View::decode_series(
+        data,
+        &mut arena,
+        usize::MAX,
+        scheme,
+        &mut floats,
+        |kept, range, n| {
+            handed.push((kept.map(<[_]>::to_vec), range, n));
+            true
+        },
+    );
+    assert!(single.is_some());
+    let (mut raw, mut kept, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    for (s, (got, range, n)) in view.series().zip(&handed) {
+        let mut count = 0;
+        samples.clear();
+        let valid =
+            s.read_unchecked_with_histograms(scheme, &mut raw, &mut kept, &mut samples, &mut count);
+        assert_eq!(got.as_deref(), valid.then_some(kept.as_slice()));
+        assert_eq!(*n, count);
+        let bits = |v: &[(i64, f64)]| v.iter().map(|&(t, x)| (t, x.to_bits())).collect::<Vec<_>>();
+        assert_eq!(bits(&floats[range.clone()]), bits(&samples));
+    }
+    assert_eq!(handed.len(), view.series_count());
     let general = convert_v1(
         &decode_v1(data).expect("prost decodes what the view accepts"),
         scheme,

@@ -19,6 +19,8 @@
 
 mod histogram;
 
+use std::ops::Range;
+
 use histogram::HistogramSize;
 pub use histogram::{HistogramArena, HistogramBuf, HistogramKind, HistogramMessage};
 
@@ -173,21 +175,82 @@ const KEY_VALUE_BYTE: u8 = KEY_VALUE as u8;
 const KEY_SAMPLE_VALUE_BYTE: u8 = KEY_SAMPLE_VALUE as u8;
 const KEY_SAMPLE_TIMESTAMP_BYTE: u8 = KEY_SAMPLE_TIMESTAMP as u8;
 
-fn is_label(msg: &[u8]) -> bool {
-    canonical_label(msg).is_some()
-        || all_fields(msg, |k, f| {
+/// A `Label` message's (name, value) if the view accepts the message.
+#[inline]
+fn checked_label(msg: &[u8]) -> Option<(&[u8], &[u8])> {
+    canonical_label(msg).or_else(|| {
+        all_fields(msg, |k, f| {
             matches!((k, f), (KEY_NAME | KEY_VALUE, Field::Len(_)))
         })
+        .then(|| label(msg))
+    })
 }
 
-fn is_sample(msg: &[u8]) -> bool {
-    canonical_sample(msg).is_some()
-        || all_fields(msg, |k, f| {
+/// A `Sample` message's (timestamp, value) if the view accepts the message.
+#[inline]
+fn checked_sample(msg: &[u8]) -> Option<(i64, f64)> {
+    canonical_sample(msg).or_else(|| {
+        all_fields(msg, |k, f| {
             matches!(
                 (k, f),
                 (KEY_SAMPLE_VALUE, Field::Fixed64(_)) | (KEY_SAMPLE_TIMESTAMP, Field::Varint(_))
             )
         })
+        .then(|| sample(msg))
+    })
+}
+
+/// What a scan of a [`V1View`] hands on while it checks the body.
+trait ScanSink<'a> {
+    fn label(&mut self, pair: (&'a [u8], &'a [u8]));
+    fn sample(&mut self, sample: (i64, f64));
+    /// The series whose labels and samples came since the last call ends;
+    /// it had `histograms` native histograms.
+    fn end_series(&mut self, histograms: usize);
+}
+
+/// A scan that only checks.
+struct CheckOnly;
+
+impl<'a> ScanSink<'a> for CheckOnly {
+    fn label(&mut self, _: (&'a [u8], &'a [u8])) {}
+    fn sample(&mut self, _: (i64, f64)) {}
+    fn end_series(&mut self, _: usize) {}
+}
+
+/// The scan of [`V1View::decode_series`]: each series' raw labels kept,
+/// validated at its end and handed to `each`.
+struct SeriesSink<'a, 's, F> {
+    scheme: ValidationScheme,
+    raw: Vec<(&'a [u8], &'a [u8])>,
+    kept: Vec<(&'a [u8], &'a [u8])>,
+    samples: &'s mut Vec<(i64, f64)>,
+    start: usize,
+    each: F,
+}
+
+impl<'a, F> ScanSink<'a> for SeriesSink<'a, '_, F>
+where
+    F: FnMut(Option<&[(&'a [u8], &'a [u8])]>, Range<usize>, usize) -> bool,
+{
+    fn label(&mut self, pair: (&'a [u8], &'a [u8])) {
+        self.raw.push(pair);
+    }
+
+    fn sample(&mut self, sample: (i64, f64)) {
+        self.samples.push(sample);
+    }
+
+    fn end_series(&mut self, histograms: usize) {
+        let valid = validate_structure(&mut self.raw, self.scheme, &mut self.kept);
+        let floats = self.start..self.samples.len();
+        let labels = valid.then_some(self.kept.as_slice());
+        if !(self.each)(labels, floats, histograms) {
+            self.samples.truncate(self.start);
+        }
+        self.start = self.samples.len();
+        self.raw.clear();
+    }
 }
 
 /// The label set [`SeriesView::read_unchecked`] kept, as strings, if it is
@@ -246,7 +309,11 @@ impl<'a> V1View<'a> {
     /// the general path).
     pub fn new(raw: &'a [u8]) -> Option<Self> {
         let mut histogram = HistogramBuf::new();
-        Self::scan(raw, |h| histogram.read_checked(h).map(|(_, _, size)| size))
+        Self::scan(
+            raw,
+            |h| histogram.read_checked(h).map(|(_, _, size)| size),
+            &mut CheckOnly,
+        )
     }
 
     /// [`V1View::new`] that also keeps every native histogram it checks,
@@ -255,14 +322,46 @@ impl<'a> V1View<'a> {
     /// when the arena would need more than `max_bytes` allocated.
     pub fn decode(raw: &'a [u8], arena: &mut HistogramArena, max_bytes: usize) -> Option<Self> {
         arena.clear();
-        Self::scan(raw, |h| arena.push_message(h, max_bytes))
+        Self::scan(raw, |h| arena.push_message(h, max_bytes), &mut CheckOnly)
+    }
+
+    /// [`V1View::decode`] that also reads every series while it checks
+    /// the body, so the body is walked once (reading the series in a
+    /// second walk cost about as much as the check). Each series' float
+    /// samples are appended to `samples`, then `each(labels, floats,
+    /// histograms)` gets: its label set as [`SeriesView::read_unchecked`]
+    /// keeps it (`None` where that refuses the series), the range of its
+    /// floats in `samples`, and how many of the arena's histograms are its
+    /// (the next ones, in request order). Where `each` answers false, the
+    /// series' floats are taken out of `samples` again. On `None` the
+    /// series handed on so far mean nothing.
+    pub fn decode_series(
+        raw: &'a [u8],
+        arena: &mut HistogramArena,
+        max_bytes: usize,
+        scheme: ValidationScheme,
+        samples: &mut Vec<(i64, f64)>,
+        each: impl FnMut(Option<&[(&'a [u8], &'a [u8])]>, Range<usize>, usize) -> bool,
+    ) -> Option<Self> {
+        arena.clear();
+        let start = samples.len();
+        let mut sink = SeriesSink {
+            scheme,
+            raw: Vec::new(),
+            kept: Vec::new(),
+            samples,
+            start,
+            each,
+        };
+        Self::scan(raw, |h| arena.push_message(h, max_bytes), &mut sink)
     }
 
     /// Checks the whole message, each histogram by `histogram` (`None`:
-    /// refused, else its size).
+    /// refused, else its size), handing what it reads to `sink`.
     fn scan(
         raw: &'a [u8],
         mut histogram: impl FnMut(&'a [u8]) -> Option<HistogramSize>,
+        sink: &mut impl ScanSink<'a>,
     ) -> Option<Self> {
         let (mut series, mut samples) = (0usize, 0usize);
         let (mut histograms, mut histogram_memory) = (0usize, 0usize);
@@ -271,11 +370,12 @@ impl<'a> V1View<'a> {
                 return false;
             };
             series += 1;
-            all_fields(ts, |k, f| match (k, f) {
-                (KEY_LABELS, Field::Len(l)) => is_label(l),
+            let before = histograms;
+            let ok = all_fields(ts, |k, f| match (k, f) {
+                (KEY_LABELS, Field::Len(l)) => checked_label(l).map(|p| sink.label(p)).is_some(),
                 (KEY_SAMPLES, Field::Len(s)) => {
                     samples += 1;
-                    is_sample(s)
+                    checked_sample(s).map(|x| sink.sample(x)).is_some()
                 }
                 (KEY_HISTOGRAMS, Field::Len(h)) => match histogram(h) {
                     Some(size) => {
@@ -288,7 +388,11 @@ impl<'a> V1View<'a> {
                     None => false,
                 },
                 _ => false,
-            })
+            });
+            if ok {
+                sink.end_series(histograms - before);
+            }
+            ok
         });
         ok.then_some(V1View {
             raw,

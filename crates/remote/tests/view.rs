@@ -194,6 +194,64 @@ fn through_prost(raw: &[u8], scheme: ValidationScheme) -> (Vec<Read>, Vec<Series
     (ok, req.errors, req.invalid_label_samples)
 }
 
+/// `V1View::decode_series` (the hot path's single walk) hands on each
+/// series as `read_unchecked_with_histograms` reads it alone, and takes
+/// back the floats of the series its callback refuses (every other one
+/// here), keeping the others in order after what the vector held.
+fn decode_series_reads_each_series(
+    raw: &[u8],
+    view: &V1View<'_>,
+    scheme: ValidationScheme,
+) -> Result<(), TestCaseError> {
+    type Kept = Option<Vec<(Vec<u8>, Vec<u8>)>>;
+    let mut handed: Vec<(Kept, std::ops::Range<usize>, usize)> = Vec::new();
+    let mut floats = vec![(7, 7.0)];
+    let mut keep = false;
+    let mut arena = HistogramArena::new();
+    let decoded = V1View::decode_series(
+        raw,
+        &mut arena,
+        usize::MAX,
+        scheme,
+        &mut floats,
+        |kept, range, n| {
+            let kept = kept.map(|k| k.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect());
+            handed.push((kept, range, n));
+            keep = !keep;
+            keep
+        },
+    );
+    prop_assert!(decoded.is_some());
+    prop_assert_eq!(handed.len(), view.series_count());
+    let (mut raw_pairs, mut kept, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    let mut want_floats = vec![(7, 7.0f64.to_bits())];
+    for (k, (s, (got_kept, range, n))) in view.series().zip(&handed).enumerate() {
+        let mut count = 0;
+        samples.clear();
+        let valid = s.read_unchecked_with_histograms(
+            scheme,
+            &mut raw_pairs,
+            &mut kept,
+            &mut samples,
+            &mut count,
+        );
+        let want_kept: Kept =
+            valid.then(|| kept.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect());
+        prop_assert_eq!(got_kept, &want_kept);
+        prop_assert_eq!(*n, count);
+        prop_assert_eq!(
+            range.clone(),
+            want_floats.len()..want_floats.len() + samples.len()
+        );
+        if k % 2 == 0 {
+            want_floats.extend(samples.iter().map(|&(t, v)| (t, v.to_bits())));
+        }
+    }
+    let got: Vec<(i64, u64)> = floats.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+    prop_assert_eq!(got, want_floats);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -243,6 +301,7 @@ proptest! {
                 if histograms > 0 {
                     prop_assert!(V1View::decode(&raw, &mut arena, 8).is_none());
                 }
+                decode_series_reads_each_series(&raw, &view, scheme)?;
             }
             None => {
                 prop_assert!(!pristine, "a plain request must take the fast path");

@@ -1,8 +1,9 @@
 //! The hot path: a 1.0 request appended as it lies in the decompressed
 //! body ([`V1View`]), floats and native histograms alike.
 //!
-//! Steps: every series is read first (its label pairs kept as bytes, its
-//! samples gathered into a request-wide vector, its histograms counted);
+//! Steps: every series is read while the body is checked, in one walk
+//! (its label pairs kept as bytes, its samples gathered into a
+//! request-wide vector, its histograms counted);
 //! the known series are found in one batch lookup; then each series gets
 //! its float samples, then its histograms, as [`super::append`] appends a
 //! decoded request. The histograms were parsed once, while the body was
@@ -43,16 +44,22 @@ pub fn append_in_place(
     opts: &DecodeOptions,
 ) -> Option<Answer> {
     let budget = Budget::for_body(raw.len(), opts.memory_per_body_byte).left();
-    let view = V1View::decode(raw, arena, budget / 4)?;
+    let (view, gathered) = Gathered::decode(raw, arena, budget / 4, opts)?;
     if view.histogram_memory() > budget / 2 {
         return None;
     }
-    let gathered = Gathered::read(&view, opts);
-    // Both walks see the same messages in the same order.
     if gathered.histograms != arena.len() {
-        return None;
+        return None; // never: the series hand on every histogram they hold
     }
     Some(append_gathered(db, &gathered, arena))
+}
+
+/// About the bytes a series of these labels and float samples takes in a
+/// body (at least 1): each label's name and value with four bytes of
+/// framing, 11 to 20 bytes a sample, and the series' own framing.
+fn encoded_len(labels: &RawPairs<'_>, floats: usize) -> usize {
+    let labels: usize = labels.iter().map(|(n, v)| n.len() + v.len() + 6).sum();
+    labels + floats * 13 + 3
 }
 
 /// One valid series of the request: ranges into [`Gathered`]'s vectors
@@ -74,45 +81,56 @@ struct Gathered<'a> {
 }
 
 impl<'a> Gathered<'a> {
-    /// Reads every series; those whose labels are invalid (other than by
-    /// UTF-8, checked later for new series only) or that carry nothing
-    /// are left out.
-    fn read(view: &V1View<'a>, opts: &DecodeOptions) -> Self {
-        let mut g = Gathered {
-            labels: Vec::new(),
-            samples: Vec::with_capacity(view.sample_count().min(MAX_RESERVED_SAMPLES)),
-            histograms: 0,
-            series: Vec::with_capacity(view.series_count().min(MAX_RESERVED_SERIES)),
+    /// Checks the body and reads every series in the same walk
+    /// ([`V1View::decode_series`]); series whose labels are invalid
+    /// (other than by UTF-8, checked later for new series only) or that
+    /// carry nothing are left out. `None`: the body takes the general path.
+    fn decode(
+        raw: &'a [u8],
+        arena: &mut HistogramArena,
+        max_bytes: usize,
+        opts: &DecodeOptions,
+    ) -> Option<(V1View<'a>, Self)> {
+        // The counts are known only at the end of the walk: room is made
+        // at the first series kept, for as many series as the body holds
+        // if they are all of its size.
+        let (mut samples, mut labels, mut series) = (Vec::new(), Vec::new(), Vec::new());
+        let mut histograms = 0;
+        let view = V1View::decode_series(
+            raw,
+            arena,
+            max_bytes,
+            opts.validation,
+            &mut samples,
+            |kept, floats, n| {
+                let h = histograms;
+                histograms += n;
+                let Some(kept) = kept.filter(|_| !floats.is_empty() || n > 0) else {
+                    return false;
+                };
+                if series.capacity() == 0 {
+                    let expected =
+                        (raw.len() / encoded_len(kept, floats.len())).clamp(1, MAX_RESERVED_SERIES);
+                    series.reserve(expected);
+                    labels.reserve((kept.len() * expected).min(MAX_RESERVED_SAMPLES));
+                }
+                let k = labels.len();
+                labels.extend_from_slice(kept);
+                series.push(GatheredSeries {
+                    labels: k..labels.len(),
+                    samples: floats,
+                    histograms: h..histograms,
+                });
+                true
+            },
+        )?;
+        let gathered = Gathered {
+            labels,
+            samples,
+            histograms,
+            series,
         };
-        let (mut raw, mut kept) = (Vec::new(), Vec::new());
-        for s in view.series() {
-            let (n, h) = (g.samples.len(), g.histograms);
-            let valid = s.read_unchecked_with_histograms(
-                opts.validation,
-                &mut raw,
-                &mut kept,
-                &mut g.samples,
-                &mut g.histograms,
-            );
-            if !valid || (g.samples.len() == n && g.histograms == h) {
-                g.samples.truncate(n);
-                continue;
-            }
-            if g.labels.capacity() == 0 {
-                // Series of one request mostly have as many labels.
-                let series = view.series_count().min(MAX_RESERVED_SERIES);
-                g.labels
-                    .reserve((kept.len().saturating_mul(series)).min(MAX_RESERVED_SAMPLES));
-            }
-            let k = g.labels.len();
-            g.labels.extend_from_slice(&kept);
-            g.series.push(GatheredSeries {
-                labels: k..g.labels.len(),
-                samples: n..g.samples.len(),
-                histograms: h..g.histograms,
-            });
-        }
-        g
+        Some((view, gathered))
     }
 
     fn label_sets(&self) -> Vec<&RawPairs<'a>> {
