@@ -644,7 +644,7 @@ fn run_decoder(queue: &RangeQueue, ranges: &[Source], mut decoder: Decoder<'_>) 
 // Appending (parallel, one shard of the series each)
 
 enum Msg {
-    Series(Vec<(u64, Arc<SeriesEntry>)>),
+    Series(Vec<Arc<SeriesEntry>>),
     Samples(Vec<RefSample>),
     Histograms(HistogramBatch),
 }
@@ -753,10 +753,11 @@ impl PendingHistograms {
 impl Worker<'_> {
     fn add_series(
         &mut self,
-        list: Vec<(u64, Arc<SeriesEntry>)>,
+        list: Vec<Arc<SeriesEntry>>,
         mmapped: &mut FastMap<u64, Vec<MmappedChunk>>,
     ) {
-        for (r, entry) in list {
+        for entry in list {
+            let r = entry.series_ref();
             if self.index.get(r) != NO_SLOT {
                 continue;
             }
@@ -1085,7 +1086,7 @@ struct Applier<'h> {
     stats: ReplayStats,
     /// Refs whose series record repeated an existing label set -> the existing ref.
     aliases: FastMap<u64, u64>,
-    pending_series: Vec<Vec<(u64, Arc<SeriesEntry>)>>,
+    pending_series: Vec<Vec<Arc<SeriesEntry>>>,
     ids: Vec<u32>,
     max_ref: u64,
 }
@@ -1248,7 +1249,7 @@ impl Applier<'_> {
             let entry = Arc::new(SeriesEntry::new(r, hash, ids.as_slice().into()));
             if head.series.insert(entry.clone()) {
                 head.postings.write().add(r, &entry.labels);
-                pending[(r as usize) % n].push((r, entry));
+                pending[(r as usize) % n].push(entry);
             }
         })?;
         self.ids = ids;

@@ -277,19 +277,18 @@ impl<'h> HeadAppender<'h> {
             &mut found,
         );
         out.clear();
-        out.extend(found.into_iter().map(|f| {
-            f.map(|entry| FoundSeries {
-                series_ref: entry.series_ref(),
-                entry,
-            })
-        }));
+        out.extend(
+            found
+                .into_iter()
+                .map(|f| f.map(|entry| FoundSeries { entry })),
+        );
     }
 
     /// Appends a sample to a series [`HeadAppender::find_existing`] found.
     pub fn append_found(&mut self, s: &FoundSeries, t: i64, v: f64) -> Result<u64, AppendError> {
         self.check_bounds(t)?;
-        self.append_entry(s.series_ref, s.entry.clone(), t, v)?;
-        Ok(s.series_ref)
+        self.append_entry(s.series_ref(), s.entry.clone(), t, v)?;
+        Ok(s.series_ref())
     }
 
     /// Appends a sample to a series known by ref.
@@ -733,13 +732,12 @@ impl CommitStats {
 /// A series found by [`HeadAppender::find_existing`]; holding it keeps
 /// the series from being garbage-collected.
 pub struct FoundSeries {
-    series_ref: u64,
     entry: Arc<SeriesEntry>,
 }
 
 impl FoundSeries {
     pub fn series_ref(&self) -> u64 {
-        self.series_ref
+        self.entry.series_ref()
     }
 }
 

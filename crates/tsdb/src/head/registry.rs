@@ -160,10 +160,10 @@ impl SeriesRegistry {
         // Two passes per stripe. First every set's first candidate (the
         // first entry whose bucket tag matches its hash: the entry is not
         // read), in a tight loop whose probes are independent, so their
-        // cache misses overlap. Then the
-        // comparisons, software-pipelined: the entry of the set AHEAD
-        // places on is prefetched, then its labels HALF as far on, so that
-        // by the time a set is compared both are (likely) in cache.
+        // cache misses overlap. Then the comparisons, software-pipelined:
+        // the entry of the set AHEAD places on is prefetched, then its
+        // labels HALF as far on, so that by the time a set is compared
+        // both are (likely) in cache.
         const AHEAD: usize = 6;
         const HALF: usize = 3;
         for group in order.chunk_by(|a, b| a.0 == b.0) {

@@ -229,8 +229,8 @@ impl HeadAppender<'_> {
         h: &mut H,
     ) -> Result<u64, AppendError> {
         self.check_histogram(t, h)?;
-        self.append_histogram_entry(s.series_ref, s.entry.clone(), t, Given::Lent(h))?;
-        Ok(s.series_ref)
+        self.append_histogram_entry(s.series_ref(), s.entry.clone(), t, Given::Lent(h))?;
+        Ok(s.series_ref())
     }
 
     fn append_ref_any<H: BatchedHistogram>(
