@@ -215,24 +215,25 @@ impl Db {
     }
 
     /// What the server's compaction loop does: persists the head's oldest
-    /// ranges as blocks while the head is compactable (truncating head and
-    /// WAL after each), then merges blocks as the leveled planner says
+    /// ranges as blocks while the head is compactable (truncating the head
+    /// after each and the WAL once, after the last), then merges blocks as the leveled planner says
     /// (overlaps first, then 2 h -> 6 h -> 18 h ..., and rewrites of blocks
     /// with many tombstones), then applies retention. Returns the blocks
     /// written.
     pub fn compact(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
-        let mut head_compacted = false;
+        let mut persisted_until = None;
         while self.head_compactable() {
             let mint = self.head.min_time();
             let range = self.head.options().chunk_range;
             let maxt = mint.div_euclid(range) * range + range;
             written.extend(self.persist_head(mint, maxt)?);
-            head_compacted = true;
+            persisted_until = Some(maxt);
         }
-        // As Prometheus: out-of-order data follows a head compaction.
-        if head_compacted {
+        if let Some(maxt) = persisted_until {
+            self.head.truncate_wal(maxt)?;
+            // As Prometheus: out-of-order data follows a head compaction.
             written.extend(self.compact_ooo_head()?);
         }
         written.extend(self.compact_blocks()?);
@@ -398,11 +399,13 @@ impl Db {
     }
 
     /// Persists the whole head into blocks, one per block range (the newest
-    /// ends right after the newest sample), and truncates head and WAL (no
-    /// block compaction: `ferrite tsdb compact` runs [`Db::compact`] after).
+    /// ends right after the newest sample), truncating the head after each
+    /// and the WAL once, after the last (no block compaction: `ferrite tsdb
+    /// compact` runs [`Db::compact`] after).
     pub fn compact_head_fully(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
+        let mut persisted_until = None;
         loop {
             let (min, max) = (self.head.min_time(), self.head.max_time());
             if min > max {
@@ -412,9 +415,13 @@ impl Db {
             let end = min.div_euclid(range) * range + range;
             let maxt = end.min(max.saturating_add(1));
             written.extend(self.persist_head(min, maxt)?);
+            persisted_until = Some(maxt);
             if maxt > max {
                 break;
             }
+        }
+        if let Some(maxt) = persisted_until {
+            self.head.truncate_wal(maxt)?;
         }
         written.extend(self.compact_ooo_head()?);
         Ok(written)
@@ -516,7 +523,9 @@ impl Db {
         Ok(rewritten)
     }
 
-    /// Writes [mint, maxt) of the head as a block, then truncates.
+    /// Writes [mint, maxt) of the head as a block, then truncates the head
+    /// (the caller truncates the WAL: once for all the ranges it persists,
+    /// so one checkpoint reads the old segments instead of one per range).
     fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
         let meta = persist_head_range(&self.head, &self.dir, mint, maxt, self.write_limit)
             .map_err(compact_err)?;
@@ -539,7 +548,6 @@ impl Db {
         if let Some(m) = &meta {
             info!(ulid = %m.ulid, mint, maxt, series = m.stats.num_series, samples = m.stats.num_samples, "head range persisted as a block");
         }
-        self.head.truncate_wal(maxt)?;
         Ok(ulid)
     }
 

@@ -18,8 +18,9 @@ fn options() -> DbOptions {
     DbOptions {
         head: HeadOptions {
             wal: Some(WalOptions {
-                // Small segments, so truncation has segments to checkpoint.
-                segment_size: 2 * PAGE_SIZE,
+                // Small segments, so the one WAL truncation after the
+                // compaction has segments to checkpoint.
+                segment_size: PAGE_SIZE,
                 compression: Compression::Snappy,
                 fsync_on_flush: false,
             }),

@@ -52,6 +52,11 @@ pub const CHECKPOINT_PREFIX: &str = "checkpoint.";
 const TMP_SUFFIX: &str = ".tmp";
 /// Records are handed to the writer in batches of about this size.
 const FLUSH_BYTES: usize = 1 << 20;
+/// Batches a reader of later segments may hold while the writer is still
+/// busy with earlier ones.
+const LOOKAHEAD_BATCHES: usize = 16;
+/// The most threads reading segments for one checkpoint.
+const MAX_READERS: usize = 4;
 
 /// Failure to create or delete a checkpoint.
 ///
@@ -270,7 +275,7 @@ pub fn write_checkpoint(
     wal_dir: &Path,
     from: u32,
     to: u32,
-    keep_series: &dyn Fn(u64) -> bool,
+    keep_series: &(dyn Fn(u64) -> bool + Sync),
     mint: i64,
     opts: WalOptions,
 ) -> Result<CheckpointStats, CheckpointError> {
@@ -302,11 +307,18 @@ pub fn write_checkpoint(
     remove_dir_if_exists(&tmp_dir)?;
     fs::create_dir_all(&tmp_dir).map_err(io_err(&tmp_dir))?;
 
-    let written = write_tmp_checkpoint(&tmp_dir, &sources, keep_series, mint, min_valid_time, opts)
-        .and_then(|stats| {
-            sync_dir(&tmp_dir).map_err(io_err(&tmp_dir))?;
-            Ok(stats)
-        });
+    let written = write_tmp_checkpoint(
+        &tmp_dir,
+        &sources,
+        keep_series,
+        (mint, min_valid_time),
+        opts,
+        reader_threads(),
+    )
+    .and_then(|stats| {
+        sync_dir(&tmp_dir).map_err(io_err(&tmp_dir))?;
+        Ok(stats)
+    });
     let stats = match written {
         Ok(stats) => stats,
         Err(e) => {
@@ -333,10 +345,10 @@ fn remove_dir_if_exists(dir: &Path) -> Result<(), CheckpointError> {
 fn write_tmp_checkpoint(
     tmp_dir: &Path,
     sources: &[(PathBuf, Vec<SegmentRef>)],
-    keep_series: &dyn Fn(u64) -> bool,
-    mint: i64,
-    min_valid_time: i64,
+    keep_series: &(dyn Fn(u64) -> bool + Sync),
+    (mint, min_valid_time): (i64, i64),
     opts: WalOptions,
+    readers: usize,
 ) -> Result<CheckpointStats, CheckpointError> {
     let write_err = |source| CheckpointError::Write {
         dir: tmp_dir.to_path_buf(),
@@ -346,27 +358,66 @@ fn write_tmp_checkpoint(
     let mut first = Vec::with_capacity(9);
     record::encode_min_valid_time(&mut first, min_valid_time);
     writer.log(&[&first]).map_err(write_err)?;
-    let mut filter = Filter::new(keep_series, mint);
-    // Compressing and writing the kept records runs on a second thread,
-    // beside reading, decompressing and filtering.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
-    let (read_result, writer) = std::thread::scope(|scope| {
+    let groups = split_sources(sources, readers);
+    // Each group of segments is read, decompressed and filtered on its own
+    // thread; a thread writes the kept records in segment order, after
+    // compressing them. A later group reads ahead by at most
+    // `LOOKAHEAD_BATCHES` batches while the writer is still on an earlier
+    // one, so what waits is bounded however much is kept.
+    let (tx0, rx0) = std::sync::mpsc::sync_channel::<Batch>(2);
+    let mut channels = Vec::with_capacity(groups.len());
+    let mut receivers = vec![rx0];
+    for _ in 1..groups.len() {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(LOOKAHEAD_BATCHES);
+        channels.push(tx);
+        receivers.push(rx);
+    }
+    let (read_results, writer) = std::thread::scope(|scope| {
         let handle = scope.spawn(move || -> Result<WalWriter, WalError> {
             let mut writer = writer;
-            for mut batch in rx {
-                batch.flush(&mut writer)?;
+            for rx in receivers {
+                for mut batch in rx {
+                    batch.flush(&mut writer)?;
+                }
             }
             Ok(writer)
         });
-        let read_result = read_sources(sources, &mut filter, &tx);
-        drop(tx);
+        let readers: Vec<_> = groups
+            .iter()
+            .skip(1)
+            .zip(channels)
+            .map(|(group, tx)| {
+                scope.spawn(move || {
+                    let mut filter = Filter::new(keep_series, mint);
+                    read_sources(group, &mut filter, &tx).map(|()| filter)
+                })
+            })
+            .collect();
+        let mut results = Vec::with_capacity(groups.len());
+        results.push({
+            let mut filter = Filter::new(keep_series, mint);
+            let first = groups.first().map_or(&[][..], Vec::as_slice);
+            read_sources(first, &mut filter, &tx0).map(|()| filter)
+        });
+        drop(tx0);
+        for reader in readers {
+            results.push(reader.join().unwrap_or_else(|_| {
+                Err(CheckpointError::Io {
+                    path: tmp_dir.to_path_buf(),
+                    source: io::Error::other("checkpoint reader panicked"),
+                })
+            }));
+        }
         let writer = handle
             .join()
             .unwrap_or_else(|_| Err(WalError::Io(io::Error::other("checkpoint writer panicked"))));
-        (read_result, writer)
+        (results, writer)
     });
     let mut writer = writer.map_err(write_err)?;
-    read_result?;
+    let mut filter = Filter::new(keep_series, mint);
+    for result in read_results {
+        filter.absorb(result?);
+    }
 
     // Latest metadata last, in records of bounded size.
     let mut metadata: Vec<record::RefMetadata> =
@@ -386,6 +437,56 @@ fn write_tmp_checkpoint(
     }
     writer.close().map_err(write_err)?;
     Ok(filter.stats)
+}
+
+/// Threads that read segments for a checkpoint: the cores there are, at
+/// most [`MAX_READERS`].
+fn reader_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_READERS))
+}
+
+/// The segments of `sources` (in order) as at most `max_groups` runs of
+/// consecutive segments of about equal size, each run's segments grouped by
+/// directory. Records never continue into the next segment, so each run
+/// can be read on its own. Always at least one (maybe empty) run.
+fn split_sources(
+    sources: &[(PathBuf, Vec<SegmentRef>)],
+    max_groups: usize,
+) -> Vec<Vec<(PathBuf, Vec<SegmentRef>)>> {
+    let sized: Vec<(&Path, &SegmentRef, u64)> = sources
+        .iter()
+        .flat_map(|(dir, segments)| {
+            segments.iter().map(move |seg| {
+                // An unreadable size only skews the split; reading reports it.
+                let len = fs::metadata(&seg.path).map_or(0, |m| m.len());
+                (dir.as_path(), seg, len)
+            })
+        })
+        .collect();
+    let total: u64 = sized.iter().map(|&(_, _, len)| len.max(1)).sum();
+    let groups = max_groups.clamp(1, sized.len().max(1)) as u64;
+    let mut out: Vec<Vec<(PathBuf, Vec<SegmentRef>)>> = Vec::new();
+    // A segment goes to the run its first byte falls in.
+    let (mut before, mut run) = (0u64, None);
+    for (dir, seg, len) in sized {
+        let this_run = (u128::from(before) * u128::from(groups) / u128::from(total.max(1))) as u64;
+        if run != Some(this_run) {
+            out.push(Vec::new());
+            run = Some(this_run);
+        }
+        if let Some(current) = out.last_mut() {
+            match current.last_mut() {
+                Some((d, segs)) if d.as_path() == dir => segs.push(seg.clone()),
+                _ => current.push((dir.to_path_buf(), vec![seg.clone()])),
+            }
+        }
+        // Empty segments weigh one byte, so equal ones still spread.
+        before += len.max(1);
+    }
+    if out.is_empty() {
+        out.push(Vec::new());
+    }
+    out
 }
 
 /// Reads every record of `sources` through `filter`, sending the kept ones
@@ -477,7 +578,7 @@ impl Batch {
 /// Decides record by record what goes into the checkpoint, with reused
 /// decode buffers.
 struct Filter<'k> {
-    keep_series: &'k dyn Fn(u64) -> bool,
+    keep_series: &'k (dyn Fn(u64) -> bool + Sync),
     mint: i64,
     stats: CheckpointStats,
     /// The filtered record to write.
@@ -495,7 +596,7 @@ struct Filter<'k> {
 }
 
 impl<'k> Filter<'k> {
-    fn new(keep_series: &'k dyn Fn(u64) -> bool, mint: i64) -> Self {
+    fn new(keep_series: &'k (dyn Fn(u64) -> bool + Sync), mint: i64) -> Self {
         Filter {
             keep_series,
             mint,
@@ -510,6 +611,25 @@ impl<'k> Filter<'k> {
             metadata: Vec::new(),
             latest_metadata: HashMap::new(),
         }
+    }
+
+    /// Takes in what `later` (which read the segments after this one's)
+    /// counted and kept: its stats and its series' latest metadata.
+    fn absorb(&mut self, later: Filter<'_>) {
+        let (a, b) = (&mut self.stats, later.stats);
+        a.total_series += b.total_series;
+        a.dropped_series += b.dropped_series;
+        a.total_samples += b.total_samples;
+        a.dropped_samples += b.dropped_samples;
+        a.total_tombstones += b.total_tombstones;
+        a.dropped_tombstones += b.dropped_tombstones;
+        a.total_exemplars += b.total_exemplars;
+        a.dropped_exemplars += b.dropped_exemplars;
+        a.total_metadata += b.total_metadata;
+        a.skipped_records += b.skipped_records;
+        self.latest_metadata.extend(later.latest_metadata);
+        // All but one entry per kept series dropped, across the readers.
+        a.dropped_metadata = a.total_metadata - self.latest_metadata.len() as u64;
     }
 
     /// Keeps a float samples record's samples from `mint` on, as a v1
@@ -775,4 +895,135 @@ fn list_tmp_checkpoints(wal_dir: &Path) -> Result<Vec<(u32, PathBuf)>, Checkpoin
         out.push((index, entry.path()));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::record::{RefMetadata, RefSample, SeriesRecordBuilder};
+    use crate::Compression;
+    use proptest::prelude::*;
+
+    /// A WAL of many small segments: series, samples around `mint` (some
+    /// records kept whole, some dropped whole, some split) and metadata
+    /// repeated across segments.
+    fn write_wal(dir: &Path, records: &[(u8, u64, i64)]) {
+        let opts = WalOptions {
+            segment_size: 32 * 1024,
+            compression: Compression::Snappy,
+            ..WalOptions::default()
+        };
+        let mut w = WalWriter::open(dir, opts).unwrap();
+        let mut buf = Vec::new();
+        for &(kind, series_ref, t) in records {
+            match kind % 3 {
+                0 => {
+                    let mut b = SeriesRecordBuilder::new(&mut buf);
+                    let name = format!("s{series_ref}");
+                    b.add(series_ref, &[("__name__", name.as_str())]);
+                }
+                1 => {
+                    let samples: Vec<RefSample> = (0..200)
+                        .map(|i| RefSample {
+                            st: 0,
+                            series_ref: series_ref + i % 7,
+                            t: t + i as i64,
+                            v: i as f64,
+                        })
+                        .collect();
+                    record::encode_samples(&mut buf, &samples);
+                }
+                _ => record::encode_metadata(
+                    &mut buf,
+                    &[RefMetadata {
+                        series_ref,
+                        metric_type: 1,
+                        unit: String::new(),
+                        help: format!("help at {t}"),
+                    }],
+                ),
+            }
+            w.log(&[&buf]).unwrap();
+        }
+        w.close().unwrap();
+    }
+
+    fn checkpoint_with(wal: &Path, out: &Path, readers: usize) -> (CheckpointStats, Vec<Vec<u8>>) {
+        let segments = crate::segment::list_segments_in_range(wal, 0, u32::MAX).unwrap();
+        let sources = vec![(wal.to_path_buf(), segments)];
+        let keep = |r: u64| !r.is_multiple_of(3);
+        fs::create_dir_all(out).unwrap();
+        let stats = write_tmp_checkpoint(
+            out,
+            &sources,
+            &keep,
+            (1000, 1000),
+            WalOptions::default(),
+            readers,
+        )
+        .unwrap();
+        let segments = crate::segment::list_segments_in_range(out, 0, u32::MAX).unwrap();
+        let mut reader = RecordReader::new(segments);
+        let mut records = Vec::new();
+        while let Some(rec) = reader.next_record().unwrap() {
+            records.push(rec.to_vec());
+        }
+        (stats, records)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Reading the segments on several threads writes the same
+        /// records, in the same order, with the same counts, as one
+        /// thread does.
+        #[test]
+        fn readers_in_parallel_write_what_one_reader_writes(
+            records in proptest::collection::vec((0u8..3, 0u64..40, 0i64..2000), 1..400),
+            readers in 2usize..6,
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let wal = tmp.path().join("wal");
+            write_wal(&wal, &records);
+            let one = checkpoint_with(&wal, &tmp.path().join("one"), 1);
+            let many = checkpoint_with(&wal, &tmp.path().join("many"), readers);
+            prop_assert_eq!(one, many);
+        }
+    }
+
+    #[test]
+    fn split_sources_keeps_every_segment_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let seg = |dir: &Path, index: u32, len: usize| {
+            fs::create_dir_all(dir).unwrap();
+            let path = crate::segment::segment_path(dir, index);
+            fs::write(&path, vec![0u8; len]).unwrap();
+            SegmentRef { index, path }
+        };
+        let (cp, wal) = (
+            tmp.path().join("checkpoint.00000002"),
+            tmp.path().join("wal"),
+        );
+        let sources = vec![
+            (cp.clone(), vec![seg(&cp, 0, 100)]),
+            (wal.clone(), (3..8).map(|i| seg(&wal, i, 100)).collect()),
+        ];
+        for groups in 1..9 {
+            let split = split_sources(&sources, groups);
+            assert_eq!(split.len(), groups.min(6), "{groups} groups");
+            let flat: Vec<(PathBuf, u32)> = split
+                .iter()
+                .flatten()
+                .flat_map(|(d, segs)| segs.iter().map(move |s| (d.clone(), s.index)))
+                .collect();
+            let want: Vec<(PathBuf, u32)> = sources
+                .iter()
+                .flat_map(|(d, segs)| segs.iter().map(move |s| (d.clone(), s.index)))
+                .collect();
+            assert_eq!(flat, want);
+        }
+        assert_eq!(split_sources(&[], 4).len(), 1);
+    }
 }
