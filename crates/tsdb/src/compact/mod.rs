@@ -79,6 +79,7 @@ pub fn persist_head_range(
         head,
         entries,
         next: 0,
+        chunks_since_release: 0,
         mint,
         last,
         failure: None,
@@ -140,14 +141,19 @@ pub(crate) fn head_symbols(head: &Head, entries: &[(u64, Arc<SeriesEntry>)]) -> 
     out
 }
 
-/// How often head compaction drops the chunk file pages it read.
-const RELEASE_EVERY_SERIES: usize = 4096;
+/// How often head compaction drops the chunk file pages it read: after
+/// this many chunks. Each chunk read from the mapped files faults in its
+/// page and the kernel maps up to 64 KiB around it, so this bounds the
+/// pages the compaction holds to a few tens of MiB.
+const RELEASE_EVERY_CHUNKS: usize = 1024;
 
 /// The head's series of one range, in label order.
 struct HeadSource<'h> {
     head: &'h Head,
     entries: Vec<(u64, Arc<SeriesEntry>)>,
     next: usize,
+    /// Chunks read since the chunk files' pages were last dropped.
+    chunks_since_release: usize,
     mint: i64,
     last: i64,
     /// The real error when a head chunk could not be read.
@@ -171,8 +177,9 @@ impl SeriesSource for HeadSource<'_> {
         self.next += 1;
         // The series are read in label order, not file order: without this
         // the whole of `chunks_head/` would end up resident.
-        if self.next.is_multiple_of(RELEASE_EVERY_SERIES) {
+        if self.chunks_since_release >= RELEASE_EVERY_CHUNKS {
             self.head.mapper.release_pages();
+            self.chunks_since_release = 0;
         }
         *labels = self.head.resolve_labels(&entry.labels);
         // Samples deleted from the head stay deleted in the block.
@@ -187,6 +194,7 @@ impl SeriesSource for HeadSource<'_> {
                 source: std::io::Error::other("head chunk unreadable"),
             });
         }
+        self.chunks_since_release += chunks.len();
         Ok(true)
     }
 }
