@@ -144,6 +144,7 @@ impl Db {
             head.set_min_valid_time(maxt);
         }
         let replay = replay(&head, &wal_dir, &wbl_dir)?;
+        crate::heap::release_free_memory();
         head.attach_wal(&wal_dir)?;
         // Prometheus keeps writing a WBL it found, window or not.
         if head.out_of_order_time_window() > 0 || wbl_dir.is_dir() {
@@ -233,6 +234,8 @@ impl Db {
         }
         if let Some(maxt) = persisted_until {
             self.head.truncate_wal(maxt)?;
+            // The truncated head's chunks and series were freed.
+            crate::heap::release_free_memory();
             // As Prometheus: out-of-order data follows a head compaction.
             written.extend(self.compact_ooo_head()?);
         }
@@ -422,6 +425,7 @@ impl Db {
         }
         if let Some(maxt) = persisted_until {
             self.head.truncate_wal(maxt)?;
+            crate::heap::release_free_memory();
         }
         written.extend(self.compact_ooo_head()?);
         Ok(written)

@@ -20,6 +20,7 @@ pub mod db;
 pub mod error;
 pub mod head;
 pub mod head_chunks;
+mod heap;
 pub mod postings;
 mod prefetch;
 pub mod querier;

@@ -144,8 +144,8 @@ pub(crate) fn head_symbols(head: &Head, entries: &[(u64, Arc<SeriesEntry>)]) -> 
 /// How often head compaction drops the chunk file pages it read: after
 /// this many chunks. Each chunk read from the mapped files faults in its
 /// page and the kernel maps up to 64 KiB around it, so this bounds the
-/// pages the compaction holds to a few tens of MiB.
-const RELEASE_EVERY_CHUNKS: usize = 1024;
+/// pages the compaction holds to 16 MiB.
+const RELEASE_EVERY_CHUNKS: usize = 256;
 
 /// The head's series of one range, in label order.
 struct HeadSource<'h> {
