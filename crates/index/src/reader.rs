@@ -97,13 +97,19 @@ pub struct SymbolCache<'a> {
 
 impl Default for SymbolCache<'_> {
     fn default() -> Self {
-        SymbolCache {
-            slots: vec![(u32::MAX, &[][..]); 256],
-        }
+        SymbolCache::with_slots(256)
     }
 }
 
 impl<'a> SymbolCache<'a> {
+    /// A cache of `slots` entries (at least one): more for a reader that
+    /// walks every series of a block, such as a compaction.
+    pub fn with_slots(slots: usize) -> Self {
+        SymbolCache {
+            slots: vec![(u32::MAX, &[][..]); slots.max(1)],
+        }
+    }
+
     fn get_or(
         &mut self,
         id: u32,
@@ -113,7 +119,8 @@ impl<'a> SymbolCache<'a> {
             // The empty slots' marker: never cached.
             return resolve(id);
         }
-        let slot = &mut self.slots[id as usize % 256];
+        let len = self.slots.len();
+        let slot = &mut self.slots[id as usize % len];
         if slot.0 != id {
             *slot = (id, resolve(id)?);
         }

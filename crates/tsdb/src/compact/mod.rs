@@ -18,7 +18,7 @@ use ferrite_chunkenc::Encoding;
 use ferrite_model::SampleValue;
 
 use crate::sample::{BuiltChunk, ChunkBuilder, ChunkDecoder, DecodeError, SampleRef};
-use ferrite_index::ChunkMeta;
+use ferrite_index::{ChunkMeta, SymbolCache};
 
 use crate::block::{write_block_from, Block, BlockChunk, BlockError, SeriesSource};
 use crate::head::registry::SeriesEntry;
@@ -375,16 +375,28 @@ fn merged_hints(blocks: &[Arc<Block>]) -> Vec<String> {
 /// merge holds one series per block at a time.
 struct MergeSource<'a> {
     blocks: &'a [Arc<Block>],
-    cursors: Vec<BlockCursor>,
+    cursors: Vec<BlockCursor<'a>>,
     members: Vec<(usize, u64)>,
+    /// The chunk metas of the members, tagged with their block.
+    member_chunks: Vec<(usize, ChunkMeta)>,
     float_encoding: Encoding,
 }
 
-struct BlockCursor {
+/// Symbols a merge remembers per block: it walks every series, and label
+/// values repeat from one series to the next.
+const MERGE_SYMBOL_CACHE_SLOTS: usize = 4096;
+
+/// One input block's series, in label order; each series is read once.
+struct BlockCursor<'a> {
+    block: &'a Block,
     refs: Vec<u64>,
     pos: usize,
     /// Labels of `refs[pos]`.
     current: Option<Labels>,
+    /// Chunk metas of `refs[pos]`.
+    chunks: Vec<ChunkMeta>,
+    scratch: Vec<ferrite_index::Label<'a>>,
+    symbols: SymbolCache<'a>,
 }
 
 impl<'a> MergeSource<'a> {
@@ -395,26 +407,37 @@ impl<'a> MergeSource<'a> {
         let mut cursors = Vec::with_capacity(blocks.len());
         for b in blocks {
             let mut c = BlockCursor {
+                block: b,
                 refs: b.postings(&[])?,
                 pos: 0,
                 current: None,
+                chunks: Vec::new(),
+                scratch: Vec::new(),
+                symbols: SymbolCache::with_slots(MERGE_SYMBOL_CACHE_SLOTS),
             };
-            c.load(b)?;
+            c.load()?;
             cursors.push(c);
         }
         Ok(MergeSource {
             blocks,
             cursors,
             members: Vec::new(),
+            member_chunks: Vec::new(),
             float_encoding,
         })
     }
 }
 
-impl BlockCursor {
-    fn load(&mut self, block: &Block) -> Result<(), BlockError> {
+impl BlockCursor<'_> {
+    fn load(&mut self) -> Result<(), BlockError> {
         self.current = match self.refs.get(self.pos) {
-            Some(&r) => Some(block.series(r, &mut Vec::new())?),
+            Some(&r) => Some(self.block.series_cached(
+                r,
+                &mut self.chunks,
+                i64::MAX,
+                &mut self.scratch,
+                Some(&mut self.symbols),
+            )?),
             None => None,
         };
         Ok(())
@@ -453,15 +476,23 @@ impl SeriesSource for MergeSource<'_> {
             return Ok(false);
         };
         self.members.clear();
+        self.member_chunks.clear();
         for (k, c) in self.cursors.iter_mut().enumerate() {
             if c.current.as_ref() == Some(&min) {
                 self.members.push((k, c.refs[c.pos]));
+                self.member_chunks.extend(c.chunks.iter().map(|m| (k, *m)));
                 c.pos += 1;
-                c.load(&self.blocks[k])?;
+                c.load()?;
             }
         }
         *labels = min;
-        merged_chunks(self.blocks, &self.members, self.float_encoding, chunks)?;
+        merged_chunks(
+            self.blocks,
+            &self.members,
+            &mut self.member_chunks,
+            self.float_encoding,
+            chunks,
+        )?;
         Ok(true)
     }
 }
@@ -491,24 +522,22 @@ fn unsupported_encoding(block: &Block, r: u64, encoding: u8) -> BlockError {
 fn merged_chunks(
     blocks: &[Arc<Block>],
     members: &[(usize, u64)],
+    chunks: &mut [(usize, ChunkMeta)],
     float_encoding: Encoding,
     out: &mut Vec<BlockChunk>,
 ) -> Result<(), BlockError> {
-    let mut metas = Vec::new();
-    // (block, chunk meta, deleted intervals of the series in that block)
-    let mut chunks: Vec<(usize, ChunkMeta)> = Vec::new();
     let mut needs_rewrite = false;
     for &(k, r) in members {
-        blocks[k].series(r, &mut metas)?;
-        let deleted = blocks[k].tombstones().get(r);
-        for m in &metas {
-            if deleted.is_some_and(|ivs| {
-                ivs.iter()
+        let Some(deleted) = blocks[k].tombstones().get(r) else {
+            continue;
+        };
+        if chunks.iter().any(|(b, m)| {
+            *b == k
+                && deleted
+                    .iter()
                     .any(|iv| iv.mint <= m.max_time && m.min_time <= iv.maxt)
-            }) {
-                needs_rewrite = true;
-            }
-            chunks.push((k, *m));
+        }) {
+            needs_rewrite = true;
         }
     }
     chunks.sort_by_key(|(_, m)| m.min_time);
@@ -519,7 +548,7 @@ fn merged_chunks(
         needs_rewrite = true;
     }
     if !needs_rewrite {
-        for (k, m) in &chunks {
+        for (k, m) in chunks.iter() {
             let (encoding, data) = blocks[*k].chunk_of_any_encoding(m.chunk_ref)?;
             check_copyable(&blocks[*k], m.chunk_ref, encoding)?;
             out.push(BlockChunk {
@@ -535,7 +564,7 @@ fn merged_chunks(
     // timestamp (the earliest block's), encode again.
     let mut samples: Vec<(i64, usize, SampleValue)> = Vec::new();
     let mut decoder = ChunkDecoder::new();
-    for (k, m) in &chunks {
+    for (k, m) in chunks.iter() {
         let r = members.iter().find(|(b, _)| b == k).map_or(0, |&(_, r)| r);
         let deleted = blocks[*k].tombstones().get(r);
         let (encoding, bytes) = blocks[*k].chunk_of_any_encoding(m.chunk_ref)?;
