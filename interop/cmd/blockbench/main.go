@@ -62,7 +62,7 @@ var (
 	flagPromgen     = flag.String("promgen", "", "promgen binary (interop/cmd/promgen), to generate shapes a and b when missing")
 	flagData        = flag.String("data", "bench-data", "directory of the generated data (reused when present) and scratch copies")
 	flagRuns        = flag.Int("runs", 3, "runs per tool and case")
-	flagParts       = flag.String("parts", "compact,blocks", "parts to run: compact (head compaction + disk bytes per sample), blocks (opening N blocks + single series read)")
+	flagParts       = flag.String("parts", "compact,blocks,merge", "parts to run: compact (head compaction + disk bytes per sample), blocks (opening N blocks + single series read), merge (leveled compaction of the N blocks)")
 	flagShapes      = flag.String("shapes", "a,b,n", "compaction shapes: a = 10000 series x 1000 samples, b = 200000 series x 120 samples, n = node_exporter-like, h = histogram-heavy (the replay benchmark's shape h; not in the default set)")
 	flagHistSer     = flag.Int64("hist-series", 20000, "shape h: integer counter native histogram series")
 	flagGaugeSer    = flag.Int64("gauge-hist-series", 1000, "shape h: float gauge native histogram series")
@@ -79,8 +79,8 @@ var (
 
 type tool struct {
 	name string
-	// argv before DIR for compaction and for opening.
-	compact, open []string
+	// argv before DIR for head compaction, leveled compaction and opening.
+	compact, merge, open []string
 }
 
 // res is one tool's printed key=value line, plus what the driver measured.
@@ -121,13 +121,13 @@ func main() {
 		benchutil.Fatalf("-runs and -read-runs must be at least 1")
 	}
 	pc := benchutil.Abs(*flagPromcompact)
-	tools := []tool{{name: "prometheus", compact: []string{pc, "compact"}, open: []string{pc, "open"}}}
+	tools := []tool{{name: "prometheus", compact: []string{pc, "compact"}, merge: []string{pc, "merge"}, open: []string{pc, "open"}}}
 	if !*flagPromOnly {
 		fb := benchutil.Abs(*flagFerrite)
 		if _, err := os.Stat(fb); err != nil {
 			benchutil.Fatalf("no ferrite binary at %s (build it: cargo build --release -p ferrite; or use -prom-only)", fb)
 		}
-		tools = append(tools, tool{name: "ferrite", compact: []string{fb, "debug", "bench-compact"}, open: []string{fb, "debug", "bench-open"}})
+		tools = append(tools, tool{name: "ferrite", compact: []string{fb, "debug", "bench-compact"}, merge: []string{fb, "debug", "bench-merge"}, open: []string{fb, "debug", "bench-open"}})
 	}
 	cmdline := *flagCmdline
 	if cmdline == "" {
@@ -171,7 +171,7 @@ func main() {
 			row := compRow{shape: sh, label: label, expected: expected, res: map[string][]res{}}
 			for i := 0; i < *flagRuns; i++ {
 				for _, tl := range tools {
-					r := compactRun(tl, src, filepath.Join(scratch, sh+"-"+tl.name))
+					r := compactRun(tl.compact, src, filepath.Join(scratch, sh+"-"+tl.name))
 					fmt.Fprintf(os.Stderr, "compact (%s) %s run %d: %s wall_s=%.3f cpu_s=%.2f blocks_du=%d\n",
 						sh, tl.name, i+1, kvString(r.kv), r.wallS, r.cpuS, r.du)
 					if n := int64(r.f("samples")); n != expected || r.metaN != expected {
@@ -212,6 +212,30 @@ func main() {
 			}
 		}
 	}
+	var mergeRes map[string][]res
+	var mergeSamples int64
+	if benchutil.ContainsField(*flagParts, "merge") {
+		src, series, perSeries := ensureBlocks()
+		mergeSamples = series * perSeries
+		mergeRes = map[string][]res{}
+		for i := 0; i < *flagRuns; i++ {
+			for _, tl := range tools {
+				r := compactRun(tl.merge, src, filepath.Join(scratch, "merge-"+tl.name))
+				mergeRes[tl.name] = append(mergeRes[tl.name], r)
+				fmt.Fprintf(os.Stderr, "merge %s run %d: %s wall_s=%.3f cpu_s=%.2f blocks_du=%d\n",
+					tl.name, i+1, kvString(r.kv), r.wallS, r.cpuS, r.du)
+				if int(r.f("blocks_before")) != *flagBlocks {
+					errorf("%s opened %s blocks, the dir holds %d", tl.name, r.kv["blocks_before"], *flagBlocks)
+				}
+				if n := int64(r.f("samples")); n != mergeSamples || r.metaN != mergeSamples {
+					errorf("merge: %s holds %d samples after compacting (meta.json: %d), the blocks held %d", tl.name, n, r.metaN, mergeSamples)
+				}
+			}
+		}
+		if p, f := mergeRes["prometheus"], mergeRes["ferrite"]; len(f) > 0 && p[0].kv["blocks"] != f[0].kv["blocks"] {
+			errorf("merge: Prometheus left %s blocks, Ferrite %s", p[0].kv["blocks"], f[0].kv["blocks"])
+		}
+	}
 	os.RemoveAll(scratch)
 
 	// Tables.
@@ -220,20 +244,21 @@ func main() {
 	if len(comp) > 0 {
 		fmt.Println("### Head compaction (whole head into 2 h blocks)")
 		fmt.Println()
-		fmt.Println("| shape | samples | blocks | Prometheus compact s | Ferrite compact s | speedup | Prometheus peak RSS during compaction MB | Ferrite | ratio | Prometheus RSS after open MB | Ferrite | Prometheus whole-process peak MB | Ferrite | ratio |")
-		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Println("| shape | samples | blocks | Prometheus compact s | Ferrite compact s | speedup | Prometheus open + compact s | Ferrite | speedup | Prometheus peak RSS during compaction MB | Ferrite | ratio | Prometheus RSS after open MB | Ferrite | Prometheus whole-process peak MB | Ferrite | ratio |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, r := range comp {
 			p := r.res["prometheus"]
 			line := fmt.Sprintf("| %s | %d | %s | %.3f |", r.label, r.expected, p[0].kv["blocks"], med(p, "compact_s"))
 			if has(r.res, "ferrite") {
 				f := r.res["ferrite"]
-				line += fmt.Sprintf(" %.3f | %s | %.0f | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %s |",
+				line += fmt.Sprintf(" %.3f | %s | %.3f | %.3f | %s | %.0f | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %s |",
 					med(f, "compact_s"), benchutil.Ratio(med(p, "compact_s"), med(f, "compact_s")),
+					medOpenCompact(p), medOpenCompact(f), benchutil.Ratio(medOpenCompact(p), medOpenCompact(f)),
 					maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb"), benchutil.Ratio(maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb")),
 					med(p, "rss_open_mb"), med(f, "rss_open_mb"),
 					maxOf(p, "peak_mb"), maxOf(f, "peak_mb"), benchutil.Ratio(maxOf(p, "peak_mb"), maxOf(f, "peak_mb")))
 			} else {
-				line += fmt.Sprintf(" - | - | %.0f | - | - | %.0f | - | %.0f | - | - |", maxOf(p, "peak_compact_mb"), med(p, "rss_open_mb"), maxOf(p, "peak_mb"))
+				line += fmt.Sprintf(" - | - | %.3f | - | - | %.0f | - | - | %.0f | - | %.0f | - | - |", medOpenCompact(p), maxOf(p, "peak_compact_mb"), med(p, "rss_open_mb"), maxOf(p, "peak_mb"))
 			}
 			fmt.Println(line)
 		}
@@ -324,6 +349,27 @@ func main() {
 		fmt.Println()
 	}
 
+	if mergeRes != nil {
+		p := mergeRes["prometheus"]
+		fmt.Printf("### Leveled compaction of %d 2 h blocks (ranges 2 h, 6 h, 18 h; %d samples)\n", *flagBlocks, mergeSamples)
+		fmt.Println()
+		fmt.Println("| blocks after | Prometheus compact s | Ferrite compact s | speedup | Prometheus open + compact s | Ferrite | speedup | Prometheus peak RSS during compaction MB | Ferrite | ratio | Prometheus whole-process peak MB | Ferrite | ratio |")
+		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		line := fmt.Sprintf("| %s | %.3f |", p[0].kv["blocks"], med(p, "compact_s"))
+		if has(mergeRes, "ferrite") {
+			f := mergeRes["ferrite"]
+			line += fmt.Sprintf(" %.3f | %s | %.3f | %.3f | %s | %.0f | %.0f | %s | %.0f | %.0f | %s |",
+				med(f, "compact_s"), benchutil.Ratio(med(p, "compact_s"), med(f, "compact_s")),
+				medOpenCompact(p), medOpenCompact(f), benchutil.Ratio(medOpenCompact(p), medOpenCompact(f)),
+				maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb"), benchutil.Ratio(maxOf(p, "peak_compact_mb"), maxOf(f, "peak_compact_mb")),
+				maxOf(p, "peak_mb"), maxOf(f, "peak_mb"), benchutil.Ratio(maxOf(p, "peak_mb"), maxOf(f, "peak_mb")))
+		} else {
+			line += fmt.Sprintf(" - | - | %.3f | - | - | %.0f | - | - | %.0f | - | - |", medOpenCompact(p), maxOf(p, "peak_compact_mb"), maxOf(p, "peak_mb"))
+		}
+		fmt.Println(line)
+		fmt.Println()
+	}
+
 	fmt.Println("Runs:")
 	fmt.Println()
 	for _, r := range comp {
@@ -351,12 +397,26 @@ func main() {
 			}
 		}
 	}
+	for _, tl := range tools {
+		if mergeRes == nil {
+			break
+		}
+		var parts []string
+		for _, x := range mergeRes[tl.name] {
+			parts = append(parts, fmt.Sprintf("%s/%s/%s/%s/%s/%.3f/%.2f",
+				x.kv["open_s"], x.kv["compact_s"], x.kv["rss_open_mb"], x.kv["peak_compact_mb"], x.kv["peak_mb"], x.wallS, x.cpuS))
+		}
+		fmt.Printf("- leveled compaction of %d blocks, %s (open s / compact s / RSS after open MB / peak during compaction MB / whole peak MB / wall s / user+sys CPU s): %s\n",
+			*flagBlocks, tl.name, strings.Join(parts, ", "))
+	}
 	fmt.Println()
 	fmt.Printf("Medians of %d runs (RSS: the max over the runs for peaks, the median for RSS after open). "+
 		"Each tool measures itself in-process: compaction s excludes the open; RSS after open is VmRSS right after it; "+
 		"the peak during compaction is VmHWM after the compaction, reset (5 > /proc/self/clear_refs) after the open; "+
 		"the whole-process peak is max(VmHWM after the open, that). Prometheus: tsdb.Open (compactions disabled, GOGC=75 as the server), "+
 		"db.CompactHead(NewRangeHead(head, lo, hi-1)) per aligned 2 h range; Ferrite: Db::open, Db::compact_head_fully. "+
+		"Leveled compaction: both open the many-block dir with block ranges 2 h, 6 h, 18 h (a tenth of the default 15 d retention) and compact until nothing is planned "+
+		"(Prometheus: DB.Compact with retention off; Ferrite: Db::compact keeping expired blocks). "+
 		"Resident KB per block = (RSS after opening the blocks - RSS after opening an empty dir) / blocks. "+
 		"Read: a new querier, select by {__name__, instance} over all time, iterate all samples; median of %d reads in one process. "+
 		"Disk: du (allocated) and apparent bytes of the block dirs written by the compaction / samples (sum of meta.json numSamples); "+
@@ -370,13 +430,13 @@ func main() {
 	}
 }
 
-// compactRun copies src to dir, runs one compaction and measures the blocks
-// it wrote.
-func compactRun(tl tool, src, dir string) res {
+// compactRun copies src to dir, runs argv (a compaction) on it and measures
+// the blocks the dir holds after it.
+func compactRun(argv []string, src, dir string) res {
 	os.RemoveAll(dir)
 	benchutil.Must(promtsdb.CopyDir(src, dir))
 	defer os.RemoveAll(dir)
-	r := runTool(append(append([]string(nil), tl.compact...), dir))
+	r := runTool(append(append([]string(nil), argv...), dir))
 	entries, err := os.ReadDir(dir)
 	benchutil.Must(err)
 	for _, e := range entries {
@@ -579,6 +639,17 @@ func med(rs []res, k string) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// medOpenCompact is the median over runs of open s + compact s: opening a
+// head-only dir and persisting its whole head, as one process does.
+func medOpenCompact(rs []res) float64 {
+	var v []res
+	for _, r := range rs {
+		kv := map[string]string{"s": strconv.FormatFloat(r.f("open_s")+r.f("compact_s"), 'f', -1, 64)}
+		v = append(v, res{kv: kv})
+	}
+	return med(v, "s")
 }
 
 func maxOf(rs []res, k string) float64 {

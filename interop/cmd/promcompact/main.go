@@ -64,7 +64,7 @@ func main() {
 	cmd := "compact"
 	if len(args) > 0 {
 		switch args[0] {
-		case "compact", "open", "gen-node", "gen-blocks":
+		case "compact", "merge", "open", "gen-node", "gen-blocks":
 			cmd, args = args[0], args[1:]
 		}
 	}
@@ -72,6 +72,8 @@ func main() {
 	switch cmd {
 	case "compact":
 		err = compactMain(args)
+	case "merge":
+		err = mergeMain(args)
 	case "open":
 		err = openMain(args)
 	case "gen-node":
@@ -203,6 +205,48 @@ func compactMain(args []string) error {
 	}
 	fmt.Printf("open_s=%.3f compact_s=%.3f rss_open_mb=%.1f peak_open_mb=%.1f peak_compact_mb=%.1f peak_mb=%.1f blocks=%d samples=%d\n",
 		openS, compactS, rssOpen, peakOpen, peakCompact, max(peakOpen, peakCompact), blocks, samples)
+	return nil
+}
+
+// mergeMain opens DIR (blocks only) and runs the leveled compaction a
+// server with the default 15 d retention runs (block ranges 2 h, 6 h, 18 h:
+// the max block duration is a tenth of the retention) until it has nothing
+// left to plan: DB.Compact, with retention off.
+func mergeMain(args []string) error {
+	fs := flag.NewFlagSet("merge", flag.ExitOnError)
+	dir, err := oneDir(fs, args)
+	if err != nil {
+		return err
+	}
+	opts := tsdb.DefaultOptions()
+	opts.WALCompression = compression.Snappy
+	opts.RetentionDuration = 0
+	opts.MaxBlockDuration = int64(36 * time.Hour / time.Millisecond)
+	start := time.Now()
+	db, err := tsdb.Open(dir, logger(), nil, opts, nil)
+	if err != nil {
+		return err
+	}
+	db.DisableCompactions()
+	defer db.Close()
+	openS := time.Since(start).Seconds()
+	rssOpen, peakOpen := mustStatusMB("VmRSS"), mustStatusMB("VmHWM")
+	before := len(db.Blocks())
+	if err := resetPeakRSS(); err != nil {
+		return fmt.Errorf("resetting the peak RSS: %w", err)
+	}
+	start = time.Now()
+	if err := db.Compact(context.Background()); err != nil {
+		return fmt.Errorf("compacting: %w", err)
+	}
+	compactS := time.Since(start).Seconds()
+	peakCompact := mustStatusMB("VmHWM")
+	var samples uint64
+	for _, b := range db.Blocks() {
+		samples += b.Meta().Stats.NumSamples
+	}
+	fmt.Printf("open_s=%.3f compact_s=%.3f rss_open_mb=%.1f peak_open_mb=%.1f peak_compact_mb=%.1f peak_mb=%.1f blocks_before=%d blocks=%d samples=%d\n",
+		openS, compactS, rssOpen, peakOpen, peakCompact, max(peakOpen, peakCompact), before, len(db.Blocks()), samples)
 	return nil
 }
 

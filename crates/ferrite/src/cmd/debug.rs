@@ -43,7 +43,7 @@ pub enum DebugCommand {
     /// Compaction planning and retention (cross-checks with Prometheus).
     #[command(subcommand)]
     Plan(super::debug_plan::PlanCommand),
-    /// Block benchmarks (`bench-compact`, `bench-open`), see scripts/bench-blocks.
+    /// Block benchmarks (`bench-compact`, `bench-merge`, `bench-open`), see scripts/bench-blocks.
     #[command(flatten)]
     Bench(super::debug_bench::BenchCommand),
 }

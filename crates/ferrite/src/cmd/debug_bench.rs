@@ -16,6 +16,8 @@ use clap::Subcommand;
 use ferrite_model::Matcher;
 use ferrite_tsdb::{Db, DbOptions};
 
+// The variants name the subcommands (`bench-compact`, `bench-merge`, ...).
+#[allow(clippy::enum_variant_names)]
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Opens DIR as the server would, then persists the whole head into
@@ -26,6 +28,13 @@ pub enum BenchCommand {
     /// open), peak_mb the whole process' peak; samples is the sum of the new
     /// blocks' meta.json stats.
     BenchCompact { dir: PathBuf },
+    /// Opens DIR (blocks only) and runs the leveled compaction a server with
+    /// the default 15 d retention runs (block ranges 2 h, 6 h, 18 h) until
+    /// the planner has nothing left (`Db::compact`, expired blocks kept).
+    /// Prints `open_s=.. compact_s=.. rss_open_mb=.. peak_open_mb=..
+    /// peak_compact_mb=.. peak_mb=.. blocks_before=.. blocks=.. samples=..`
+    /// (blocks and samples after the compaction, over all blocks).
+    BenchMerge { dir: PathBuf },
     /// Opens DIR as the server would (`Db::open`) and prints `open_s=..
     /// rss_open_mb=.. peak_open_mb=.. blocks=..`; with --name and --instance
     /// it then selects that one series over all time and reads all its
@@ -47,6 +56,7 @@ pub enum BenchCommand {
 pub fn run(c: BenchCommand) -> Result<()> {
     match c {
         BenchCommand::BenchCompact { dir } => bench_compact(&dir),
+        BenchCommand::BenchMerge { dir } => bench_merge(&dir),
         BenchCommand::BenchOpen {
             dir,
             name,
@@ -117,6 +127,36 @@ fn bench_compact(dir: &Path) -> Result<()> {
     println!(
         "open_s={open_s:.3} compact_s={compact_s:.3} rss_open_mb={rss_open:.1} peak_open_mb={peak_open:.1} \
          peak_compact_mb={peak_compact:.1} peak_mb={:.1} blocks={blocks} samples={samples}",
+        peak_open.max(peak_compact)
+    );
+    Ok(())
+}
+
+fn bench_merge(dir: &Path) -> Result<()> {
+    let start = Instant::now();
+    let opts = DbOptions {
+        keep_expired_blocks: true,
+        ..DbOptions::default()
+    };
+    let db = Db::open(dir, opts).with_context(|| format!("opening {}", dir.display()))?;
+    let open_s = start.elapsed().as_secs_f64();
+    let rss_open = status_mb("VmRSS")?;
+    let peak_open = status_mb("VmHWM")?;
+    let before = db.blocks().len();
+    reset_peak_rss()?;
+    let start = Instant::now();
+    db.compact()
+        .with_context(|| format!("compacting the blocks of {}", dir.display()))?;
+    let compact_s = start.elapsed().as_secs_f64();
+    let peak_compact = status_mb("VmHWM")?;
+    let blocks = db.blocks();
+    let samples: u64 = blocks.iter().map(|b| b.meta().stats.num_samples).sum();
+    let after = blocks.len();
+    drop(blocks);
+    db.close()?;
+    println!(
+        "open_s={open_s:.3} compact_s={compact_s:.3} rss_open_mb={rss_open:.1} peak_open_mb={peak_open:.1} \
+         peak_compact_mb={peak_compact:.1} peak_mb={:.1} blocks_before={before} blocks={after} samples={samples}",
         peak_open.max(peak_compact)
     );
     Ok(())
