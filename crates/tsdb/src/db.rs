@@ -17,7 +17,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ferrite_block::meta::{write_meta, BlockUlid};
+use ferrite_block::meta::{write_meta, BlockMeta, BlockUlid};
 use parking_lot::{Mutex, RwLock};
 
 use tracing::{error, info, warn};
@@ -25,7 +25,7 @@ use tracing::{error, info, warn};
 use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
 use crate::compact::ooo::compact_ooo_head;
 use crate::compact::planner::{server_block_ranges, server_retention_ms, PlanBlock, Planner};
-use crate::compact::{compact_blocks, persist_head_range, CompactError};
+use crate::compact::{compact_blocks, persist_head_range, persist_head_ranges, CompactError};
 use crate::error::{DbError, HeadError};
 use crate::head::{Head, HeadAppender, HeadOptions};
 use crate::querier::Querier;
@@ -404,31 +404,67 @@ impl Db {
     /// Persists the whole head into blocks, one per block range (the newest
     /// ends right after the newest sample), truncating the head after each
     /// and the WAL once, after the last (no block compaction: `ferrite tsdb
-    /// compact` runs [`Db::compact`] after).
+    /// compact` runs [`Db::compact`] after). The ranges' blocks are written
+    /// side by side, one per core ([`persist_head_ranges`]), then put in
+    /// place oldest first; if one fails, the ranges after it are dropped
+    /// again and stay in the head.
     pub fn compact_head_fully(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
+        let ranges = self.head_ranges();
+        let results = persist_head_ranges(&self.head, &self.dir, &ranges, self.write_limit);
         let mut written = Vec::new();
         let mut persisted_until = None;
-        loop {
-            let (min, max) = (self.head.min_time(), self.head.max_time());
-            if min > max {
-                break;
-            }
-            let range = self.head.options().chunk_range;
-            let end = min.div_euclid(range) * range + range;
-            let maxt = end.min(max.saturating_add(1));
-            written.extend(self.persist_head(min, maxt)?);
-            persisted_until = Some(maxt);
-            if maxt > max {
-                break;
+        let mut failure = None;
+        for (&(mint, maxt), result) in ranges.iter().zip(results) {
+            match (result, &failure) {
+                (Ok(meta), None) => match self.install_head_block(meta, mint, maxt) {
+                    Ok(ulid) => {
+                        written.extend(ulid);
+                        persisted_until = Some(maxt);
+                    }
+                    Err(e) => failure = Some(e),
+                },
+                (Ok(Some(meta)), Some(_)) => {
+                    // Written after a range that failed: the head keeps it.
+                    if let Err(e) = delete_block_dir(&self.dir.join(meta.ulid.to_string())) {
+                        warn!(ulid = %meta.ulid, error = %e, "deleting a block written after a failed range");
+                    }
+                }
+                (Ok(None), Some(_)) => {}
+                (Err(e), None) => failure = Some(compact_err(e)),
+                (Err(_), Some(_)) => {}
             }
         }
         if let Some(maxt) = persisted_until {
             self.head.truncate_wal(maxt)?;
             crate::heap::release_free_memory();
         }
+        if let Some(e) = failure {
+            return Err(e);
+        }
         written.extend(self.compact_ooo_head()?);
         Ok(written)
+    }
+
+    /// The ranges [`Db::compact_head_fully`] persists, oldest first: from
+    /// the head's oldest sample to the end of its block range, then whole
+    /// block ranges, the last one ending right after the newest sample
+    /// (each range starts where truncating the head to the previous one
+    /// would leave it, as persisting them one by one does).
+    fn head_ranges(&self) -> Vec<(i64, i64)> {
+        let (mut min, max) = (self.head.min_time(), self.head.max_time());
+        let range = self.head.options().chunk_range;
+        let mut ranges = Vec::new();
+        while min <= max {
+            let end = min.div_euclid(range) * range + range;
+            let maxt = end.min(max.saturating_add(1));
+            ranges.push((min, maxt));
+            min = maxt;
+            if maxt > max {
+                break;
+            }
+        }
+        ranges
     }
 
     /// Moves the head's out-of-order samples into blocks (one per block
@@ -533,6 +569,18 @@ impl Db {
     fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
         let meta = persist_head_range(&self.head, &self.dir, mint, maxt, self.write_limit)
             .map_err(compact_err)?;
+        self.install_head_block(meta, mint, maxt)
+    }
+
+    /// Opens the block written from the head's [mint, maxt) (if it had
+    /// samples there), adds it to the block list and truncates the head to
+    /// `maxt`, in one step for queriers.
+    fn install_head_block(
+        &self,
+        meta: Option<BlockMeta>,
+        mint: i64,
+        maxt: i64,
+    ) -> Result<Option<BlockUlid>, DbError> {
         let block = match &meta {
             Some(m) => Some(Block::open(&self.dir.join(m.ulid.to_string())).map_err(block_err)?),
             None => None,
