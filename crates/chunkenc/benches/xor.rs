@@ -41,9 +41,24 @@ fn counter() -> Vec<(i64, f64)> {
         .collect()
 }
 
+/// Exact 15s scrapes of a CPU-seconds counter: it grows by 0.5..1.5 times
+/// its mean rate each scrape, so every value has a full-width mantissa
+/// (the server benchmark's dashboard query reads such series).
+fn cpu_counter() -> Vec<(i64, f64)> {
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut value = 123_456.0f64;
+    (0..SAMPLES as i64)
+        .map(|i| {
+            value += 0.3 * 15.0 * rng.gen_range(0.5..1.5);
+            (1_700_000_000_000 + i * 15_000, value)
+        })
+        .collect()
+}
+
 fn series(name: &str) -> Vec<(i64, f64)> {
     match name {
         "counter" => counter(),
+        "cpu_counter" => cpu_counter(),
         _ => gauge(),
     }
 }
@@ -64,7 +79,7 @@ fn encode_120(bencher: Bencher, name: &str) {
         .bench(|| encode(black_box(&samples)));
 }
 
-#[divan::bench(args = ["gauge", "counter"])]
+#[divan::bench(args = ["gauge", "counter", "cpu_counter"])]
 fn decode_120(bencher: Bencher, name: &str) {
     let chunk = encode(&series(name));
     bencher.counter(ItemsCount::new(SAMPLES)).bench(|| {
@@ -102,7 +117,7 @@ fn chunks_64(name: &str) -> Vec<XorChunk> {
         .collect()
 }
 
-#[divan::bench(args = ["gauge", "counter"])]
+#[divan::bench(args = ["gauge", "counter", "cpu_counter"])]
 fn drain_64x120(bencher: Bencher, name: &str) {
     let chunks = chunks_64(name);
     let mut out = Vec::new();
