@@ -6,6 +6,7 @@ mod common;
 
 use common::contents;
 use std::fs;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use ferrite_model::Labels;
@@ -172,4 +173,59 @@ fn large_block_selections_keep_order_and_samples() {
     assert!(!db.compact().unwrap().is_empty());
     assert!(!db.blocks().is_empty());
     assert_eq!(contents(&db), before);
+}
+
+/// When one range of a whole-head compaction fails (here: its head chunks
+/// on disk are damaged), the blocks written for the ranges after it (side
+/// by side with it) are deleted again and their samples stay in the head.
+#[test]
+fn a_failed_range_leaves_the_later_ranges_in_the_head() {
+    let tmp = tempfile::tempdir().unwrap();
+    let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+    let write = |db: &Db| {
+        for j in 0..(3 * 60) {
+            let mut app = db.appender();
+            for i in 0..10 {
+                let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
+                app.append(&l, start + j * 60_000, (i * 1000 + j) as f64)
+                    .unwrap();
+            }
+            app.commit().unwrap();
+        }
+    };
+    {
+        let db = Db::open(tmp.path(), options()).unwrap();
+        write(&db);
+        db.close().unwrap();
+    }
+    // Reopened, the first range's chunks are read from `chunks_head/`.
+    let db = Db::open(tmp.path(), options()).unwrap();
+    let later = |db: &Db| {
+        db.querier(start + 2 * HOUR, i64::MAX)
+            .select(&[])
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.labels.clone(), s.samples().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    let second_range = later(&db);
+    assert_eq!(second_range.len(), 10);
+    assert!(second_range.iter().all(|(_, s)| s.len() == 60));
+    let files: Vec<_> = fs::read_dir(tmp.path().join("chunks_head"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!files.is_empty());
+    for f in &files {
+        // Everything after the 8-byte file header: every chunk's CRC fails.
+        // Written in place (the file stays mapped, so never truncated).
+        let len = fs::metadata(f).unwrap().len() as usize;
+        let mut file = fs::OpenOptions::new().write(true).open(f).unwrap();
+        file.seek(SeekFrom::Start(8)).unwrap();
+        file.write_all(&vec![0xa5; len - 8]).unwrap();
+    }
+    assert!(db.compact_head_fully().is_err());
+    assert!(db.blocks().is_empty());
+    assert_eq!(block_dirs(tmp.path()), Vec::<String>::new());
+    assert_eq!(later(&db), second_range);
 }
