@@ -217,10 +217,10 @@ impl Db {
 
     /// What the server's compaction loop does: persists the head's oldest
     /// ranges as blocks while the head is compactable (truncating the head
-    /// after each and the WAL once, after the last), then merges blocks as the leveled planner says
-    /// (overlaps first, then 2 h -> 6 h -> 18 h ..., and rewrites of blocks
-    /// with many tombstones), then applies retention. Returns the blocks
-    /// written.
+    /// after each and the WAL once, after the last), then merges blocks as
+    /// the leveled planner says (overlaps first, then 2 h -> 6 h -> 18 h
+    /// ..., and rewrites of blocks with many tombstones), then applies
+    /// retention. Returns the blocks written.
     pub fn compact(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
