@@ -416,23 +416,24 @@ impl Db {
         let mut persisted_until = None;
         let mut failure = None;
         for (&(mint, maxt), result) in ranges.iter().zip(results) {
-            match (result, &failure) {
-                (Ok(meta), None) => match self.install_head_block(meta, mint, maxt) {
-                    Ok(ulid) => {
-                        written.extend(ulid);
-                        persisted_until = Some(maxt);
-                    }
-                    Err(e) => failure = Some(e),
-                },
-                (Ok(Some(meta)), Some(_)) => {
-                    // Written after a range that failed: the head keeps it.
+            if failure.is_some() {
+                // Written after a range that failed: the head keeps it.
+                if let Ok(Some(meta)) = result {
                     if let Err(e) = delete_block_dir(&self.dir.join(meta.ulid.to_string())) {
                         warn!(ulid = %meta.ulid, error = %e, "deleting a block written after a failed range");
                     }
                 }
-                (Ok(None), Some(_)) => {}
-                (Err(e), None) => failure = Some(compact_err(e)),
-                (Err(_), Some(_)) => {}
+                continue;
+            }
+            match result
+                .map_err(compact_err)
+                .and_then(|meta| self.install_head_block(meta, mint, maxt))
+            {
+                Ok(ulid) => {
+                    written.extend(ulid);
+                    persisted_until = Some(maxt);
+                }
+                Err(e) => failure = Some(e),
             }
         }
         if let Some(maxt) = persisted_until {

@@ -16,6 +16,7 @@
 pub mod backfill;
 pub mod block;
 pub mod compact;
+mod counting_sort;
 pub mod db;
 pub mod error;
 pub mod head;

@@ -63,6 +63,7 @@ use ferrite_wal::{
 use parking_lot::MutexGuard;
 use tracing::{error, info, warn};
 
+use crate::counting_sort::group_by_slot;
 use crate::error::{HeadError, Unsupported, UnsupportedKind};
 use crate::head::registry::{hash_labels, SeriesEntry};
 use crate::head::series::{MemSeries, MmappedChunk};
@@ -989,32 +990,6 @@ fn in_wal_order(route: &[u16], shards: usize, mut f: impl FnMut(usize, usize)) {
             f(shard as usize, *k);
             *k += 1;
         }
-    }
-}
-
-/// Counting sort of `items` by their series slot (below `slots`) into
-/// `grouped`, stable: one series' items keep their order.
-fn group_by_slot<T: Copy>(
-    items: &[T],
-    slot: impl Fn(&T) -> u32,
-    slots: usize,
-    counts: &mut Vec<u32>,
-    grouped: &mut Vec<T>,
-) {
-    counts.clear();
-    counts.resize(slots + 1, 0);
-    for m in items {
-        counts[slot(m) as usize + 1] += 1;
-    }
-    for k in 1..counts.len() {
-        counts[k] += counts[k - 1];
-    }
-    grouped.clear();
-    grouped.extend_from_slice(items);
-    for &m in items {
-        let at = &mut counts[slot(&m) as usize];
-        grouped[*at as usize] = m;
-        *at += 1;
     }
 }
 

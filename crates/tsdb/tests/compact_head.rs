@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::contents;
+use common::{contents, contents_from, fill_every_minute};
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -182,33 +182,14 @@ fn large_block_selections_keep_order_and_samples() {
 fn a_failed_range_leaves_the_later_ranges_in_the_head() {
     let tmp = tempfile::tempdir().unwrap();
     let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
-    let write = |db: &Db| {
-        for j in 0..(3 * 60) {
-            let mut app = db.appender();
-            for i in 0..10 {
-                let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
-                app.append(&l, start + j * 60_000, (i * 1000 + j) as f64)
-                    .unwrap();
-            }
-            app.commit().unwrap();
-        }
-    };
     {
         let db = Db::open(tmp.path(), options()).unwrap();
-        write(&db);
+        fill_every_minute(&db, start, 3 * 60, 10);
         db.close().unwrap();
     }
     // Reopened, the first range's chunks are read from `chunks_head/`.
     let db = Db::open(tmp.path(), options()).unwrap();
-    let later = |db: &Db| {
-        db.querier(start + 2 * HOUR, i64::MAX)
-            .select(&[])
-            .unwrap()
-            .into_iter()
-            .map(|s| (s.labels.clone(), s.samples().unwrap()))
-            .collect::<Vec<_>>()
-    };
-    let second_range = later(&db);
+    let second_range = contents_from(&db, start + 2 * HOUR);
     assert_eq!(second_range.len(), 10);
     assert!(second_range.iter().all(|(_, s)| s.len() == 60));
     let files: Vec<_> = fs::read_dir(tmp.path().join("chunks_head"))
@@ -227,5 +208,5 @@ fn a_failed_range_leaves_the_later_ranges_in_the_head() {
     assert!(db.compact_head_fully().is_err());
     assert!(db.blocks().is_empty());
     assert_eq!(block_dirs(tmp.path()), Vec::<String>::new());
-    assert_eq!(later(&db), second_range);
+    assert_eq!(contents_from(&db, start + 2 * HOUR), second_range);
 }

@@ -4,23 +4,15 @@
 
 mod common;
 
-use common::{contents, Contents};
-use ferrite_model::{Labels, MatchType, Matcher};
+use common::{contents, fill_every_minute, Contents};
+use ferrite_model::{MatchType, Matcher};
 use ferrite_tsdb::{Db, DbOptions};
 
 const HOUR: i64 = 3_600_000;
 const START: i64 = 1_700_000_000_000;
 
 fn fill(db: &Db) {
-    for j in 0..(7 * 60) {
-        let mut app = db.appender();
-        for i in 0..10 {
-            let l = Labels::from_pairs(&[("__name__", "m"), ("i", &i.to_string())]);
-            app.append(&l, START + j * 60_000, (i * 100 + j) as f64)
-                .unwrap();
-        }
-        app.commit().unwrap();
-    }
+    fill_every_minute(db, START, 7 * 60, 10);
 }
 
 /// `c` without the samples of series i=3 and i=7 in [mint, maxt].

@@ -247,6 +247,21 @@ pub struct CheckpointStats {
 }
 
 impl CheckpointStats {
+    /// Adds what `other` counted (of other segments) to these counts.
+    fn add(&mut self, other: &CheckpointStats) {
+        self.total_series += other.total_series;
+        self.dropped_series += other.dropped_series;
+        self.total_samples += other.total_samples;
+        self.dropped_samples += other.dropped_samples;
+        self.total_tombstones += other.total_tombstones;
+        self.dropped_tombstones += other.dropped_tombstones;
+        self.total_exemplars += other.total_exemplars;
+        self.dropped_exemplars += other.dropped_exemplars;
+        self.total_metadata += other.total_metadata;
+        self.dropped_metadata += other.dropped_metadata;
+        self.skipped_records += other.skipped_records;
+    }
+
     pub fn kept_series(&self) -> u64 {
         self.total_series - self.dropped_series
     }
@@ -360,18 +375,13 @@ fn write_tmp_checkpoint(
     writer.log(&[&first]).map_err(write_err)?;
     let groups = split_sources(sources, readers);
     // Each group of segments is read, decompressed and filtered on its own
-    // thread; a thread writes the kept records in segment order, after
+    // thread; one more writes the kept records in segment order, after
     // compressing them. A later group reads ahead by at most
     // `LOOKAHEAD_BATCHES` batches while the writer is still on an earlier
     // one, so what waits is bounded however much is kept.
-    let (tx0, rx0) = std::sync::mpsc::sync_channel::<Batch>(2);
-    let mut channels = Vec::with_capacity(groups.len());
-    let mut receivers = vec![rx0];
-    for _ in 1..groups.len() {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(LOOKAHEAD_BATCHES);
-        channels.push(tx);
-        receivers.push(rx);
-    }
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..groups.len())
+        .map(|i| std::sync::mpsc::sync_channel::<Batch>(if i == 0 { 2 } else { LOOKAHEAD_BATCHES }))
+        .unzip();
     let (read_results, writer) = std::thread::scope(|scope| {
         let handle = scope.spawn(move || -> Result<WalWriter, WalError> {
             let mut writer = writer;
@@ -384,8 +394,7 @@ fn write_tmp_checkpoint(
         });
         let readers: Vec<_> = groups
             .iter()
-            .skip(1)
-            .zip(channels)
+            .zip(senders)
             .map(|(group, tx)| {
                 scope.spawn(move || {
                     let mut filter = Filter::new(keep_series, mint);
@@ -393,21 +402,17 @@ fn write_tmp_checkpoint(
                 })
             })
             .collect();
-        let mut results = Vec::with_capacity(groups.len());
-        results.push({
-            let mut filter = Filter::new(keep_series, mint);
-            let first = groups.first().map_or(&[][..], Vec::as_slice);
-            read_sources(first, &mut filter, &tx0).map(|()| filter)
-        });
-        drop(tx0);
-        for reader in readers {
-            results.push(reader.join().unwrap_or_else(|_| {
-                Err(CheckpointError::Io {
-                    path: tmp_dir.to_path_buf(),
-                    source: io::Error::other("checkpoint reader panicked"),
+        let results: Vec<_> = readers
+            .into_iter()
+            .map(|reader| {
+                reader.join().unwrap_or_else(|_| {
+                    Err(CheckpointError::Io {
+                        path: tmp_dir.to_path_buf(),
+                        source: io::Error::other("checkpoint reader panicked"),
+                    })
                 })
-            }));
-        }
+            })
+            .collect();
         let writer = handle
             .join()
             .unwrap_or_else(|_| Err(WalError::Io(io::Error::other("checkpoint writer panicked"))));
@@ -616,20 +621,10 @@ impl<'k> Filter<'k> {
     /// Takes in what `later` (which read the segments after this one's)
     /// counted and kept: its stats and its series' latest metadata.
     fn absorb(&mut self, later: Filter<'_>) {
-        let (a, b) = (&mut self.stats, later.stats);
-        a.total_series += b.total_series;
-        a.dropped_series += b.dropped_series;
-        a.total_samples += b.total_samples;
-        a.dropped_samples += b.dropped_samples;
-        a.total_tombstones += b.total_tombstones;
-        a.dropped_tombstones += b.dropped_tombstones;
-        a.total_exemplars += b.total_exemplars;
-        a.dropped_exemplars += b.dropped_exemplars;
-        a.total_metadata += b.total_metadata;
-        a.skipped_records += b.skipped_records;
+        self.stats.add(&later.stats);
         self.latest_metadata.extend(later.latest_metadata);
         // All but one entry per kept series dropped, across the readers.
-        a.dropped_metadata = a.total_metadata - self.latest_metadata.len() as u64;
+        self.stats.dropped_metadata = self.stats.total_metadata - self.latest_metadata.len() as u64;
     }
 
     /// Keeps a float samples record's samples from `mint` on, as a v1

@@ -626,9 +626,20 @@ func isULID(s string) bool {
 }
 
 func med(rs []res, k string) float64 {
+	return medOf(rs, func(r res) float64 { return r.f(k) })
+}
+
+// medOpenCompact is the median over runs of open s + compact s: opening a
+// head-only dir and persisting its whole head, as one process does.
+func medOpenCompact(rs []res) float64 {
+	return medOf(rs, func(r res) float64 { return r.f("open_s") + r.f("compact_s") })
+}
+
+// medOf is the median of value over the runs (0 for none).
+func medOf(rs []res, value func(res) float64) float64 {
 	var v []float64
 	for _, r := range rs {
-		v = append(v, r.f(k))
+		v = append(v, value(r))
 	}
 	sort.Float64s(v)
 	n := len(v)
@@ -639,17 +650,6 @@ func med(rs []res, k string) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
-}
-
-// medOpenCompact is the median over runs of open s + compact s: opening a
-// head-only dir and persisting its whole head, as one process does.
-func medOpenCompact(rs []res) float64 {
-	var v []res
-	for _, r := range rs {
-		kv := map[string]string{"s": strconv.FormatFloat(r.f("open_s")+r.f("compact_s"), 'f', -1, 64)}
-		v = append(v, res{kv: kv})
-	}
-	return med(v, "s")
 }
 
 func maxOf(rs []res, k string) float64 {

@@ -36,8 +36,6 @@ pub enum CompactError {
     HeadChunk { series: String, detail: String },
     #[error("planning: {0}")]
     Plan(String),
-    #[error("a block writer thread panicked")]
-    WriterPanicked,
 }
 
 /// Persists the head's samples in [mint, maxt) as a level-1 block in
@@ -103,66 +101,22 @@ pub fn persist_head_range(
     Ok(meta?)
 }
 
-/// [`persist_head_range`] for each of `ranges`, on up to as many threads
-/// as there are cores (the head is only read; one thread when the write
-/// rate is capped, so the cap holds); the results in the order of
-/// `ranges`.
+/// [`persist_head_range`] for each of `ranges`, side by side on rayon's
+/// threads (the head is only read; one at a time when the write rate is
+/// capped, so the cap holds); the results in the order of `ranges`.
 pub fn persist_head_ranges(
     head: &Head,
     dir: &Path,
     ranges: &[(i64, i64)],
     bytes_per_sec: Option<u64>,
 ) -> Vec<Result<Option<BlockMeta>, CompactError>> {
-    let threads = match bytes_per_sec {
-        Some(_) => 1,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    use rayon::prelude::*;
+    let persist =
+        |&(mint, maxt): &(i64, i64)| persist_head_range(head, dir, mint, maxt, bytes_per_sec);
+    match bytes_per_sec {
+        Some(_) => ranges.iter().map(persist).collect(),
+        None => ranges.par_iter().with_max_len(1).map(persist).collect(),
     }
-    .min(ranges.len());
-    if threads <= 1 {
-        return ranges
-            .iter()
-            .map(|&(mint, maxt)| persist_head_range(head, dir, mint, maxt, bytes_per_sec))
-            .collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<(usize, Result<Option<BlockMeta>, CompactError>)> =
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut done = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(&(mint, maxt)) = ranges.get(i) else {
-                                return done;
-                            };
-                            done.push((
-                                i,
-                                persist_head_range(head, dir, mint, maxt, bytes_per_sec),
-                            ));
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| {
-                    w.join()
-                        .unwrap_or_else(|_| vec![(usize::MAX, Err(CompactError::WriterPanicked))])
-                })
-                .collect()
-        });
-    results.sort_by_key(|(i, _)| *i);
-    let mut out: Vec<Result<Option<BlockMeta>, CompactError>> = Vec::with_capacity(ranges.len());
-    let mut results = results.into_iter().peekable();
-    for i in 0..ranges.len() {
-        match results.next_if(|(k, _)| *k == i) {
-            Some((_, r)) => out.push(r),
-            // Its writer panicked before reporting it.
-            None => out.push(Err(CompactError::WriterPanicked)),
-        }
-    }
-    out
 }
 
 /// Sorts head series by their label sets (resolved from the head's

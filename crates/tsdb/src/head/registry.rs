@@ -16,6 +16,7 @@ use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 
 use super::series::MemSeries;
+use crate::counting_sort::group_by_slot;
 use crate::prefetch::prefetch;
 use crate::symbols::{Resolver, SymbolId, SymbolTable};
 
@@ -264,24 +265,16 @@ impl SeriesRegistry {
 }
 
 /// (hash stripe, index) of each of `hashes`, ordered by stripe and, within
-/// a stripe, by index: a counting sort (one pass to count, one to place),
-/// as `lookup_batch` takes each stripe's lock once.
+/// a stripe, by index (a counting sort), as `lookup_batch` takes each
+/// stripe's lock once.
 fn by_stripe(hashes: &[u64]) -> Vec<(u32, u32)> {
-    let stripe = |h: u64| (h as usize) % HASH_STRIPES;
-    let mut starts = [0usize; HASH_STRIPES];
-    for &h in hashes {
-        starts[stripe(h)] += 1;
-    }
-    let mut next = 0;
-    for start in &mut starts {
-        (*start, next) = (next, next + *start);
-    }
-    let mut order = vec![(0u32, 0u32); hashes.len()];
-    for (i, &h) in hashes.iter().enumerate() {
-        let s = stripe(h);
-        order[starts[s]] = (s as u32, i as u32);
-        starts[s] += 1;
-    }
+    let keyed: Vec<(u32, u32)> = hashes
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| (((h as usize) % HASH_STRIPES) as u32, i as u32))
+        .collect();
+    let (mut counts, mut order) = (Vec::new(), Vec::new());
+    group_by_slot(&keyed, |m| m.0, HASH_STRIPES, &mut counts, &mut order);
     order
 }
 
