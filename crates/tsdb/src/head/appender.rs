@@ -485,7 +485,9 @@ impl<'h> HeadAppender<'h> {
     }
 
     fn commit_floats(&self, b: &Batch, acc: &mut CommitStats, wbl: &mut WblBatch) {
-        for (s, e) in b.floats.iter().zip(&b.float_series) {
+        let entries = &b.float_series;
+        for (i, (s, e)) in b.floats.iter().zip(entries).enumerate() {
+            prefetch_series_ahead(|k| entries.get(k), i);
             self.commit_sample(s.series_ref, e, s.t, SampleRef::Float(s.v), acc, wbl);
         }
     }
