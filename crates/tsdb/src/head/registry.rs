@@ -166,7 +166,15 @@ impl SeriesRegistry {
             let hs = self.by_hash[group[0].0 as usize].read();
             let firsts: Vec<Option<&Arc<SeriesEntry>>> = group
                 .iter()
-                .map(|&(_, i)| hs.find(spread(hashes[i as usize]), |_| true))
+                .map(|&(_, i)| {
+                    let e = hs.find(spread(hashes[i as usize]), |_| true);
+                    if let Some(e) = e {
+                        // The bucket itself (the entry's address), which
+                        // the prefetch of the entry below reads.
+                        prefetch(e as *const Arc<SeriesEntry>);
+                    }
+                    e
+                })
                 .collect();
             let first = |k: usize| *firsts.get(k)?;
             symbols.with_resolver(|res| {
