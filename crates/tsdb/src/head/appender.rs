@@ -767,15 +767,19 @@ fn same_resolved<N: AsRef<[u8]>, V: AsRef<[u8]>>(
         })
 }
 
-/// `a == b`, for label names and values: most are shorter than 17 bytes,
-/// and those are compared by two (overlapping) word loads each instead
-/// of a call to `memcmp` (which was most of a label set's comparison).
+/// `a == b`, for label names and values: most are shorter than 33 bytes,
+/// and those are compared by two (overlapping) loads each instead of a
+/// call to `memcmp` (which was most of a label set's comparison).
 #[inline]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
     match a.len() {
+        17..=32 => {
+            a.first_chunk::<16>() == b.first_chunk::<16>()
+                && a.last_chunk::<16>() == b.last_chunk::<16>()
+        }
         8..=16 => {
             a.first_chunk::<8>() == b.first_chunk::<8>()
                 && a.last_chunk::<8>() == b.last_chunk::<8>()
