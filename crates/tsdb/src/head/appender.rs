@@ -31,7 +31,7 @@ pub(in crate::head) mod pool;
 pub use histogram::LentHistogram;
 
 use super::registry::{hash_labels, SeriesEntry};
-use super::series::{Appendable, MemSeries};
+use super::series::{AppendHint, Appendable, MemSeries};
 use super::wbl::WblBatch;
 use super::Head;
 use crate::error::HeadError;
@@ -122,6 +122,8 @@ impl SampleKind {
 struct Batch {
     floats: Vec<RefSample>,
     float_series: Vec<Arc<SeriesEntry>>,
+    /// Where each float's append will write, for prefetching at commit.
+    float_hints: Vec<AppendHint>,
     histograms: Vec<RefHistogramSample>,
     histogram_series: Vec<Arc<SeriesEntry>>,
     float_histograms: Vec<RefFloatHistogramSample>,
@@ -360,7 +362,10 @@ impl<'h> HeadAppender<'h> {
         t: i64,
         v: f64,
     ) -> Result<(), AppendError> {
-        let verdict = self.judge(t, |d| d.appendable(t, v), &entry.data.lock());
+        let (verdict, hint) = {
+            let d = entry.data.lock();
+            (self.judge(t, |d| d.appendable(t, v), &d), d.append_hint())
+        };
         if !self.accept(verdict, t, v)? {
             return Ok(());
         }
@@ -372,6 +377,7 @@ impl<'h> HeadAppender<'h> {
             v,
         });
         b.float_series.push(entry);
+        b.float_hints.push(hint);
         Ok(())
     }
 
@@ -485,9 +491,16 @@ impl<'h> HeadAppender<'h> {
     }
 
     fn commit_floats(&self, b: &Batch, acc: &mut CommitStats, wbl: &mut WblBatch) {
-        let entries = &b.float_series;
+        let (entries, hints) = (&b.float_series, &b.float_hints);
         for (i, (s, e)) in b.floats.iter().zip(entries).enumerate() {
-            prefetch_series_ahead(|k| entries.get(k), i);
+            // As `prefetch_series_ahead`, without locking the series
+            // ahead: their chunks' addresses were noted at the append.
+            if let Some(e) = entries.get(i + 4) {
+                prefetch_lines(e.data.data_ptr(), 3);
+            }
+            if let Some(h) = hints.get(i + 2) {
+                h.prefetch();
+            }
             self.commit_sample(s.series_ref, e, s.t, SampleRef::Float(s.v), acc, wbl);
         }
     }

@@ -94,6 +94,22 @@ pub struct MemSeries {
     pub ooo: Option<Box<OooFields>>,
 }
 
+/// Where the next float append to a series writes (its open chunk's
+/// tail and header), as plain addresses taken while the series was
+/// locked, so that a commit can prefetch them for the samples ahead
+/// without locking those series again. An address may be stale by then
+/// (the chunk was cut or grew in between): prefetching it is harmless.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct AppendHint([usize; 2]);
+
+impl AppendHint {
+    pub(crate) fn prefetch(self) {
+        for a in self.0 {
+            prefetch_lines(a as *const u8, 1);
+        }
+    }
+}
+
 /// Result of checking a sample against a series.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Appendable {
@@ -346,6 +362,18 @@ impl MemSeries {
             for p in c.chunk.append_addresses() {
                 prefetch_lines(p, 2);
             }
+        }
+    }
+
+    /// Where the next float append to this series writes: see
+    /// [`AppendHint`].
+    pub(crate) fn append_hint(&self) -> AppendHint {
+        match &self.open {
+            Some(c) => AppendHint([
+                c.chunk.tail_ptr() as usize,
+                c.chunk.bytes().as_ptr() as usize,
+            ]),
+            None => AppendHint::default(),
         }
     }
 
