@@ -526,7 +526,13 @@ pub(crate) fn validate_structure<'a>(
     kept: &mut Vec<(&'a [u8], &'a [u8])>,
 ) -> bool {
     kept.clear();
-    raw.sort_by(|a, b| a.0.cmp(b.0));
+    // Senders sort their labels: one comparison per pair finds them
+    // sorted and without a repeated name, where sorting and then looking
+    // for repeats took two.
+    let sorted = raw.windows(2).all(|w| w[0].0 < w[1].0);
+    if !sorted {
+        raw.sort_by(|a, b| a.0.cmp(b.0));
+    }
     let mut has_name = false;
     for &(n, v) in raw.iter() {
         let is_name = n == METRIC_NAME.as_bytes();
@@ -549,7 +555,7 @@ pub(crate) fn validate_structure<'a>(
             kept.push((n, v));
         }
     }
-    has_name && !raw.windows(2).any(|w| w[0].0 == w[1].0)
+    has_name && (sorted || !raw.windows(2).any(|w| w[0].0 == w[1].0))
 }
 
 /// The UTF-8 check [`validate_structure`] leaves out: `kept` as strings.

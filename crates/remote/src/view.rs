@@ -39,7 +39,7 @@ const KEY_SAMPLE_TIMESTAMP: u64 = 2 << 3;
 
 /// A protobuf varint; `None` when truncated or longer than 10 bytes, or
 /// when the 10th byte overflows 64 bits (prost refuses those).
-#[inline]
+#[inline(always)]
 pub(crate) fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     // Keys and most lengths are one byte.
     let first = *b.get(*pos)?;
