@@ -516,6 +516,22 @@ pub(crate) fn validate_pairs<'a>(
     Ok(())
 }
 
+/// What [`validate_structure`] found of a series' labels.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Structure {
+    Invalid,
+    /// Valid, and they came sorted by name.
+    Sorted,
+    /// Valid once sorted.
+    Unsorted,
+}
+
+impl Structure {
+    pub(crate) fn is_valid(self) -> bool {
+        self != Structure::Invalid
+    }
+}
+
 /// Every rule of [`validate_pairs`] but one: the UTF-8 validity of the
 /// labels that stay (those with non-empty values), which `kept` receives as
 /// bytes, sorted. So `raw` is valid iff this holds and `kept` is UTF-8 —
@@ -524,7 +540,7 @@ pub(crate) fn validate_structure<'a>(
     raw: &mut [(&'a [u8], &'a [u8])],
     scheme: ValidationScheme,
     kept: &mut Vec<(&'a [u8], &'a [u8])>,
-) -> bool {
+) -> Structure {
     kept.clear();
     // Senders sort their labels: one comparison per pair finds them
     // sorted and without a repeated name, where sorting and then looking
@@ -549,13 +565,18 @@ pub(crate) fn validate_structure<'a>(
             }
         };
         if !ok {
-            return false;
+            return Structure::Invalid;
         }
         if !v.is_empty() {
             kept.push((n, v));
         }
     }
-    has_name && (sorted || !raw.windows(2).any(|w| w[0].0 == w[1].0))
+    match (has_name, sorted) {
+        (false, _) => Structure::Invalid,
+        (true, true) => Structure::Sorted,
+        (true, false) if raw.windows(2).any(|w| w[0].0 == w[1].0) => Structure::Invalid,
+        (true, false) => Structure::Unsorted,
+    }
 }
 
 /// The UTF-8 check [`validate_structure`] leaves out: `kept` as strings.

@@ -48,7 +48,8 @@ pub use decode::{
 pub use histogram::{HistogramSample, HistogramValue};
 pub use response::{WriteStats, SUCCESS_STATUS};
 pub use view::{
-    utf8_labels, HistogramArena, HistogramBuf, HistogramKind, HistogramMessage, SeriesView, V1View,
+    utf8_labels, DecodedSeries, HistogramArena, HistogramBuf, HistogramKind, HistogramMessage,
+    SeriesView, V1View,
 };
 
 use std::fmt;

@@ -24,7 +24,7 @@ use std::ops::Range;
 use histogram::HistogramSize;
 pub use histogram::{HistogramArena, HistogramBuf, HistogramKind, HistogramMessage};
 
-use crate::decode::{utf8_pairs, validate_pairs, validate_structure};
+use crate::decode::{utf8_pairs, validate_pairs, validate_structure, Structure};
 use crate::{HistogramSample, SeriesError, ValidationScheme};
 
 /// Field keys (field number << 3 | wire type) the view accepts.
@@ -175,15 +175,13 @@ const KEY_VALUE_BYTE: u8 = KEY_VALUE as u8;
 const KEY_SAMPLE_VALUE_BYTE: u8 = KEY_SAMPLE_VALUE as u8;
 const KEY_SAMPLE_TIMESTAMP_BYTE: u8 = KEY_SAMPLE_TIMESTAMP as u8;
 
-/// A `Label` message's (name, value) if the view accepts the message.
-#[inline]
-fn checked_label(msg: &[u8]) -> Option<(&[u8], &[u8])> {
-    canonical_label(msg).or_else(|| {
-        all_fields(msg, |k, f| {
-            matches!((k, f), (KEY_NAME | KEY_VALUE, Field::Len(_)))
-        })
-        .then(|| label(msg))
+/// A `Label` message's (name, value) if the view accepts the message,
+/// for one [`canonical_label`] does not read.
+fn general_label(msg: &[u8]) -> Option<(&[u8], &[u8])> {
+    all_fields(msg, |k, f| {
+        matches!((k, f), (KEY_NAME | KEY_VALUE, Field::Len(_)))
     })
+    .then(|| label(msg))
 }
 
 /// A `Sample` message's (timestamp, value) if the view accepts the message.
@@ -202,7 +200,9 @@ fn checked_sample(msg: &[u8]) -> Option<(i64, f64)> {
 
 /// What a scan of a [`V1View`] hands on while it checks the body.
 trait ScanSink<'a> {
-    fn label(&mut self, pair: (&'a [u8], &'a [u8]));
+    /// A label; `message` is its `Label` message when [`canonical_label`]
+    /// read it.
+    fn label(&mut self, pair: (&'a [u8], &'a [u8]), message: Option<&'a [u8]>);
     fn sample(&mut self, sample: (i64, f64));
     /// The series whose labels and samples came since the last call ends;
     /// it had `histograms` native histograms.
@@ -213,17 +213,92 @@ trait ScanSink<'a> {
 struct CheckOnly;
 
 impl<'a> ScanSink<'a> for CheckOnly {
-    fn label(&mut self, _: (&'a [u8], &'a [u8])) {}
+    fn label(&mut self, _: (&'a [u8], &'a [u8]), _: Option<&'a [u8]>) {}
     fn sample(&mut self, _: (i64, f64)) {}
     fn end_series(&mut self, _: usize) {}
+}
+
+/// One series as [`V1View::decode_series`] hands it on.
+pub struct DecodedSeries<'a, 'k> {
+    /// Its label set as [`SeriesView::read_unchecked`] keeps it; `None`
+    /// where that refuses the series.
+    pub labels: Option<&'k [(&'a [u8], &'a [u8])]>,
+    /// The bytes of its labels in the body, when they are exactly the
+    /// kept label set in the form `ferrite_tsdb`'s `encode_wire_labels`
+    /// gives (as senders encode a sorted label set): the head hashes
+    /// them as they lie.
+    pub wire_labels: Option<&'a [u8]>,
+    /// Where its float samples are in the `samples` vector.
+    pub floats: Range<usize>,
+    /// How many of the arena's histograms are its (the next ones, in
+    /// request order).
+    pub histograms: usize,
+}
+
+/// Where a series' labels lie in the body while every one so far was
+/// read by [`canonical_label`], is preceded by the minimal header of its
+/// field, and follows the one before it directly.
+#[derive(Default)]
+struct WireSpan {
+    range: Option<Range<usize>>,
+    broken: bool,
+}
+
+impl WireSpan {
+    fn add(&mut self, body: &[u8], message: Option<&[u8]>) {
+        if self.broken {
+            return;
+        }
+        let field = message.and_then(|m| label_field(body, m));
+        match (field, &mut self.range) {
+            (Some(f), None) => self.range = Some(f),
+            (Some(f), Some(r)) if r.end == f.start => r.end = f.end,
+            _ => self.broken = true,
+        }
+    }
+
+    fn get<'a>(&self, body: &'a [u8]) -> Option<&'a [u8]> {
+        if self.broken {
+            return None;
+        }
+        body.get(self.range.clone()?)
+    }
+}
+
+/// Where the labels field holding `message` (a slice of `body`) lies in
+/// `body`, if its key and length before it are the minimal ones. A
+/// message [`canonical_label`] reads is at most 258 bytes long, so its
+/// length takes one or two bytes.
+#[inline]
+fn label_field(body: &[u8], message: &[u8]) -> Option<Range<usize>> {
+    let at = (message.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let len = message.len();
+    let start = match len {
+        0..0x80 => {
+            let start = at.checked_sub(2)?;
+            let [key, l] = *body.get(start..at)?.first_chunk::<2>()?;
+            (key == KEY_LABELS as u8 && usize::from(l) == len).then_some(start)
+        }
+        0x80..0x4000 => {
+            let start = at.checked_sub(3)?;
+            let [key, lo, hi] = *body.get(start..at)?.first_chunk::<3>()?;
+            let minimal = hi != 0 && lo & 0x80 != 0;
+            let l = usize::from(lo & 0x7f) | usize::from(hi) << 7;
+            (key == KEY_LABELS as u8 && minimal && l == len).then_some(start)
+        }
+        _ => None,
+    }?;
+    Some(start..at + len)
 }
 
 /// The scan of [`V1View::decode_series`]: each series' raw labels kept,
 /// validated at its end and handed to `each`.
 struct SeriesSink<'a, 's, F> {
+    body: &'a [u8],
     scheme: ValidationScheme,
     raw: Vec<(&'a [u8], &'a [u8])>,
     kept: Vec<(&'a [u8], &'a [u8])>,
+    wire: WireSpan,
     samples: &'s mut Vec<(i64, f64)>,
     start: usize,
     each: F,
@@ -231,10 +306,11 @@ struct SeriesSink<'a, 's, F> {
 
 impl<'a, F> ScanSink<'a> for SeriesSink<'a, '_, F>
 where
-    F: FnMut(Option<&[(&'a [u8], &'a [u8])]>, Range<usize>, usize) -> bool,
+    F: FnMut(DecodedSeries<'a, '_>) -> bool,
 {
-    fn label(&mut self, pair: (&'a [u8], &'a [u8])) {
+    fn label(&mut self, pair: (&'a [u8], &'a [u8]), message: Option<&'a [u8]>) {
         self.raw.push(pair);
+        self.wire.add(self.body, message);
     }
 
     fn sample(&mut self, sample: (i64, f64)) {
@@ -242,14 +318,22 @@ where
     }
 
     fn end_series(&mut self, histograms: usize) {
-        let valid = validate_structure(&mut self.raw, self.scheme, &mut self.kept);
-        let floats = self.start..self.samples.len();
-        let labels = valid.then_some(self.kept.as_slice());
-        if !(self.each)(labels, floats, histograms) {
+        let structure = validate_structure(&mut self.raw, self.scheme, &mut self.kept);
+        // Sorted (so no repeated name) and nothing dropped: the labels
+        // as they lie are the kept set's wire form.
+        let as_kept = structure == Structure::Sorted && self.kept.len() == self.raw.len();
+        let series = DecodedSeries {
+            labels: structure.is_valid().then_some(self.kept.as_slice()),
+            wire_labels: self.wire.get(self.body).filter(|_| as_kept),
+            floats: self.start..self.samples.len(),
+            histograms,
+        };
+        if !(self.each)(series) {
             self.samples.truncate(self.start);
         }
         self.start = self.samples.len();
         self.raw.clear();
+        self.wire = WireSpan::default();
     }
 }
 
@@ -328,27 +412,26 @@ impl<'a> V1View<'a> {
     /// [`V1View::decode`] that also reads every series while it checks
     /// the body, so the body is walked once (reading the series in a
     /// second walk cost about as much as the check). Each series' float
-    /// samples are appended to `samples`, then `each(labels, floats,
-    /// histograms)` gets: its label set as [`SeriesView::read_unchecked`]
-    /// keeps it (`None` where that refuses the series), the range of its
-    /// floats in `samples`, and how many of the arena's histograms are its
-    /// (the next ones, in request order). Where `each` answers false, the
-    /// series' floats are taken out of `samples` again. On `None` the
-    /// series handed on so far mean nothing.
+    /// samples are appended to `samples`, then `each` gets the series
+    /// ([`DecodedSeries`]). Where `each` answers false, the series' floats
+    /// are taken out of `samples` again. On `None` the series handed on
+    /// so far mean nothing.
     pub fn decode_series(
         raw: &'a [u8],
         arena: &mut HistogramArena,
         max_bytes: usize,
         scheme: ValidationScheme,
         samples: &mut Vec<(i64, f64)>,
-        each: impl FnMut(Option<&[(&'a [u8], &'a [u8])]>, Range<usize>, usize) -> bool,
+        each: impl FnMut(DecodedSeries<'a, '_>) -> bool,
     ) -> Option<Self> {
         arena.clear();
         let start = samples.len();
         let mut sink = SeriesSink {
+            body: raw,
             scheme,
             raw: Vec::new(),
             kept: Vec::new(),
+            wire: WireSpan::default(),
             samples,
             start,
             each,
@@ -372,7 +455,13 @@ impl<'a> V1View<'a> {
             series += 1;
             let before = histograms;
             let ok = all_fields(ts, |k, f| match (k, f) {
-                (KEY_LABELS, Field::Len(l)) => checked_label(l).map(|p| sink.label(p)).is_some(),
+                (KEY_LABELS, Field::Len(l)) => match canonical_label(l) {
+                    Some(p) => {
+                        sink.label(p, Some(l));
+                        true
+                    }
+                    None => general_label(l).map(|p| sink.label(p, None)).is_some(),
+                },
                 (KEY_SAMPLES, Field::Len(s)) => {
                     samples += 1;
                     checked_sample(s).map(|x| sink.sample(x)).is_some()
@@ -512,7 +601,7 @@ impl<'a> SeriesView<'a> {
         samples: &mut Vec<(i64, f64)>,
     ) -> bool {
         self.walk_into(raw, samples, None);
-        validate_structure(raw, scheme, kept)
+        validate_structure(raw, scheme, kept).is_valid()
     }
 
     /// [`SeriesView::read_unchecked_into`] also adding the series' number
@@ -527,7 +616,7 @@ impl<'a> SeriesView<'a> {
         histograms: &mut usize,
     ) -> bool {
         self.walk_into(raw, samples, Some(histograms));
-        validate_structure(raw, scheme, kept)
+        validate_structure(raw, scheme, kept).is_valid()
     }
 
     /// One walk over the series: its raw labels and its samples.

@@ -208,19 +208,14 @@ fn decode_series_reads_each_series(
     let mut floats = vec![(7, 7.0)];
     let mut keep = false;
     let mut arena = HistogramArena::new();
-    let decoded = V1View::decode_series(
-        raw,
-        &mut arena,
-        usize::MAX,
-        scheme,
-        &mut floats,
-        |kept, range, n| {
-            let kept = kept.map(|k| k.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect());
-            handed.push((kept, range, n));
-            keep = !keep;
-            keep
-        },
-    );
+    let decoded = V1View::decode_series(raw, &mut arena, usize::MAX, scheme, &mut floats, |d| {
+        let kept = d
+            .labels
+            .map(|k| k.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect());
+        handed.push((kept, d.floats, d.histograms));
+        keep = !keep;
+        keep
+    });
     prop_assert!(decoded.is_some());
     prop_assert_eq!(handed.len(), view.series_count());
     let (mut raw_pairs, mut kept, mut samples) = (Vec::new(), Vec::new(), Vec::new());
@@ -509,5 +504,116 @@ proptest! {
         // Read twice: what the first read left in the buffer must not show.
         let _ = view_histograms(&s, &mut buf);
         prop_assert_eq!(view_histograms(&s, &mut buf), vec![debug(&want)]);
+    }
+}
+
+/// The wire form of a series' labels (`DecodedSeries::wire_labels`) is
+/// handed on only where the bytes are the form the head encodes: minimal
+/// headers, labels adjacent, sorted, no empty value.
+#[test]
+fn wire_labels_only_in_the_encoded_form() {
+    let label = |n: &str, v: &str| {
+        let mut m = Vec::new();
+        put_len(&mut m, 1 << 3 | 2, n.as_bytes());
+        put_len(&mut m, 2 << 3 | 2, v.as_bytes());
+        m
+    };
+    let minimal = |m: &[u8], out: &mut Vec<u8>| put_len(out, 1 << 3 | 2, m);
+    let padded = |m: &[u8], out: &mut Vec<u8>| {
+        // The length as two bytes where one would do.
+        out.extend_from_slice(&[0x0a, m.len() as u8 | 0x80, 0]);
+        out.extend_from_slice(m);
+    };
+    let sample = |out: &mut Vec<u8>| {
+        let mut s = Vec::new();
+        put_fixed(&mut s, 1 << 3 | 1, 1.0);
+        put_uint(&mut s, 2 << 3, 5);
+        put_len(out, 2 << 3 | 2, &s);
+    };
+    let (a, m, empty) = (label("a", "x"), label("__name__", "m"), label("b", ""));
+    let long = label("__name__", &"m".repeat(120));
+    type Build<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+    let cases: Vec<(&str, Build<'_>, bool)> = vec![
+        (
+            "sorted",
+            Box::new(|o| {
+                minimal(&m, o);
+                minimal(&a, o);
+                sample(o)
+            }),
+            true,
+        ),
+        (
+            "a two-byte length",
+            Box::new(|o| {
+                minimal(&long, o);
+                minimal(&a, o);
+                sample(o)
+            }),
+            true,
+        ),
+        (
+            "a sample between",
+            Box::new(|o| {
+                minimal(&m, o);
+                sample(o);
+                minimal(&a, o)
+            }),
+            false,
+        ),
+        (
+            "unsorted",
+            Box::new(|o| {
+                minimal(&a, o);
+                minimal(&m, o);
+                sample(o)
+            }),
+            false,
+        ),
+        (
+            "a padded length",
+            Box::new(|o| {
+                padded(&m, o);
+                minimal(&a, o);
+                sample(o)
+            }),
+            false,
+        ),
+        (
+            "an empty value",
+            Box::new(|o| {
+                minimal(&m, o);
+                minimal(&a, o);
+                minimal(&empty, o);
+                sample(o)
+            }),
+            false,
+        ),
+    ];
+    for (name, build, wire) in cases {
+        let mut series = Vec::new();
+        build(&mut series);
+        let mut body = Vec::new();
+        put_len(&mut body, 1 << 3 | 2, &series);
+        let (mut arena, mut samples, mut got) = (HistogramArena::new(), Vec::new(), None);
+        V1View::decode_series(
+            &body,
+            &mut arena,
+            usize::MAX,
+            ValidationScheme::Utf8,
+            &mut samples,
+            |d| {
+                assert!(d.labels.is_some(), "{name}: valid");
+                got = Some(d.wire_labels.map(<[u8]>::to_vec));
+                true
+            },
+        )
+        .expect("view");
+        let got = got.expect("one series");
+        assert_eq!(got.is_some(), wire, "{name}");
+        if let Some(w) = got {
+            let start = series.iter().position(|&b| b == 0x0a).expect("label");
+            assert_eq!(w, series[start..start + w.len()], "{name}");
+        }
     }
 }

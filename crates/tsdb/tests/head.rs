@@ -448,7 +448,7 @@ fn batch_lookup_finds_known_series_only() {
     let sets: Vec<&[(&[u8], &[u8])]> = owned.iter().map(|s| s.as_slice()).collect();
     let mut app = db.appender();
     let mut found = Vec::new();
-    app.find_existing(&sets, &mut found);
+    app.find_existing(&sets, &[], &mut found);
     assert_eq!(found.len(), 600);
     for (k, f) in found.iter().enumerate() {
         let i = 599 - k;

@@ -63,8 +63,11 @@ fn encoded_len(labels: &RawPairs<'_>, floats: usize) -> usize {
 
 /// One valid series of the request: ranges into [`Gathered`]'s vectors
 /// (its histograms' are also their places in the arena).
-struct GatheredSeries {
+struct GatheredSeries<'a> {
     labels: Range<usize>,
+    /// Its labels as the body carries them, when in wire form
+    /// ([`ferrite_remote::DecodedSeries::wire_labels`]).
+    wire_labels: Option<&'a [u8]>,
     samples: Range<usize>,
     histograms: Range<usize>,
 }
@@ -76,7 +79,7 @@ struct Gathered<'a> {
     /// Histograms of every series read so far, dropped ones' too: the
     /// k-th is the arena's k-th.
     histograms: usize,
-    series: Vec<GatheredSeries>,
+    series: Vec<GatheredSeries<'a>>,
 }
 
 impl<'a> Gathered<'a> {
@@ -101,10 +104,11 @@ impl<'a> Gathered<'a> {
             max_bytes,
             opts.validation,
             &mut samples,
-            |kept, floats, n| {
+            |decoded| {
+                let (floats, n) = (decoded.floats, decoded.histograms);
                 let h = histograms;
                 histograms += n;
-                let Some(kept) = kept.filter(|_| !floats.is_empty() || n > 0) else {
+                let Some(kept) = decoded.labels.filter(|_| !floats.is_empty() || n > 0) else {
                     return false;
                 };
                 if series.capacity() == 0 {
@@ -117,6 +121,7 @@ impl<'a> Gathered<'a> {
                 labels.extend_from_slice(kept);
                 series.push(GatheredSeries {
                     labels: k..labels.len(),
+                    wire_labels: decoded.wire_labels,
                     samples: floats,
                     histograms: h..histograms,
                 });
@@ -241,9 +246,10 @@ impl<'a> ViewAppender<'_, 'a> {
 /// series are dropped, an append error rolls the whole request back.
 fn append_gathered(db: &Db, gathered: &Gathered<'_>, arena: &HistogramArena) -> Answer {
     let sets = gathered.label_sets();
+    let wire: Vec<Option<&[u8]>> = gathered.series.iter().map(|s| s.wire_labels).collect();
     let app = db.appender();
     let mut found = Vec::new();
-    app.find_existing(&sets, &mut found);
+    app.find_existing(&sets, &wire, &mut found);
     let mut w = ViewAppender {
         app,
         pairs: Vec::new(),
@@ -269,6 +275,54 @@ fn append_gathered(db: &Db, gathered: &Gathered<'_>, arena: &HistogramArena) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn label_set() -> impl Strategy<Value = std::collections::BTreeMap<Vec<u8>, Vec<u8>>> {
+        let bytes = |max: usize| proptest::collection::vec(any::<u8>(), 1..max);
+        proptest::collection::btree_map(prop_oneof![bytes(12), bytes(200)], bytes(150), 0..6)
+    }
+
+    proptest! {
+        /// A sorted label set as prost encodes it (as every sender does)
+        /// is handed on in wire form, exactly what the head encodes for
+        /// the kept pairs (so both hash alike); any other is not.
+        #[test]
+        fn sorted_labels_are_handed_on_in_wire_form(sets in proptest::collection::vec(label_set(), 1..4)) {
+            use ferrite_remote::proto::v1;
+            use prost::Message;
+            let mut request = v1::WriteRequest::default();
+            for set in &sets {
+                let mut labels: Vec<v1::Label> = set
+                    .iter()
+                    .map(|(n, v)| v1::Label { name: n.clone(), value: v.clone() })
+                    .collect();
+                labels.push(v1::Label { name: b"__name__".to_vec(), value: b"m".to_vec() });
+                labels.sort_by(|a, b| a.name.cmp(&b.name));
+                labels.dedup_by(|a, b| a.name == b.name);
+                request.timeseries.push(v1::TimeSeries {
+                    labels,
+                    samples: vec![v1::Sample { value: 1.0, timestamp: 5 }],
+                    ..Default::default()
+                });
+            }
+            let body = request.encode_to_vec();
+            let (mut arena, mut samples) = (HistogramArena::new(), Vec::new());
+            let mut seen = 0;
+            V1View::decode_series(&body, &mut arena, usize::MAX, Default::default(), &mut samples, |d| {
+                let kept = d.labels.expect("valid");
+                let short = kept.iter().all(|(n, v)| n.len() < 128 && v.len() < 128 && n.len() + v.len() < 120);
+                let mut want = Vec::new();
+                ferrite_tsdb::head::encode_wire_labels(kept.iter().copied(), &mut want);
+                match d.wire_labels {
+                    Some(w) => assert_eq!(w, &want[..]),
+                    None => assert!(!short, "short labels not in wire form"),
+                }
+                seen += 1;
+                true
+            }).expect("view");
+            prop_assert_eq!(seen, sets.len());
+        }
+    }
 
     #[test]
     fn histograms_over_the_budget_take_the_general_path() {

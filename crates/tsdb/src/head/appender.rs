@@ -30,7 +30,7 @@ pub(in crate::head) mod pool;
 
 pub use histogram::LentHistogram;
 
-use super::registry::{hash_labels, SeriesEntry};
+use super::registry::{hash_labels, hash_wire_labels, SeriesEntry};
 use super::series::{AppendHint, Appendable, MemSeries};
 use super::wbl::WblBatch;
 use super::Head;
@@ -265,11 +265,24 @@ impl<'h> HeadAppender<'h> {
     /// UTF-8 checks for known series (checked at creation), and one batch
     /// is much faster than a lookup per set (see `lookup_batch`). Append
     /// to what was found with [`HeadAppender::append_found`].
-    pub fn find_existing(&self, sets: &[&[(&[u8], &[u8])]], out: &mut Vec<Option<FoundSeries>>) {
+    /// `wire[i]`, where given, is set `i` as [`encode_wire_labels`]
+    /// encodes it (as the request carried it), which is hashed at once.
+    ///
+    /// [`encode_wire_labels`]: super::encode_wire_labels
+    pub fn find_existing(
+        &self,
+        sets: &[&[(&[u8], &[u8])]],
+        wire: &[Option<&[u8]>],
+        out: &mut Vec<Option<FoundSeries>>,
+    ) {
         let head = self.head;
         let hashes: Vec<u64> = sets
             .iter()
-            .map(|ps| hash_labels(ps.iter().copied()))
+            .enumerate()
+            .map(|(i, ps)| match wire.get(i).copied().flatten() {
+                Some(w) => hash_wire_labels(w),
+                None => hash_labels(ps.iter().copied()),
+            })
             .collect();
         let mut found = Vec::new();
         head.series.lookup_batch(
@@ -767,6 +780,7 @@ fn same_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(
 }
 
 /// [`same_labels`] with the symbol table already read-locked.
+#[inline(always)]
 fn same_resolved<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     res: &Resolver<'_>,
     ids: &[u32],
@@ -783,7 +797,7 @@ fn same_resolved<N: AsRef<[u8]>, V: AsRef<[u8]>>(
 /// `a == b`, for label names and values: most are shorter than 33 bytes,
 /// and those are compared by two (overlapping) loads each instead of a
 /// call to `memcmp` (which was most of a label set's comparison).
-#[inline]
+#[inline(always)]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;

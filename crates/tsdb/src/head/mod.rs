@@ -28,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 pub use appender::{AppendError, FoundSeries, HeadAppender, LentHistogram};
 pub use cardinality::{CardinalityStat, CardinalityStats};
 pub(crate) use registry::SeriesRegistry;
+pub use registry::{encode_wire_labels, hash_wire_labels};
 pub use series::ChunkOpts;
 pub use truncate::TruncateStats;
 
