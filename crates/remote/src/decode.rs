@@ -398,8 +398,14 @@ pub fn decompress_into(body: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(
     if len > max_snappy_expansion(body.len()) {
         return Err(RequestError::Snappy);
     }
-    out.clear();
-    out.resize(len as usize, 0);
+    // Only the bytes the buffer lacks are zeroed: a successful
+    // decompression writes every byte (it must give exactly `len`).
+    let len = len as usize;
+    if out.len() < len {
+        out.resize(len, 0);
+    } else {
+        out.truncate(len);
+    }
     match snap::raw::Decoder::new().decompress(body, out) {
         Ok(n) if n == out.len() => Ok(()),
         _ => {
@@ -901,6 +907,20 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// A reused buffer, left holding a longer or shorter body, holds
+        /// exactly the next body after it (no stale byte survives).
+        #[test]
+        fn reused_buffer_holds_exactly_each_body(
+            bodies in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..300), 1..5),
+        ) {
+            let mut out = Vec::new();
+            for b in &bodies {
+                let compressed = snap::raw::Encoder::new().compress_vec(b).expect("compress");
+                super::decompress_into(&compressed, 1 << 20, &mut out).expect("decompress");
+                prop_assert_eq!(&out, b);
+            }
+        }
+
         /// The first-byte shortcut orders names as `<` does, equal first
         /// bytes and empty names included.
         #[test]
