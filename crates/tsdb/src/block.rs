@@ -509,6 +509,25 @@ pub fn write_block_from(
     source: &mut dyn SeriesSource,
     bytes_per_sec: Option<u64>,
 ) -> Result<Option<BlockMeta>, BlockError> {
+    write_pending_block(parent, mint, maxt, compaction, source, bytes_per_sec)?
+        .map(PendingBlock::publish)
+        .transpose()
+}
+
+/// [`write_block_from`] that leaves the block in its temporary directory,
+/// for the caller to put in place ([`PendingBlock::publish`]) when its
+/// turn comes: blocks written side by side must appear on disk in the
+/// order of their ranges, or a crash could leave a newer block without
+/// an older one, and the samples between them, still only in the WAL,
+/// would be dropped at the next start as older than the newest block.
+pub fn write_pending_block(
+    parent: &Path,
+    mint: i64,
+    maxt: i64,
+    compaction: Compaction,
+    source: &mut dyn SeriesSource,
+    bytes_per_sec: Option<u64>,
+) -> Result<Option<PendingBlock>, BlockError> {
     let ulid = BlockUlid::generate();
     let tmp = parent.join(format!("{ulid}{TMP_FOR_CREATION}"));
     let mut throttle = bytes_per_sec.filter(|&r| r > 0).map(Throttle::new);
@@ -522,16 +541,52 @@ pub fn write_block_from(
         throttle.as_mut(),
     );
     match result {
-        Ok(Some(meta)) => {
-            let dir = parent.join(ulid.to_string());
-            sync_dir(&tmp)?;
-            fs::rename(&tmp, &dir).map_err(io_err(&dir))?;
-            sync_dir(parent)?;
-            Ok(Some(meta))
-        }
+        Ok(Some(meta)) => Ok(Some(PendingBlock {
+            parent: parent.to_owned(),
+            tmp,
+            meta,
+            published: false,
+        })),
         other => {
             let _ = fs::remove_dir_all(&tmp);
-            other
+            other.map(|_| None)
+        }
+    }
+}
+
+/// A block written whole into its temporary directory
+/// (`<ULID>.tmp-for-creation`), not yet in place. Dropped unpublished,
+/// its directory is removed (an open removes any left by a crash).
+pub struct PendingBlock {
+    parent: PathBuf,
+    tmp: PathBuf,
+    meta: BlockMeta,
+    published: bool,
+}
+
+impl PendingBlock {
+    /// The block's meta.
+    pub fn meta(&self) -> &BlockMeta {
+        &self.meta
+    }
+
+    /// Puts the block in place: syncs its directory, renames it to the
+    /// block's ULID and syncs the parent, so that it is in place on disk
+    /// when this returns.
+    pub fn publish(mut self) -> Result<BlockMeta, BlockError> {
+        let dir = self.parent.join(self.meta.ulid.to_string());
+        sync_dir(&self.tmp)?;
+        fs::rename(&self.tmp, &dir).map_err(io_err(&dir))?;
+        self.published = true;
+        sync_dir(&self.parent)?;
+        Ok(std::mem::take(&mut self.meta))
+    }
+}
+
+impl Drop for PendingBlock {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_dir_all(&self.tmp);
         }
     }
 }

@@ -22,10 +22,10 @@ use parking_lot::{Mutex, RwLock};
 
 use tracing::{error, info, warn};
 
-use crate::block::{Block, BlockError, TMP_FOR_CREATION, TMP_FOR_DELETION};
+use crate::block::{Block, BlockError, PendingBlock, TMP_FOR_CREATION, TMP_FOR_DELETION};
 use crate::compact::ooo::compact_ooo_head;
 use crate::compact::planner::{server_block_ranges, server_retention_ms, PlanBlock, Planner};
-use crate::compact::{compact_blocks, persist_head_range, persist_head_ranges, CompactError};
+use crate::compact::{compact_blocks, persist_head_range, write_head_ranges, CompactError};
 use crate::error::{DbError, HeadError};
 use crate::head::{Head, HeadAppender, HeadOptions};
 use crate::querier::Querier;
@@ -405,30 +405,31 @@ impl Db {
     /// ends right after the newest sample), truncating the head after each
     /// and the WAL once, after the last (no block compaction: `ferrite tsdb
     /// compact` runs [`Db::compact`] after). The ranges' blocks are written
-    /// side by side, one per core ([`persist_head_ranges`]), then put in
-    /// place oldest first; if one fails, the ranges after it are dropped
-    /// again and stay in the head.
+    /// side by side, one per core ([`write_head_ranges`]), each into its
+    /// temporary directory, then put in place and installed oldest first,
+    /// so that a crash never leaves a newer block on disk without an
+    /// older one; if one fails, the ranges after it are discarded and
+    /// stay in the head.
     pub fn compact_head_fully(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let ranges = self.head_ranges();
-        let results = persist_head_ranges(&self.head, &self.dir, &ranges, self.write_limit);
+        let results = write_head_ranges(&self.head, &self.dir, &ranges, self.write_limit);
         let mut written = Vec::new();
         let mut persisted_until = None;
         let mut failure = None;
         for (&(mint, maxt), result) in ranges.iter().zip(results) {
             if failure.is_some() {
-                // Written after a range that failed: the head keeps it.
-                if let Ok(Some(meta)) = result {
-                    if let Err(e) = delete_block_dir(&self.dir.join(meta.ulid.to_string())) {
-                        warn!(ulid = %meta.ulid, error = %e, "deleting a block written after a failed range");
-                    }
-                }
+                // Written after a range that failed: dropped unpublished
+                // (its directory removed), the head keeps the range.
                 continue;
             }
-            match result
-                .map_err(compact_err)
-                .and_then(|meta| self.install_head_block(meta, mint, maxt))
-            {
+            let published = result.map_err(compact_err).and_then(|pending| {
+                pending
+                    .map(PendingBlock::publish)
+                    .transpose()
+                    .map_err(block_err)
+            });
+            match published.and_then(|meta| self.install_head_block(meta, mint, maxt)) {
                 Ok(ulid) => {
                     written.extend(ulid);
                     persisted_until = Some(maxt);

@@ -210,3 +210,43 @@ fn a_failed_range_leaves_the_later_ranges_in_the_head() {
     assert_eq!(block_dirs(tmp.path()), Vec::<String>::new());
     assert_eq!(contents_from(&db, start + 2 * HOUR), second_range);
 }
+
+/// Blocks written side by side stay in their temporary directories until
+/// put in place one by one, oldest first: a crash while a newer range is
+/// written can never leave it on disk without the older ones (the samples
+/// in between, still only in the WAL, would be dropped at the next start
+/// as older than the newest block). Dropped unpublished, they leave
+/// nothing behind.
+#[test]
+fn head_ranges_are_written_unpublished_and_put_in_place_in_order() {
+    use ferrite_tsdb::compact::write_head_ranges;
+    let tmp = tempfile::tempdir().unwrap();
+    let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+    let db = Db::open(tmp.path(), options()).unwrap();
+    fill_every_minute(&db, start, 5 * 60, 10);
+    let ranges = [
+        (start, start + 2 * HOUR),
+        (start + 2 * HOUR, start + 4 * HOUR),
+        (start + 4 * HOUR, start + 5 * HOUR),
+    ];
+    let pending: Vec<_> = write_head_ranges(db.head(), tmp.path(), &ranges, None)
+        .into_iter()
+        .map(|r| r.unwrap().expect("samples in every range"))
+        .collect();
+    assert_eq!(
+        block_dirs(tmp.path()),
+        Vec::<String>::new(),
+        "published early"
+    );
+    let mut pending = pending.into_iter();
+    let oldest = pending.next().unwrap().publish().unwrap();
+    assert_eq!(block_dirs(tmp.path()), vec![oldest.ulid.to_string()]);
+    drop(pending);
+    assert_eq!(block_dirs(tmp.path()), vec![oldest.ulid.to_string()]);
+    let left: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "temporary directories left");
+}

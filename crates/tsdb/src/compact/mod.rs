@@ -20,7 +20,10 @@ use ferrite_model::SampleValue;
 use crate::sample::{BuiltChunk, ChunkBuilder, ChunkDecoder, DecodeError, SampleRef};
 use ferrite_index::{ChunkMeta, SymbolCache};
 
-use crate::block::{write_block_from, Block, BlockChunk, BlockError, SeriesSource};
+use crate::block::{
+    write_block_from, write_pending_block, Block, BlockChunk, BlockError, PendingBlock,
+    SeriesSource,
+};
 use crate::head::registry::SeriesEntry;
 use crate::head::Head;
 use ferrite_model::Labels;
@@ -52,6 +55,20 @@ pub fn persist_head_range(
     maxt: i64,
     bytes_per_sec: Option<u64>,
 ) -> Result<Option<BlockMeta>, CompactError> {
+    Ok(write_head_range(head, dir, mint, maxt, bytes_per_sec)?
+        .map(PendingBlock::publish)
+        .transpose()?)
+}
+
+/// [`persist_head_range`] that leaves the block unpublished (see
+/// [`write_pending_block`]).
+fn write_head_range(
+    head: &Head,
+    dir: &Path,
+    mint: i64,
+    maxt: i64,
+    bytes_per_sec: Option<u64>,
+) -> Result<Option<PendingBlock>, CompactError> {
     let last = maxt - 1;
     let refs: Vec<u64> = head.postings.read().all().to_vec();
     let mut entries: Vec<(u64, Arc<SeriesEntry>)> = Vec::new();
@@ -84,7 +101,7 @@ pub fn persist_head_range(
         last,
         failure: None,
     };
-    let meta = write_block_from(
+    let meta = write_pending_block(
         dir,
         mint,
         maxt,
@@ -101,18 +118,20 @@ pub fn persist_head_range(
     Ok(meta?)
 }
 
-/// [`persist_head_range`] for each of `ranges`, side by side on rayon's
+/// The blocks of `ranges` of the head, written side by side on rayon's
 /// threads (the head is only read; one at a time when the write rate is
-/// capped, so the cap holds); the results in the order of `ranges`.
-pub fn persist_head_ranges(
+/// capped, so the cap holds) and left unpublished, for the caller to put
+/// in place in the order of the ranges ([`PendingBlock::publish`]); the
+/// results in the order of `ranges`.
+pub fn write_head_ranges(
     head: &Head,
     dir: &Path,
     ranges: &[(i64, i64)],
     bytes_per_sec: Option<u64>,
-) -> Vec<Result<Option<BlockMeta>, CompactError>> {
+) -> Vec<Result<Option<PendingBlock>, CompactError>> {
     use rayon::prelude::*;
     let persist =
-        |&(mint, maxt): &(i64, i64)| persist_head_range(head, dir, mint, maxt, bytes_per_sec);
+        |&(mint, maxt): &(i64, i64)| write_head_range(head, dir, mint, maxt, bytes_per_sec);
     match bytes_per_sec {
         Some(_) => ranges.iter().map(persist).collect(),
         None => ranges.par_iter().with_max_len(1).map(persist).collect(),
