@@ -518,81 +518,58 @@ fn wire_labels_only_in_the_encoded_form() {
         put_len(&mut m, 2 << 3 | 2, v.as_bytes());
         m
     };
-    let minimal = |m: &[u8], out: &mut Vec<u8>| put_len(out, 1 << 3 | 2, m);
-    let padded = |m: &[u8], out: &mut Vec<u8>| {
-        // The length as two bytes where one would do.
-        out.extend_from_slice(&[0x0a, m.len() as u8 | 0x80, 0]);
-        out.extend_from_slice(m);
-    };
-    let sample = |out: &mut Vec<u8>| {
-        let mut s = Vec::new();
-        put_fixed(&mut s, 1 << 3 | 1, 1.0);
-        put_uint(&mut s, 2 << 3, 5);
-        put_len(out, 2 << 3 | 2, &s);
-    };
+    /// One field of the series: a label with a minimal or a padded
+    /// header, or a sample.
+    enum Part<'a> {
+        Label(&'a [u8]),
+        Padded(&'a [u8]),
+        Sample,
+    }
     let (a, m, empty) = (label("a", "x"), label("__name__", "m"), label("b", ""));
     let long = label("__name__", &"m".repeat(120));
-    type Build<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
-    let cases: Vec<(&str, Build<'_>, bool)> = vec![
-        (
-            "sorted",
-            Box::new(|o| {
-                minimal(&m, o);
-                minimal(&a, o);
-                sample(o)
-            }),
-            true,
-        ),
+    use Part::{Label, Padded, Sample};
+    let cases = [
+        ("sorted", vec![Label(&m), Label(&a), Sample], true),
         (
             "a two-byte length",
-            Box::new(|o| {
-                minimal(&long, o);
-                minimal(&a, o);
-                sample(o)
-            }),
+            vec![Label(&long), Label(&a), Sample],
             true,
         ),
         (
             "a sample between",
-            Box::new(|o| {
-                minimal(&m, o);
-                sample(o);
-                minimal(&a, o)
-            }),
+            vec![Label(&m), Sample, Label(&a)],
             false,
         ),
-        (
-            "unsorted",
-            Box::new(|o| {
-                minimal(&a, o);
-                minimal(&m, o);
-                sample(o)
-            }),
-            false,
-        ),
+        ("unsorted", vec![Label(&a), Label(&m), Sample], false),
         (
             "a padded length",
-            Box::new(|o| {
-                padded(&m, o);
-                minimal(&a, o);
-                sample(o)
-            }),
+            vec![Padded(&m), Label(&a), Sample],
             false,
         ),
         (
             "an empty value",
-            Box::new(|o| {
-                minimal(&m, o);
-                minimal(&a, o);
-                minimal(&empty, o);
-                sample(o)
-            }),
+            vec![Label(&m), Label(&a), Label(&empty), Sample],
             false,
         ),
     ];
-    for (name, build, wire) in cases {
+    for (name, parts, wire) in cases {
         let mut series = Vec::new();
-        build(&mut series);
+        for part in parts {
+            match part {
+                Label(l) => put_len(&mut series, 1 << 3 | 2, l),
+                Padded(l) => {
+                    // The length as two bytes where one would do.
+                    series.extend_from_slice(&[0x0a, l.len() as u8 | 0x80, 0]);
+                    series.extend_from_slice(l);
+                }
+                Sample => {
+                    let mut s = Vec::new();
+                    put_fixed(&mut s, 1 << 3 | 1, 1.0);
+                    put_uint(&mut s, 2 << 3, 5);
+                    put_len(&mut series, 2 << 3 | 2, &s);
+                }
+            }
+        }
         let mut body = Vec::new();
         put_len(&mut body, 1 << 3 | 2, &series);
         let (mut arena, mut samples, mut got) = (HistogramArena::new(), Vec::new(), None);

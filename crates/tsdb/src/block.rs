@@ -565,11 +565,6 @@ pub struct PendingBlock {
 }
 
 impl PendingBlock {
-    /// The block's meta.
-    pub fn meta(&self) -> &BlockMeta {
-        &self.meta
-    }
-
     /// Puts the block in place: syncs its directory, renames it to the
     /// block's ULID and syncs the parent, so that it is in place on disk
     /// when this returns.

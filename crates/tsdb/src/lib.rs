@@ -30,6 +30,7 @@ pub mod replay_wbl;
 pub mod retention;
 pub mod sample;
 pub mod symbols;
+mod varint;
 
 pub use db::{Db, DbOptions};
 pub use error::{DbError, HeadError, QueryError};

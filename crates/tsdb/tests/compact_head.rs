@@ -48,6 +48,9 @@ fn fill(db: &Db, start: i64) {
     }
 }
 
+/// A time at the start of a 2 h block range.
+const BLOCK_START: i64 = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+
 fn block_dirs(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)
         .unwrap()
@@ -158,7 +161,7 @@ fn interrupted_block_writes_and_deletions_are_cleaned_up() {
 fn large_block_selections_keep_order_and_samples() {
     let tmp = tempfile::tempdir().unwrap();
     let db = Db::open(tmp.path(), options()).unwrap();
-    let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+    let start = BLOCK_START;
     for j in 0..(4 * 12) {
         let t = start + j * 5 * 60_000;
         let mut app = db.appender();
@@ -177,11 +180,12 @@ fn large_block_selections_keep_order_and_samples() {
 
 /// When one range of a whole-head compaction fails (here: its head chunks
 /// on disk are damaged), the blocks written for the ranges after it (side
-/// by side with it) are deleted again and their samples stay in the head.
+/// by side with it) are discarded unpublished and their samples stay in
+/// the head.
 #[test]
 fn a_failed_range_leaves_the_later_ranges_in_the_head() {
     let tmp = tempfile::tempdir().unwrap();
-    let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+    let start = BLOCK_START;
     {
         let db = Db::open(tmp.path(), options()).unwrap();
         fill_every_minute(&db, start, 3 * 60, 10);
@@ -221,7 +225,7 @@ fn a_failed_range_leaves_the_later_ranges_in_the_head() {
 fn head_ranges_are_written_unpublished_and_put_in_place_in_order() {
     use ferrite_tsdb::compact::write_head_ranges;
     let tmp = tempfile::tempdir().unwrap();
-    let start = 1_700_000_000_000 - 1_700_000_000_000 % (2 * HOUR);
+    let start = BLOCK_START;
     let db = Db::open(tmp.path(), options()).unwrap();
     fill_every_minute(&db, start, 5 * 60, 10);
     let ranges = [

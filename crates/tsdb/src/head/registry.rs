@@ -20,6 +20,7 @@ use super::series::MemSeries;
 use crate::counting_sort::group_by_slot;
 use crate::prefetch::prefetch;
 use crate::symbols::{Resolver, SymbolId, SymbolTable};
+use crate::varint::{put_uvarint, uvarint_len};
 
 const STRIPES: usize = 512;
 /// Fewer stripes for the label-set map: readers share them, and a batch
@@ -94,14 +95,15 @@ pub fn encode_wire_labels<N: AsRef<[u8]>, V: AsRef<[u8]>>(
 ) {
     for (n, v) in pairs {
         let (n, v) = (n.as_ref(), v.as_ref());
-        let message = 2 + varint_len(n.len()) + n.len() + varint_len(v.len()) + v.len();
+        let (nl, vl) = (n.len() as u64, v.len() as u64);
+        let message = 2 + uvarint_len(nl) + n.len() + uvarint_len(vl) + v.len();
         out.push(0x0a);
-        put_varint(out, message);
+        put_uvarint(out, message as u64);
         out.push(0x0a);
-        put_varint(out, n.len());
+        put_uvarint(out, nl);
         out.extend_from_slice(n);
         out.push(0x12);
-        put_varint(out, v.len());
+        put_uvarint(out, vl);
         out.extend_from_slice(v);
     }
 }
@@ -111,19 +113,6 @@ pub fn hash_wire_labels(wire: &[u8]) -> u64 {
     let mut h = foldhash::fast::FixedState::with_seed(0x0066_6572_7269_7465).build_hasher();
     h.write(wire);
     h.finish()
-}
-
-fn varint_len(x: usize) -> usize {
-    // 1 byte per 7 bits, at least one.
-    (usize::BITS - (x | 1).leading_zeros()).div_ceil(7) as usize
-}
-
-fn put_varint(out: &mut Vec<u8>, mut x: usize) {
-    while x >= 0x80 {
-        out.push((x as u8) | 0x80);
-        x >>= 7;
-    }
-    out.push(x as u8);
 }
 
 /// The hash a table files `x` (a ref, or a label-set hash) under. The
@@ -404,15 +393,6 @@ mod tests {
                 let r = (i as u64 + 1) * 7;
                 prop_assert!(!registry.insert(entry(&symbols, r, 5, &["a", "b"])));
             }
-        }
-    }
-
-    #[test]
-    fn varint_len_is_the_encoded_length() {
-        for x in [0usize, 1, 127, 128, 255, 16383, 16384, 1 << 21, usize::MAX] {
-            let mut out = Vec::new();
-            put_varint(&mut out, x);
-            assert_eq!(varint_len(x), out.len(), "{x}");
         }
     }
 

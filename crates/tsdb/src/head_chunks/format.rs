@@ -20,6 +20,7 @@
 use std::ops::Range;
 
 use super::{ChunkDiskMapperRef, DamageKind, MappedChunkMeta};
+use crate::varint::{put_uvarint, uvarint_len};
 
 /// First four bytes of every head chunks file (big-endian).
 pub const MAGIC: u32 = 0x0130_BC91;
@@ -40,15 +41,6 @@ pub const MAX_CHUNK_META_SIZE: usize = FIXED_PREFIX_SIZE + MAX_LEN_FIELD_SIZE + 
 /// Bytes a chunk with `data_len` bytes of data occupies on disk.
 pub fn chunk_disk_size(data_len: usize) -> u64 {
     (FIXED_PREFIX_SIZE + uvarint_len(data_len as u64) + data_len + CRC_SIZE) as u64
-}
-
-fn uvarint_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
 }
 
 /// The 8-byte file header.
@@ -75,12 +67,7 @@ pub fn encode_chunk(
     out.extend_from_slice(&mint.to_be_bytes());
     out.extend_from_slice(&maxt.to_be_bytes());
     out.push(encoding);
-    let mut len = data.len() as u64;
-    while len >= 0x80 {
-        out.push((len as u8) | 0x80);
-        len >>= 7;
-    }
-    out.push(len as u8);
+    put_uvarint(out, data.len() as u64);
     out.extend_from_slice(data);
     let crc = crc32c::crc32c(&out[start..]);
     out.extend_from_slice(&crc.to_be_bytes());
