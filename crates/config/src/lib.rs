@@ -9,7 +9,10 @@
 //! - [`storage`]: the `storage:` section, read, validated and typed
 //!   (`tsdb.out_of_order_time_window`, `tsdb.chunk_encoding.floats`,
 //!   `tsdb.retention`, `tsdb.stale_series_compaction_threshold`,
-//!   `exemplars.max_exemplars`).
+//!   `exemplars.max_exemplars`);
+//! - [`relabel`]: relabeling rules, read, validated and applied as
+//!   Prometheus' `model/relabel` does (the sections that hold them are not
+//!   read yet, so nothing applies them).
 //!
 //! The other sections are parsed as YAML but not yet read: their contents
 //! are neither validated nor applied (scraping, rules and alerting, remote
@@ -26,6 +29,7 @@
 #![deny(clippy::unwrap_used, missing_docs)]
 
 mod error;
+pub mod relabel;
 pub mod storage;
 mod yaml;
 

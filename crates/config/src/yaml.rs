@@ -42,7 +42,9 @@ fn reason(e: &serde_saphyr::Error) -> String {
 /// The Go type Prometheus decodes a mapping with these keys into.
 fn go_type_of(keys: &[&str]) -> &'static str {
     let has = |k: &str| keys.contains(&k);
-    if has("floats") {
+    if has("modulus") {
+        "relabel.plain"
+    } else if has("floats") {
         "config.ChunkEncodingConfig"
     } else if has("max_exemplars") {
         "config.ExemplarsConfig"
@@ -62,6 +64,16 @@ pub(crate) struct DurationMs(pub i64);
 /// A `units.Base2Bytes` value: a YAML scalar such as `512MB`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Base2Bytes(pub i64);
+
+/// A Go `string` field: any scalar, as its text (see [`ScalarText`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GoString(pub String);
+
+impl<'de> Deserialize<'de> for GoString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarText).map(GoString)
+    }
+}
 
 /// Reads any scalar as its text, as yaml.v2 does for a Go string (`30`
 /// becomes "30").
