@@ -6,6 +6,10 @@
 //!   (`global`, `runtime`, `alerting`, `rule_files`, `scrape_config_files`,
 //!   `scrape_configs`, `storage`, `tracing`, `remote_write`, `remote_read`,
 //!   `otlp`) is accepted and any other key refused with Prometheus' message;
+//! - [`global`]: the `global:` section, read, validated and typed (every
+//!   field of v3.16.0's, defaults as Prometheus fills them, `${VAR}` in
+//!   external label values, relative log files made relative to the
+//!   file); nothing uses it yet;
 //! - [`storage`]: the `storage:` section, read, validated and typed
 //!   (`tsdb.out_of_order_time_window`, `tsdb.chunk_encoding.floats`,
 //!   `tsdb.retention`, `tsdb.stale_series_compaction_threshold`,
@@ -29,6 +33,7 @@
 #![deny(clippy::unwrap_used, missing_docs)]
 
 mod error;
+pub mod global;
 pub mod relabel;
 pub mod storage;
 mod yaml;
@@ -38,6 +43,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use error::ConfigError;
+pub use global::{GlobalConfig, ScrapeProtocol};
 pub use storage::{
     ExemplarsConfig, FloatChunkEncoding, RetentionConfig, StorageConfig, TsdbConfig,
 };
@@ -83,6 +89,8 @@ scrape_configs:
 /// A loaded configuration file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// The `global:` section, with Prometheus' defaults where absent.
+    pub global: GlobalConfig,
     /// The `storage:` section, with Prometheus' defaults where absent.
     pub storage: StorageConfig,
     /// The file's text, as loaded.
@@ -98,7 +106,7 @@ pub struct Config {
 // The sections not modelled yet are only parsed, never read.
 #[allow(dead_code)]
 struct TopLevel {
-    global: Option<serde::de::IgnoredAny>,
+    global: Option<global::GlobalSection>,
     runtime: Option<serde::de::IgnoredAny>,
     alerting: Option<serde::de::IgnoredAny>,
     rule_files: Option<serde::de::IgnoredAny>,
@@ -112,32 +120,61 @@ struct TopLevel {
 }
 
 impl Config {
-    /// Reads and validates the file at `path`.
+    /// Reads and validates the file at `path`. Relative file names in it
+    /// (`query_log_file`, `scrape_failure_log_file`) become relative to
+    /// the file's directory, as in Prometheus.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let source = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
         let mut cfg = Config::parse(&source, &path.display().to_string())?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        for file in [
+            &mut cfg.global.query_log_file,
+            &mut cfg.global.scrape_failure_log_file,
+        ] {
+            *file = join_dir(dir, file);
+        }
         cfg.path = Some(path.to_path_buf());
         Ok(cfg)
     }
 
     /// Reads and validates configuration text; `name` is the file name
-    /// errors mention.
+    /// errors mention. `${VAR}` in external label values expands from the
+    /// process environment.
     pub fn parse(source: &str, name: &str) -> Result<Config, ConfigError> {
+        Config::parse_with_env(source, name, &|var| std::env::var(var).ok())
+    }
+
+    /// [`Config::parse`] with the environment given as a lookup.
+    pub fn parse_with_env(
+        source: &str,
+        name: &str,
+        lookup_env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let parse_error = |reason: String| ConfigError::Parse {
             file: name.to_string(),
             reason,
         };
         let top: TopLevel = yaml::from_str(source).map_err(parse_error)?;
         // The sections read as a whole; those not modelled yet are dropped.
-        let TopLevel { storage, .. } = top;
+        let TopLevel {
+            global, storage, ..
+        } = top;
+        let global = match global {
+            Some(section) => section.validate(lookup_env).map_err(parse_error)?,
+            None => GlobalConfig::default(),
+        };
         let storage = match storage {
             Some(s) => s.validate().map_err(parse_error)?,
             None => StorageConfig::default(),
         };
         Ok(Config {
+            global,
             storage,
             source: source.to_string(),
             path: None,
@@ -149,10 +186,46 @@ impl Config {
         // The embedded text is tested to parse; were it not to, the
         // defaults it would give are these.
         Config::parse(DEFAULT_CONFIG, "<default>").unwrap_or_else(|_| Config {
+            global: GlobalConfig::default(),
             storage: StorageConfig::default(),
             source: DEFAULT_CONFIG.to_string(),
             path: None,
         })
+    }
+}
+
+/// Go's `config.JoinDir`: `path` relative to `dir` unless empty or
+/// absolute, cleaned as `filepath.Join` cleans it.
+fn join_dir(dir: &Path, path: &str) -> String {
+    if path.is_empty() || Path::new(path).is_absolute() {
+        return path.to_string();
+    }
+    clean_path(&format!("{}/{path}", dir.display()))
+}
+
+/// Go's `filepath.Clean` for Unix paths: no `.`, no `x/..`, no repeated
+/// or trailing `/`; `.` for nothing.
+fn clean_path(path: &str) -> String {
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if rooted => {}
+                _ => parts.push(".."),
+            },
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
     }
 }
 

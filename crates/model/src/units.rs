@@ -14,12 +14,20 @@ pub enum UnitsError {
     /// Beyond what 64 bits of milliseconds hold.
     #[error("duration out of range: {0:?}")]
     DurationOutOfRange(String),
-    /// Not of the form `<int><unit>`.
-    #[error("invalid size {0:?}")]
+    /// Not a sequence of `<number><unit>`.
+    #[error("units: invalid {0}")]
     InvalidSize(String),
+    /// A unit that is not a byte unit (a number without one included).
+    #[error("units: unknown unit {unit} in {input}")]
+    UnknownUnit {
+        /// The unit as written (empty when missing).
+        unit: String,
+        /// The whole size as written.
+        input: String,
+    },
     /// Beyond what 64 bits of bytes hold.
-    #[error("size {0:?} is too large")]
-    SizeOutOfRange(String),
+    #[error("units: overflow parsing unit")]
+    SizeOverflow,
 }
 
 const SECOND: i64 = 1_000;
@@ -111,29 +119,102 @@ pub fn format_duration_ms(ms: i64) -> String {
     out
 }
 
-/// Parses a byte size: an integer and a unit `B`, `KB`..`EB` or
-/// `KiB`..`EiB`, all base 1024 (`units.ParseBase2Bytes`), case-insensitive.
+/// Parses a byte size as Go's `units.ParseBase2Bytes` does (the command
+/// line's and the configuration's sizes): an optional sign, then one or
+/// more `<number><unit>` (`1GiB512MiB`, `1.5GB`), the number possibly
+/// fractional, the unit `B` or `KiB`..`EiB`, or else `B` or `KB`..`EB`
+/// (both base 1024; exact case; `kB` is refused), or just `0`. A number
+/// without a unit is refused, as in Prometheus. Errors read as Go's.
 pub fn parse_base2_bytes(s: &str) -> Result<i64, UnitsError> {
-    let t = s.trim();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return Err(UnitsError::InvalidSize(s.to_string()));
-    }
-    let n: i64 = t[..digits]
-        .parse()
-        .map_err(|_| UnitsError::SizeOutOfRange(s.to_string()))?;
-    let shift = match t[digits..].to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "KB" | "KIB" => 10,
-        "MB" | "MIB" => 20,
-        "GB" | "GIB" => 30,
-        "TB" | "TIB" => 40,
-        "PB" | "PIB" => 50,
-        "EB" | "EIB" => 60,
-        _ => return Err(UnitsError::InvalidSize(s.to_string())),
+    const IEC: [(&str, u32); 7] = [
+        ("B", 0),
+        ("KiB", 1),
+        ("MiB", 2),
+        ("GiB", 3),
+        ("TiB", 4),
+        ("PiB", 5),
+        ("EiB", 6),
+    ];
+    const OLD: [(&str, u32); 7] = [
+        ("B", 0),
+        ("KB", 1),
+        ("MB", 2),
+        ("GB", 3),
+        ("TB", 4),
+        ("PB", 5),
+        ("EB", 6),
+    ];
+    parse_units(s, &IEC).or_else(|_| parse_units(s, &OLD))
+}
+
+/// Go's `units.ParseUnit` over base-1024 units (`(name, power)`).
+fn parse_units(input: &str, units: &[(&str, u32)]) -> Result<i64, UnitsError> {
+    let invalid = || UnitsError::InvalidSize(input.to_string());
+    let (neg, mut s) = match input.as_bytes().first() {
+        Some(b'-') => (true, &input[1..]),
+        Some(b'+') => (false, &input[1..]),
+        _ => (false, input),
     };
-    n.checked_mul(1i64 << shift)
-        .ok_or_else(|| UnitsError::SizeOutOfRange(s.to_string()))
+    if s == "0" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err(invalid());
+    }
+    let mut total = 0f64;
+    while !s.is_empty() {
+        if !s.starts_with(|c: char| c == '.' || c.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        let (whole, rest) = leading_int(s).ok_or_else(invalid)?;
+        let had_whole = rest.len() != s.len();
+        let mut number = whole as f64;
+        s = rest;
+        let mut had_fraction = false;
+        if let Some(after_point) = s.strip_prefix('.') {
+            let (digits, rest) = leading_int(after_point).ok_or_else(invalid)?;
+            let scale = 10f64.powi((after_point.len() - rest.len()) as i32);
+            number += digits as f64 / scale;
+            had_fraction = rest.len() != after_point.len();
+            s = rest;
+        }
+        if !had_whole && !had_fraction {
+            return Err(invalid());
+        }
+        let unit_len = s
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(s.len());
+        let (unit, rest) = s.split_at(unit_len);
+        let Some(&(_, power)) = units.iter().find(|(name, _)| *name == unit) else {
+            return Err(UnitsError::UnknownUnit {
+                unit: unit.to_string(),
+                input: input.to_string(),
+            });
+        };
+        total += number * 1024f64.powi(power as i32);
+        s = rest;
+    }
+    if neg {
+        total = -total;
+    }
+    if total < -(2f64.powi(63)) || total > 2f64.powi(63) {
+        return Err(UnitsError::SizeOverflow);
+    }
+    Ok(total as i64)
+}
+
+/// The decimal digits at the start of `s` and what follows; `None` past
+/// what Go's `leadingInt` accepts (about 2^63 / 10).
+fn leading_int(s: &str) -> Option<(i64, &str)> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let mut x: i64 = 0;
+    for b in s[..digits].bytes() {
+        if x >= (i64::MAX - 9) / 10 {
+            return None;
+        }
+        x = x * 10 + i64::from(b - b'0');
+    }
+    Some((x, &s[digits..]))
 }
 
 /// A byte count as Go's `units.Base2Bytes` prints it: every non-zero
@@ -212,10 +293,19 @@ mod tests {
         assert_eq!(parse_base2_bytes("512MB"), Ok(512 << 20));
         assert_eq!(parse_base2_bytes("1GiB"), Ok(1 << 30));
         assert_eq!(parse_base2_bytes("0B"), Ok(0));
-        assert_eq!(parse_base2_bytes("10"), Ok(10));
-        assert!(parse_base2_bytes("MB").is_err());
-        assert!(parse_base2_bytes("1XB").is_err());
-        assert!(parse_base2_bytes("9EB").is_err());
+        assert_eq!(parse_base2_bytes("1.5KB"), Ok(1536));
+        assert_eq!(parse_base2_bytes("1GiB512MiB"), Ok(3 << 29));
+        assert_eq!(parse_base2_bytes("-0"), Ok(0));
+        assert_eq!(parse_base2_bytes("-1KB"), Ok(-1024));
+        let err = |s: &str| parse_base2_bytes(s).expect_err(s).to_string();
+        assert_eq!(err("10"), "units: unknown unit  in 10");
+        assert_eq!(err("1kB"), "units: unknown unit kB in 1kB");
+        assert_eq!(err("1KiB1MB"), "units: unknown unit KiB in 1KiB1MB");
+        assert_eq!(err("MB"), "units: invalid MB");
+        assert_eq!(err(""), "units: invalid ");
+        assert_eq!(err("."), "units: invalid .");
+        assert_eq!(err("9EB"), "units: overflow parsing unit");
+        assert_eq!(err("1 MB"), "units: unknown unit  MB in 1 MB");
         assert_eq!(format_base2_bytes(0), "0B");
         assert_eq!(format_base2_bytes(1536), "1KiB512B");
         assert_eq!(format_base2_bytes(512 << 20), "512MiB");

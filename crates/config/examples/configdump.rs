@@ -1,0 +1,118 @@
+//! Ferrite's side of the configuration cross-check against Prometheus
+//! (`interop/config_load_test.go`, whose `cmd/promconfig` is Prometheus'
+//! side; the output is described there): each file loaded with
+//! [`ferrite_config::Config::load`] and its modelled settings printed.
+//!
+//! ```text
+//! configdump FILE...
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use ferrite_config::relabel::NameValidation;
+use ferrite_config::{Config, GlobalConfig};
+
+fn main() {
+    let files: Vec<String> = std::env::args().skip(1).collect();
+    if files.is_empty() {
+        eprintln!("usage: configdump FILE...");
+        std::process::exit(2);
+    }
+    let mut out = String::new();
+    for f in &files {
+        let _ = writeln!(out, "== {f}");
+        match Config::load(Path::new(f)) {
+            Ok(cfg) => {
+                out.push_str("ok\n");
+                dump_global(&mut out, &cfg.global);
+            }
+            Err(e) => {
+                let _ = writeln!(out, "error {}", e.to_string().replace('\n', "\\n"));
+            }
+        }
+    }
+    print!("{out}");
+}
+
+fn dump_global(out: &mut String, g: &GlobalConfig) {
+    let mut p = |k: &str, v: String| {
+        let _ = writeln!(out, "global.{k}={v}");
+    };
+    p("scrape_interval_ms", g.scrape_interval_ms.to_string());
+    p("scrape_timeout_ms", g.scrape_timeout_ms.to_string());
+    let protocols = match &g.scrape_protocols {
+        None => "nil".to_string(),
+        Some(ps) => ps.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+    };
+    p("scrape_protocols", protocols);
+    p(
+        "evaluation_interval_ms",
+        g.evaluation_interval_ms.to_string(),
+    );
+    p("rule_query_offset_ms", g.rule_query_offset_ms.to_string());
+    p("query_log_file", escape(&g.query_log_file));
+    p("query_max_series", g.query_max_series.to_string());
+    p(
+        "query_max_samples_read",
+        g.query_max_samples_read.to_string(),
+    );
+    p("query_max_duration_ms", g.query_max_duration_ms.to_string());
+    p(
+        "scrape_failure_log_file",
+        escape(&g.scrape_failure_log_file),
+    );
+    let labels: Vec<String> = g
+        .external_labels
+        .iter()
+        .map(|l| format!("{}={}", escape(&l.name), escape(&l.value)))
+        .collect();
+    p("external_labels", labels.join(","));
+    p("body_size_limit", g.body_size_limit.to_string());
+    p("sample_limit", g.sample_limit.to_string());
+    p("target_limit", g.target_limit.to_string());
+    p("label_limit", g.label_limit.to_string());
+    p(
+        "label_name_length_limit",
+        g.label_name_length_limit.to_string(),
+    );
+    p(
+        "label_value_length_limit",
+        g.label_value_length_limit.to_string(),
+    );
+    p("keep_dropped_targets", g.keep_dropped_targets.to_string());
+    let scheme = match g.metric_name_validation_scheme {
+        NameValidation::Utf8 => "utf8",
+        NameValidation::Legacy => "legacy",
+    };
+    p("metric_name_validation_scheme", scheme.to_string());
+    p(
+        "metric_name_escaping_scheme",
+        escape(&g.metric_name_escaping_scheme),
+    );
+    p(
+        "scrape_native_histograms",
+        g.scrape_native_histograms.to_string(),
+    );
+    p(
+        "convert_classic_histograms_to_nhcb",
+        g.convert_classic_histograms_to_nhcb.to_string(),
+    );
+    p(
+        "always_scrape_classic_histograms",
+        g.always_scrape_classic_histograms.to_string(),
+    );
+    p("extra_scrape_metrics", g.extra_scrape_metrics.to_string());
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::new();
+    for &b in s.as_bytes() {
+        if !(b'!'..=b'~').contains(&b) || b"\\\"=,{}".contains(&b) {
+            let _ = write!(out, "\\x{b:02x}");
+        } else {
+            out.push(char::from(b));
+        }
+    }
+    out
+}

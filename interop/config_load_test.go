@@ -1,0 +1,194 @@
+package interop_test
+
+// Ferrite's reading of prometheus.yml (crates/config) against Prometheus'
+// own config.LoadFile: the same files through `configdump` (Rust, from
+// CONFIGDUMP_BIN) and `promconfig` (Go, built here) must give the same
+// settings for what Ferrite models (the `global:` section so far), or both
+// refuse the file. Messages are compared exactly, except where either is a
+// YAML decoding message (`yaml: ...`: a value of the wrong type, a
+// duplicate key): Ferrite's YAML reader words those otherwise, and yaml.v2
+// reports them only after decoding the whole file, so a field's own error
+// (an unknown unit, an unknown scheme) anywhere in it wins, where Ferrite
+// reports the first fault in file order.
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func configdumpBin(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("CONFIGDUMP_BIN")
+	if bin == "" {
+		t.Fatal("this test needs Ferrite's configdump example: build it with " +
+			"`cargo build --release -p ferrite-config --example configdump` and set " +
+			"CONFIGDUMP_BIN=$PWD/target/release/examples/configdump")
+	}
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() {
+		t.Fatalf("CONFIGDUMP_BIN=%q: no such binary (%v)", bin, err)
+	}
+	return abs
+}
+
+func promconfigBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "promconfig")
+	out, err := exec.Command("go", "build", "-o", bin, "./cmd/promconfig").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ./cmd/promconfig: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// configResults runs one tool over the files: each file's dump.
+func configResults(t *testing.T, bin string, env []string, files []string) []string {
+	t.Helper()
+	r := run(bin, env, files...)
+	if r.err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", bin, r.err, tail(r.stderr, 20))
+	}
+	parts := strings.Split(r.stdout, "== ")[1:]
+	if len(parts) != len(files) {
+		t.Fatalf("%s: %d results for %d files", bin, len(parts), len(files))
+	}
+	res := make([]string, len(files))
+	for i, p := range parts {
+		header, body, _ := strings.Cut(p, "\n")
+		if header != files[i] {
+			t.Fatalf("%s: result %d is for %q, want %q", bin, i, header, files[i])
+		}
+		res[i] = body
+	}
+	return res
+}
+
+func TestConfigGlobalMatchesPrometheus(t *testing.T) {
+	cases := []string{
+		"", "global:\n", "global: {}\n", "global: null\n",
+		"global:\n  scrape_interval: 5s\n",
+		"global:\n  scrape_interval: 10s\n  scrape_timeout: 20s\n",
+		"global:\n  scrape_protocols: []\n",
+		"global:\n  external_labels: {region: \"eu-${FERRITE_TEST_ENV}\", cost: \"$$5\", gone: \"${FERRITE_UNSET}\"}\n",
+		"global:\n  query_log_file: logs/../q.log\n  scrape_failure_log_file: /var/log/s.log\n",
+		"global:\n  scrape_intervall: 5s\n",
+	}
+	rng := rand.New(rand.NewSource(20261128))
+	for i := 0; i < 3000; i++ {
+		cases = append(cases, randomGlobalSection(rng))
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := make([]string, len(cases))
+	for i, c := range cases {
+		// Half in a subdirectory, so relative log files resolve against it.
+		name := fmt.Sprintf("case%05d.yml", i)
+		if i%2 == 1 {
+			name = filepath.Join("sub", name)
+		}
+		files[i] = filepath.Join(dir, name)
+		if err := os.WriteFile(files[i], []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"FERRITE_TEST_ENV=xyz", "FERRITE_UNSET="}
+	prom := configResults(t, promconfigBin(t), env, files)
+	fer := configResults(t, configdumpBin(t), env, files)
+	oks, errs, bad := 0, 0, 0
+	for i := range cases {
+		p, f := prom[i], fer[i]
+		if strings.HasPrefix(p, "ok") {
+			oks++
+		} else {
+			errs++
+		}
+		same := p == f
+		if !same && strings.HasPrefix(p, "error ") && strings.HasPrefix(f, "error ") {
+			// Decoding messages: see the file's comment.
+			same = strings.Contains(p, ": yaml: ") || strings.Contains(f, ": yaml: ")
+		}
+		if !same {
+			bad++
+			if bad <= 12 {
+				t.Errorf("case %d:\n%s\nprometheus:\n%s\nferrite:\n%s", i, cases[i], p, f)
+			}
+		}
+	}
+	if bad > 12 {
+		t.Errorf("... %d mismatches in all", bad)
+	}
+	t.Logf("%d files: %d load, %d refused", len(cases), oks, errs)
+	if oks < 300 || errs < 300 {
+		t.Errorf("the random files should both load and fail often: %d load, %d refused", oks, errs)
+	}
+}
+
+func randomGlobalSection(rng *rand.Rand) string {
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	durations := []string{"15s", "1m", "0s", "10s", "5s", "1h", "0", "30s", "1m30s", "-1s", "abc", "5"}
+	var b strings.Builder
+	b.WriteString("global:\n")
+	field := func(key, value string) {
+		if rng.Intn(3) == 0 {
+			fmt.Fprintf(&b, "  %s: %s\n", key, value)
+		}
+	}
+	field("scrape_interval", pick(durations...))
+	field("scrape_timeout", pick(durations...))
+	field("evaluation_interval", pick(durations...))
+	field("rule_query_offset", pick(durations...))
+	field("query_max_duration", pick(durations...))
+	protocols := []string{"PrometheusProto", "OpenMetricsText1.0.0", "OpenMetricsText0.0.1",
+		"PrometheusText0.0.4", "PrometheusText1.0.0", "OpenMetricsText2.0.0", "prometheusproto", "Foo"}
+	if rng.Intn(4) == 0 {
+		n := rng.Intn(4)
+		var ps []string
+		for j := 0; j < n; j++ {
+			ps = append(ps, pick(protocols...))
+		}
+		fmt.Fprintf(&b, "  scrape_protocols: [%s]\n", strings.Join(ps, ", "))
+	}
+	files := []string{"q.log", "/abs/q.log", "logs/../q.log", "./a/./b.log", `""`, "a//b/"}
+	field("query_log_file", pick(files...))
+	field("scrape_failure_log_file", pick(files...))
+	counts := []string{"0", "100", "18446744073709551615", "-1", "5"}
+	field("query_max_series", pick(counts...))
+	field("query_max_samples_read", pick(counts...))
+	if rng.Intn(3) == 0 {
+		names := []string{"region", "a-b", `""`, "__name__", "é", "env", "x1"}
+		values := []string{"eu", `"${FERRITE_TEST_ENV}/x"`, `"$$5"`, `"${"`, `"$1"`, `"${FERRITE_UNSET}"`,
+			`"a$"`, `"$é"`, `""`, "plain value"}
+		order := rng.Perm(len(names))[:rng.Intn(4)]
+		var pairs []string
+		for _, k := range order {
+			pairs = append(pairs, names[k]+": "+pick(values...))
+		}
+		fmt.Fprintf(&b, "  external_labels: {%s}\n", strings.Join(pairs, ", "))
+	}
+	field("body_size_limit", pick("10MB", "1KB", "0", "512", "1GB", "abc", "-1"))
+	for _, k := range []string{"sample_limit", "target_limit", "label_limit", "label_name_length_limit",
+		"label_value_length_limit", "keep_dropped_targets"} {
+		field(k, pick(counts...))
+	}
+	field("metric_name_validation_scheme", pick(`""`, "legacy", "utf8", "UTF8", "bogus"))
+	field("metric_name_escaping_scheme", pick(`""`, "allow-utf-8", "underscores", "bogus"))
+	bools := []string{"true", "false"}
+	field("scrape_native_histograms", pick(bools...))
+	field("convert_classic_histograms_to_nhcb", pick(bools...))
+	field("always_scrape_classic_histograms", pick(bools...))
+	field("extra_scrape_metrics", pick(bools...))
+	if rng.Intn(30) == 0 {
+		b.WriteString("  scrape_intervall: 5s\n")
+	}
+	return b.String()
+}
