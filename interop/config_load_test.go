@@ -3,7 +3,9 @@ package interop_test
 // Ferrite's reading of prometheus.yml (crates/config) against Prometheus'
 // own config.LoadFile: the same files through `configdump` (Rust, from
 // CONFIGDUMP_BIN) and `promconfig` (Go, built here) must give the same
-// settings for what Ferrite models (the `global:` section so far), or both
+// settings for what Ferrite models (the `global:` section, `rule_files`,
+// `scrape_config_files` and the scrape jobs but for their HTTP client and
+// discoveries other than `static_configs`), or both
 // refuse the file. Messages are compared exactly, except where either is a
 // YAML decoding message (`yaml: ...`: a value of the wrong type, a
 // duplicate key): Ferrite's YAML reader words those otherwise, and yaml.v2
@@ -71,7 +73,11 @@ func configResults(t *testing.T, bin string, env []string, files []string) []str
 	return res
 }
 
-func TestConfigGlobalMatchesPrometheus(t *testing.T) {
+// scrapeCases is the number of random files with scrape jobs, the last of
+// the cases.
+const scrapeCases = 3000
+
+func TestConfigMatchesPrometheus(t *testing.T) {
 	cases := []string{
 		"", "global:\n", "global: {}\n", "global: null\n",
 		"global:\n  scrape_interval: 5s\n",
@@ -82,8 +88,11 @@ func TestConfigGlobalMatchesPrometheus(t *testing.T) {
 		"global:\n  scrape_intervall: 5s\n",
 	}
 	rng := rand.New(rand.NewSource(20261128))
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 2000; i++ {
 		cases = append(cases, randomGlobalSection(rng))
+	}
+	for i := 0; i < scrapeCases; i++ {
+		cases = append(cases, randomScrapeFile(rng))
 	}
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
@@ -128,6 +137,16 @@ func TestConfigGlobalMatchesPrometheus(t *testing.T) {
 		t.Errorf("... %d mismatches in all", bad)
 	}
 	t.Logf("%d files: %d load, %d refused", len(cases), oks, errs)
+	scrapeOKs := 0
+	for i := len(cases) - scrapeCases; i < len(cases); i++ {
+		if strings.HasPrefix(prom[i], "ok") {
+			scrapeOKs++
+		}
+	}
+	t.Logf("of the %d scrape files, %d load", scrapeCases, scrapeOKs)
+	if scrapeOKs < scrapeCases/4 || scrapeOKs > scrapeCases*3/4 {
+		t.Errorf("the random scrape files should both load and fail often: %d of %d load", scrapeOKs, scrapeCases)
+	}
 	if oks < 300 || errs < 300 {
 		t.Errorf("the random files should both load and fail often: %d load, %d refused", oks, errs)
 	}
@@ -189,6 +208,148 @@ func randomGlobalSection(rng *rand.Rand) string {
 	field("extra_scrape_metrics", pick(bools...))
 	if rng.Intn(30) == 0 {
 		b.WriteString("  scrape_intervall: 5s\n")
+	}
+	return b.String()
+}
+
+func randomScrapeFile(rng *rand.Rand) string {
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	// Mostly valid values, an invalid one now and then: the files should
+	// load as often as they fail.
+	maybeBad := func(good []string, bad ...string) string {
+		if rng.Intn(25) == 0 {
+			return pick(bad...)
+		}
+		return pick(good...)
+	}
+	var b strings.Builder
+	if rng.Intn(3) == 0 {
+		b.WriteString(validishGlobal(rng))
+	}
+	if rng.Intn(4) == 0 {
+		fmt.Fprintf(&b, "rule_files: [%s]\n", pick(`"a.yml"`, `"rules/*.yml"`, `"/etc/r/*.yml"`, `"a/*/b.yml"`, `"**.yml"`, `"r*.yml", "s.yml"`))
+	}
+	if rng.Intn(6) == 0 {
+		fmt.Fprintf(&b, "scrape_config_files: [%s]\n", pick(`"jobs/*.yml"`, `"j*/x.yml"`, `"/abs/jobs.yml"`))
+	}
+	b.WriteString("scrape_configs:\n")
+	jobs := 1 + rng.Intn(3)
+	durations := []string{"15s", "1m", "0s", "10s", "5s", "30s", "20s"}
+	protocols := []string{"PrometheusProto", "OpenMetricsText1.0.0", "PrometheusText0.0.4", "PrometheusText1.0.0"}
+	for j := 0; j < jobs; j++ {
+		if rng.Intn(60) == 0 {
+			b.WriteString("  - null\n")
+			continue
+		}
+		fmt.Fprintf(&b, "  - job_name: %s\n", maybeBad([]string{fmt.Sprintf(`"job%d"`, j), `"node"`}, `""`))
+		field := func(key, value string) {
+			if rng.Intn(4) == 0 {
+				fmt.Fprintf(&b, "    %s: %s\n", key, value)
+			}
+		}
+		field("honor_labels", pick("true", "false"))
+		field("honor_timestamps", pick("true", "false", ""))
+		field("track_timestamps_staleness", pick("true", "false"))
+		field("params", pick(`{module: [http_2xx]}`, `{a: [x, y], b: []}`, `{}`))
+		field("scrape_interval", pick(durations...))
+		field("scrape_timeout", pick(durations...))
+		if rng.Intn(5) == 0 {
+			n := rng.Intn(3)
+			var ps []string
+			for k := 0; k < n; k++ {
+				ps = append(ps, maybeBad(protocols, "Foo", "prometheusproto"))
+			}
+			fmt.Fprintf(&b, "    scrape_protocols: [%s]\n", strings.Join(ps, ", "))
+		}
+		field("fallback_scrape_protocol", maybeBad([]string{"PrometheusText0.0.4", "OpenMetricsText1.0.0", `""`}, "Foo"))
+		field("scrape_native_histograms", pick("true", "false"))
+		field("always_scrape_classic_histograms", pick("true", "false"))
+		field("convert_classic_histograms_to_nhcb", pick("true", "false"))
+		field("extra_scrape_metrics", pick("true", "false"))
+		field("scrape_failure_log_file", pick("f.log", "/var/f.log", `""`))
+		field("metrics_path", pick("/metrics", "/probe", `""`, ""))
+		field("scheme", pick("http", "https", "ftp", ""))
+		field("enable_compression", pick("true", "false", ""))
+		field("body_size_limit", maybeBad([]string{"10MB", "0", "1KiB"}, "512"))
+		for _, k := range []string{"sample_limit", "target_limit", "label_limit", "label_name_length_limit",
+			"label_value_length_limit", "native_histogram_bucket_limit", "keep_dropped_targets"} {
+			field(k, pick("0", "5", "100"))
+		}
+		field("native_histogram_min_bucket_factor", pick("0", "1.1", "2"))
+		field("metric_name_validation_scheme", maybeBad([]string{"legacy", "utf8", `""`}, "bogus"))
+		field("metric_name_escaping_scheme", maybeBad([]string{"allow-utf-8", "underscores", "dots", "values", `""`}, "bogus"))
+		if rng.Intn(2) == 0 {
+			b.WriteString("    static_configs:\n")
+			groups := 1 + rng.Intn(2)
+			for g := 0; g < groups; g++ {
+				var ts []string
+				for k := rng.Intn(3); k >= 0; k-- {
+					ts = append(ts, maybeBad([]string{`"host:9100"`, `"localhost:9090"`, `"10.0.0.1:80"`, `""`}, `"http://h:1/x"`))
+				}
+				fmt.Fprintf(&b, "      - targets: [%s]\n", strings.Join(ts, ", "))
+				if rng.Intn(2) == 0 {
+					fmt.Fprintf(&b, "        labels: {%s}\n", maybeBad([]string{`env: prod`, `env: prod, team: a`, `"a-b": "1"`, `e: ""`}, `"": x`))
+				}
+			}
+		}
+		if rng.Intn(3) == 0 {
+			fmt.Fprintf(&b, "    relabel_configs:\n%s", maybeBad([]string{
+				"      - {source_labels: [__address__], target_label: instance}\n",
+				"      - {source_labels: [a], target_label: \"a-b\"}\n",
+				"      - {action: drop, source_labels: [x], regex: y}\n",
+			}, "      - null\n"))
+		}
+		if rng.Intn(3) == 0 {
+			fmt.Fprintf(&b, "    metric_relabel_configs:\n%s", maybeBad([]string{
+				"      - {action: labeldrop, regex: tmp_.*}\n",
+				"      - {action: hashmod, target_label: s, source_labels: [a], modulus: 4}\n",
+			}, "      - null\n", "      - {action: hashmod, target_label: s, source_labels: [a]}\n"))
+		}
+		if rng.Intn(8) == 0 {
+			b.WriteString(maybeBad([]string{"    tls_config: {insecure_skip_verify: true}\n", "    file_sd_configs: [{files: [a.json]}]\n",
+				"    basic_auth: {username: u, password: p}\n"}, "    unknown_field: 1\n"))
+		}
+	}
+	return b.String()
+}
+
+// validishGlobal is a global section whose values are valid but for the
+// odd one.
+func validishGlobal(rng *rand.Rand) string {
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	var b strings.Builder
+	b.WriteString("global:\n")
+	if rng.Intn(2) == 0 {
+		fmt.Fprintf(&b, "  scrape_interval: %s\n", pick("15s", "30s", "1m"))
+	}
+	if rng.Intn(3) == 0 {
+		fmt.Fprintf(&b, "  scrape_timeout: %s\n", pick("5s", "10s"))
+	}
+	if rng.Intn(3) == 0 {
+		fmt.Fprintf(&b, "  metric_name_validation_scheme: %s\n", pick("legacy", "utf8"))
+	}
+	if rng.Intn(3) == 0 {
+		fmt.Fprintf(&b, "  metric_name_escaping_scheme: %s\n", pick("allow-utf-8", "underscores", "dots", "values", "bogus"))
+	}
+	if rng.Intn(3) == 0 {
+		fmt.Fprintf(&b, "  scrape_protocols: [%s]\n", pick("PrometheusProto", "PrometheusText0.0.4, OpenMetricsText1.0.0"))
+	}
+	for _, k := range []string{"sample_limit", "target_limit", "label_limit", "keep_dropped_targets"} {
+		if rng.Intn(4) == 0 {
+			fmt.Fprintf(&b, "  %s: %s\n", k, pick("0", "7", "1000"))
+		}
+	}
+	for _, k := range []string{"scrape_native_histograms", "convert_classic_histograms_to_nhcb",
+		"always_scrape_classic_histograms", "extra_scrape_metrics"} {
+		if rng.Intn(4) == 0 {
+			fmt.Fprintf(&b, "  %s: %s\n", k, pick("true", "false"))
+		}
+	}
+	if rng.Intn(4) == 0 {
+		fmt.Fprintf(&b, "  body_size_limit: %s\n", pick("1MB", "0"))
+	}
+	if rng.Intn(4) == 0 {
+		fmt.Fprintf(&b, "  scrape_failure_log_file: %s\n", pick("g.log", "/var/g.log"))
 	}
 	return b.String()
 }

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use ferrite_config::relabel::NameValidation;
-use ferrite_config::{Config, GlobalConfig};
+use ferrite_config::{Config, GlobalConfig, ScrapeConfig};
 
 fn main() {
     let files: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +26,17 @@ fn main() {
             Ok(cfg) => {
                 out.push_str("ok\n");
                 dump_global(&mut out, &cfg.global);
+                let files =
+                    |fs: &[String]| fs.iter().map(|f| escape(f)).collect::<Vec<_>>().join(",");
+                let _ = writeln!(
+                    out,
+                    "rule_files={}\nscrape_config_files={}",
+                    files(&cfg.rule_files),
+                    files(&cfg.scrape_config_files)
+                );
+                for job in &cfg.scrape_configs {
+                    dump_scrape(&mut out, job);
+                }
             }
             Err(e) => {
                 let _ = writeln!(out, "error {}", e.to_string().replace('\n', "\\n"));
@@ -103,6 +114,111 @@ fn dump_global(out: &mut String, g: &GlobalConfig) {
         g.always_scrape_classic_histograms.to_string(),
     );
     p("extra_scrape_metrics", g.extra_scrape_metrics.to_string());
+}
+
+fn scheme_name(s: NameValidation) -> &'static str {
+    match s {
+        NameValidation::Utf8 => "utf8",
+        NameValidation::Legacy => "legacy",
+    }
+}
+
+fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
+    let mut p = |k: &str, v: String| {
+        let _ = writeln!(out, "job.{k}={v}");
+    };
+    p("job_name", escape(&c.job_name));
+    p("honor_labels", c.honor_labels.to_string());
+    p("honor_timestamps", c.honor_timestamps.to_string());
+    p(
+        "track_timestamps_staleness",
+        c.track_timestamps_staleness.to_string(),
+    );
+    let params: Vec<String> = c
+        .params
+        .iter()
+        .map(|(k, vs)| {
+            let vs: Vec<String> = vs.iter().map(|v| escape(v)).collect();
+            format!("{}={}", escape(k), vs.join("|"))
+        })
+        .collect();
+    p("params", params.join(","));
+    p("scrape_interval_ms", c.scrape_interval_ms.to_string());
+    p("scrape_timeout_ms", c.scrape_timeout_ms.to_string());
+    let protocols: Vec<&str> = c.scrape_protocols.iter().map(|p| p.name()).collect();
+    p("scrape_protocols", protocols.join(","));
+    p(
+        "fallback_scrape_protocol",
+        c.fallback_scrape_protocol
+            .map_or("", |p| p.name())
+            .to_string(),
+    );
+    p(
+        "scrape_native_histograms",
+        c.scrape_native_histograms.to_string(),
+    );
+    p(
+        "always_scrape_classic_histograms",
+        c.always_scrape_classic_histograms.to_string(),
+    );
+    p(
+        "convert_classic_histograms_to_nhcb",
+        c.convert_classic_histograms_to_nhcb.to_string(),
+    );
+    p("extra_scrape_metrics", c.extra_scrape_metrics.to_string());
+    p(
+        "scrape_failure_log_file",
+        escape(&c.scrape_failure_log_file),
+    );
+    p("metrics_path", escape(&c.metrics_path));
+    p("scheme", escape(&c.scheme));
+    p("enable_compression", c.enable_compression.to_string());
+    p("body_size_limit", c.body_size_limit.to_string());
+    p("sample_limit", c.sample_limit.to_string());
+    p("target_limit", c.target_limit.to_string());
+    p("label_limit", c.label_limit.to_string());
+    p(
+        "label_name_length_limit",
+        c.label_name_length_limit.to_string(),
+    );
+    p(
+        "label_value_length_limit",
+        c.label_value_length_limit.to_string(),
+    );
+    p(
+        "native_histogram_bucket_limit",
+        c.native_histogram_bucket_limit.to_string(),
+    );
+    p(
+        "native_histogram_min_bucket_factor",
+        ferrite_model::gofloat::format_g(c.native_histogram_min_bucket_factor),
+    );
+    p("keep_dropped_targets", c.keep_dropped_targets.to_string());
+    p(
+        "metric_name_validation_scheme",
+        scheme_name(c.metric_name_validation_scheme).to_string(),
+    );
+    p(
+        "metric_name_escaping_scheme",
+        c.metric_name_escaping_scheme.clone(),
+    );
+    p("relabel_configs", c.relabel_configs.len().to_string());
+    p(
+        "metric_relabel_configs",
+        c.metric_relabel_configs.len().to_string(),
+    );
+    for g in &c.static_configs {
+        let targets: Vec<String> = g.targets.iter().map(|t| escape(t)).collect();
+        let labels: Vec<String> = g
+            .labels
+            .iter()
+            .map(|l| format!("{}={}", escape(&l.name), escape(&l.value)))
+            .collect();
+        p(
+            "static",
+            format!("{} {{{}}}", targets.join(","), labels.join(",")),
+        );
+    }
 }
 
 fn escape(s: &str) -> String {

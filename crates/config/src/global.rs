@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use ferrite_model::Labels;
 
-use crate::relabel::{go_quote, NameValidation};
+use crate::relabel::{go_quote, NameValidation, SchemeField};
 use crate::yaml::{Base2Bytes, DurationMs, GoString};
 
 /// A protocol Prometheus offers a target, in its `Accept` header.
@@ -54,6 +54,16 @@ impl ScrapeProtocol {
     /// Offered when neither the job nor `global` says, and the job does not
     /// scrape native histograms.
     pub const DEFAULT: [ScrapeProtocol; 4] = [
+        ScrapeProtocol::OpenMetricsText100,
+        ScrapeProtocol::OpenMetricsText001,
+        ScrapeProtocol::PrometheusText100,
+        ScrapeProtocol::PrometheusText004,
+    ];
+
+    /// Offered when neither the job nor `global` says, and the job scrapes
+    /// native histograms (which only the protobuf format carries).
+    pub const PROTO_FIRST: [ScrapeProtocol; 5] = [
+        ScrapeProtocol::PrometheusProto,
         ScrapeProtocol::OpenMetricsText100,
         ScrapeProtocol::OpenMetricsText001,
         ScrapeProtocol::PrometheusText100,
@@ -206,7 +216,7 @@ impl Default for GlobalConfig {
 /// yaml.v2 sets it, hence the `Option`s).
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct GlobalSection {
+struct GlobalSection {
     scrape_interval: Option<DurationMs>,
     scrape_timeout: Option<DurationMs>,
     scrape_protocols: Option<Vec<Option<GoString>>>,
@@ -225,7 +235,7 @@ pub(crate) struct GlobalSection {
     label_name_length_limit: Option<u64>,
     label_value_length_limit: Option<u64>,
     keep_dropped_targets: Option<u64>,
-    metric_name_validation_scheme: Option<GoString>,
+    metric_name_validation_scheme: Option<SchemeField>,
     metric_name_escaping_scheme: Option<GoString>,
     scrape_native_histograms: Option<bool>,
     convert_classic_histograms_to_nhcb: Option<bool>,
@@ -233,14 +243,42 @@ pub(crate) struct GlobalSection {
     extra_scrape_metrics: Option<bool>,
 }
 
+/// The section read and validated while decoding, as Prometheus'
+/// `GlobalConfig.UnmarshalYAML` validates it (so its errors come in file
+/// order with the other decoding errors); external label values are not
+/// expanded yet ([`GlobalConfig::expand_external_labels`]).
+pub(crate) struct CheckedGlobal(pub GlobalConfig);
+
+impl<'de> Deserialize<'de> for CheckedGlobal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        GlobalSection::deserialize(d)?
+            .validate()
+            .map(CheckedGlobal)
+            .map_err(de::Error::custom)
+    }
+}
+
+impl GlobalConfig {
+    /// Expands environment variables in the external labels' values, as
+    /// `config.Load` does after decoding (`os.Expand`: `$VAR`, `${VAR}`,
+    /// `$$` for `$`; an unset or empty variable expands to nothing). A
+    /// label whose value expands to nothing is dropped (Ferrite's label
+    /// sets hold no empty values; Prometheus keeps it, and an empty label
+    /// means no label to every reader of it).
+    pub(crate) fn expand_external_labels(&mut self, lookup_env: &dyn Fn(&str) -> Option<String>) {
+        let expanded: Vec<(String, String)> = self
+            .external_labels
+            .iter()
+            .map(|l| (l.name.to_string(), os_expand(&l.value, lookup_env)))
+            .collect();
+        self.external_labels = Labels::new(expanded);
+    }
+}
+
 impl GlobalSection {
     /// Fills in the defaults and validates, as `GlobalConfig.UnmarshalYAML`
-    /// does; `lookup_env` expands `${VAR}` in external label values (as
-    /// `config.Load` does with the process environment).
-    pub(crate) fn validate(
-        self,
-        lookup_env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<GlobalConfig, String> {
+    /// does.
+    fn validate(self) -> Result<GlobalConfig, String> {
         let mut g = GlobalConfig {
             scrape_interval_ms: 0,
             scrape_timeout_ms: 0,
@@ -248,21 +286,13 @@ impl GlobalSection {
             ..GlobalConfig::default()
         };
         let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
-        let scheme = text(self.metric_name_validation_scheme);
-        g.metric_name_validation_scheme = match scheme.as_str() {
-            "" | "utf8" => NameValidation::Utf8,
-            "legacy" => NameValidation::Legacy,
-            other => {
-                return Err(format!(
-                    "unrecognized ValidationScheme: {}",
-                    go_quote(other)
-                ))
-            }
-        };
+        g.metric_name_validation_scheme = self
+            .metric_name_validation_scheme
+            .and_then(|s| s.0)
+            .unwrap_or(NameValidation::Utf8);
         g.external_labels = external_labels(
             self.external_labels.map(|m| m.0).unwrap_or_default(),
             g.metric_name_validation_scheme,
-            lookup_env,
         )?;
         let ms = |d: Option<DurationMs>| d.map_or(0, |d| d.0);
         g.scrape_interval_ms = ms(self.scrape_interval);
@@ -310,17 +340,12 @@ impl GlobalSection {
     }
 }
 
-/// Validates external labels (names under the section's scheme; values
-/// are UTF-8 by construction) and expands environment variables in their
-/// values as `config.Load` does (`os.Expand`: `$VAR`, `${VAR}`, `$$` for
-/// `$`; an unset or empty variable expands to nothing). A label whose
-/// value expands to nothing is dropped (Ferrite's label sets hold no empty
-/// values; Prometheus keeps it, and an empty label means no label to
-/// every reader of it).
+/// Validates external labels: names under the section's scheme (values
+/// are UTF-8 by construction). Values are kept as written, `$` and all;
+/// an empty one is dropped.
 fn external_labels(
     pairs: Vec<(GoString, Option<GoString>)>,
     names: NameValidation,
-    lookup_env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Labels, String> {
     // Checked in name order, as Prometheus checks its sorted label set.
     let mut pairs = pairs;
@@ -331,7 +356,7 @@ fn external_labels(
             return Err(format!("{} is not a valid label name", go_quote(&name)));
         }
         let value = value.map(|GoString(v)| v).unwrap_or_default();
-        out.push((name, os_expand(&value, lookup_env)));
+        out.push((name, value));
     }
     Ok(Labels::new(out))
 }

@@ -9,19 +9,34 @@
 //! - [`global`]: the `global:` section, read, validated and typed (every
 //!   field of v3.16.0's, defaults as Prometheus fills them, `${VAR}` in
 //!   external label values, relative log files made relative to the
-//!   file); nothing uses it yet;
+//!   file);
+//! - [`scrape`]: `scrape_configs`, each job read and validated with its
+//!   defaults from `global:` (intervals, protocols, limits, name
+//!   validation and escaping, `static_configs`, both relabeling lists);
+//!   the HTTP client settings and the other service discoveries are
+//!   accepted but not read yet;
+//! - `rule_files` and `scrape_config_files`: their patterns checked and
+//!   made relative to the file (the files themselves are not read yet);
+//! - [`relabel`]: relabeling rules, read, validated and applied as
+//!   Prometheus' `model/relabel` does;
 //! - [`storage`]: the `storage:` section, read, validated and typed
 //!   (`tsdb.out_of_order_time_window`, `tsdb.chunk_encoding.floats`,
 //!   `tsdb.retention`, `tsdb.stale_series_compaction_threshold`,
-//!   `exemplars.max_exemplars`);
-//! - [`relabel`]: relabeling rules, read, validated and applied as
-//!   Prometheus' `model/relabel` does (the sections that hold them are not
-//!   read yet, so nothing applies them).
+//!   `exemplars.max_exemplars`).
 //!
-//! The other sections are parsed as YAML but not yet read: their contents
-//! are neither validated nor applied (scraping, rules and alerting, remote
-//! write, tracing and OTLP settings are modelled by the modules that do
-//! those things, as they are built).
+//! Only `storage:` is applied (by the server); nothing scrapes or
+//! evaluates rules yet, so the rest is checked, as `promtool check config`
+//! checks it, and kept for what will use it. The other sections
+//! (`alerting`, `remote_write`, `remote_read`, `tracing`, `otlp`,
+//! `runtime`) are parsed as YAML but not yet read: their contents are
+//! neither validated nor applied.
+//!
+//! Errors come as Prometheus' do, and in its order: what Prometheus checks
+//! while decoding (a field's own value: a duration, a size, a scheme, a
+//! label name, a regex) is checked while decoding here, so the first such
+//! fault in the file is the one named; a file with a YAML type error (a
+//! string where a number belongs) may name another fault than Prometheus,
+//! which reports those after the whole file.
 //!
 //! With no file, [`Config::default_file`] is Prometheus' shipped example
 //! `prometheus.yml`, which scrapes the server itself.
@@ -35,6 +50,7 @@
 mod error;
 pub mod global;
 pub mod relabel;
+pub mod scrape;
 pub mod storage;
 mod yaml;
 
@@ -44,6 +60,7 @@ use serde::Deserialize;
 
 pub use error::ConfigError;
 pub use global::{GlobalConfig, ScrapeProtocol};
+pub use scrape::{ScrapeConfig, TargetGroup};
 pub use storage::{
     ExemplarsConfig, FloatChunkEncoding, RetentionConfig, StorageConfig, TsdbConfig,
 };
@@ -91,6 +108,12 @@ scrape_configs:
 pub struct Config {
     /// The `global:` section, with Prometheus' defaults where absent.
     pub global: GlobalConfig,
+    /// `rule_files`: paths or globs (relative to the file's directory).
+    pub rule_files: Vec<String>,
+    /// `scrape_config_files`: paths or globs (likewise), not read yet.
+    pub scrape_config_files: Vec<String>,
+    /// `scrape_configs`, each with the `global:` defaults filled in.
+    pub scrape_configs: Vec<ScrapeConfig>,
     /// The `storage:` section, with Prometheus' defaults where absent.
     pub storage: StorageConfig,
     /// The file's text, as loaded.
@@ -106,12 +129,12 @@ pub struct Config {
 // The sections not modelled yet are only parsed, never read.
 #[allow(dead_code)]
 struct TopLevel {
-    global: Option<global::GlobalSection>,
+    global: Option<global::CheckedGlobal>,
     runtime: Option<serde::de::IgnoredAny>,
     alerting: Option<serde::de::IgnoredAny>,
-    rule_files: Option<serde::de::IgnoredAny>,
-    scrape_config_files: Option<serde::de::IgnoredAny>,
-    scrape_configs: Option<serde::de::IgnoredAny>,
+    rule_files: Option<Vec<Option<yaml::GoString>>>,
+    scrape_config_files: Option<Vec<Option<yaml::GoString>>>,
+    scrape_configs: Option<Vec<Option<scrape::ScrapeSection>>>,
     storage: Option<storage::StorageSection>,
     tracing: Option<serde::de::IgnoredAny>,
     remote_write: Option<serde::de::IgnoredAny>,
@@ -133,10 +156,19 @@ impl Config {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        for file in [
+        let files = [
             &mut cfg.global.query_log_file,
             &mut cfg.global.scrape_failure_log_file,
-        ] {
+        ]
+        .into_iter()
+        .chain(cfg.rule_files.iter_mut())
+        .chain(cfg.scrape_config_files.iter_mut())
+        .chain(
+            cfg.scrape_configs
+                .iter_mut()
+                .map(|j| &mut j.scrape_failure_log_file),
+        );
+        for file in files {
             *file = join_dir(dir, file);
         }
         cfg.path = Some(path.to_path_buf());
@@ -163,18 +195,29 @@ impl Config {
         let top: TopLevel = yaml::from_str(source).map_err(parse_error)?;
         // The sections read as a whole; those not modelled yet are dropped.
         let TopLevel {
-            global, storage, ..
+            global,
+            rule_files,
+            scrape_config_files,
+            scrape_configs,
+            storage,
+            ..
         } = top;
-        let global = match global {
-            Some(section) => section.validate(lookup_env).map_err(parse_error)?,
-            None => GlobalConfig::default(),
-        };
+        let mut global = global.map_or_else(GlobalConfig::default, |g| g.0);
+        let rule_files = file_patterns(rule_files, "rule file").map_err(parse_error)?;
+        let scrape_config_files =
+            file_patterns(scrape_config_files, "scrape config file").map_err(parse_error)?;
+        let scrape_configs = scrape::validate_jobs(scrape_configs.unwrap_or_default(), &global)
+            .map_err(parse_error)?;
+        global.expand_external_labels(lookup_env);
         let storage = match storage {
             Some(s) => s.validate().map_err(parse_error)?,
             None => StorageConfig::default(),
         };
         Ok(Config {
             global,
+            rule_files,
+            scrape_config_files,
+            scrape_configs,
             storage,
             source: source.to_string(),
             path: None,
@@ -187,11 +230,35 @@ impl Config {
         // defaults it would give are these.
         Config::parse(DEFAULT_CONFIG, "<default>").unwrap_or_else(|_| Config {
             global: GlobalConfig::default(),
+            rule_files: Vec::new(),
+            scrape_config_files: Vec::new(),
+            scrape_configs: Vec::new(),
             storage: StorageConfig::default(),
             source: DEFAULT_CONFIG.to_string(),
             path: None,
         })
     }
+}
+
+/// Checks `rule_files` or `scrape_config_files` entries as Prometheus does
+/// (`^[^*]*(\*[^/]*)?$`): wildcards only in the last path element.
+fn file_patterns(
+    entries: Option<Vec<Option<yaml::GoString>>>,
+    what: &str,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for entry in entries.unwrap_or_default() {
+        let path = entry.map(|yaml::GoString(p)| p).unwrap_or_default();
+        let valid = match path.split_once('*') {
+            None => true,
+            Some((_, after)) => !after.contains('/'),
+        };
+        if !valid {
+            return Err(format!("invalid {what} path {}", relabel::go_quote(&path)));
+        }
+        out.push(path);
+    }
+    Ok(out)
 }
 
 /// Go's `config.JoinDir`: `path` relative to `dir` unless empty or

@@ -263,17 +263,68 @@ impl Default for RelabelConfig {
     }
 }
 
+/// A label name as Prometheus decodes one (`model.LabelName`): checked
+/// while decoding, so its error comes in file order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct LabelNameField(pub String);
+
+impl<'de> Deserialize<'de> for LabelNameField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let GoString(name) = GoString::deserialize(d)?;
+        if !NameValidation::Utf8.is_valid_label_name(&name) {
+            return Err(de::Error::custom(format!(
+                "{} is not a valid label name",
+                go_quote(&name)
+            )));
+        }
+        Ok(LabelNameField(name))
+    }
+}
+
+/// A `metric_name_validation_scheme` value, checked while decoding:
+/// `None` for an empty one (the default applies).
+pub(crate) struct SchemeField(pub Option<NameValidation>);
+
+impl<'de> Deserialize<'de> for SchemeField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let GoString(text) = GoString::deserialize(d)?;
+        match text.as_str() {
+            "" => Ok(SchemeField(None)),
+            "utf8" => Ok(SchemeField(Some(NameValidation::Utf8))),
+            "legacy" => Ok(SchemeField(Some(NameValidation::Legacy))),
+            other => Err(de::Error::custom(format!(
+                "unrecognized ValidationScheme: {}",
+                go_quote(other)
+            ))),
+        }
+    }
+}
+
+/// A rule's regex, compiled while decoding.
+struct RegexField(RelabelRegex);
+
+impl<'de> Deserialize<'de> for RegexField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let GoString(text) = GoString::deserialize(d)?;
+        RelabelRegex::new(&text)
+            .map(RegexField)
+            .map_err(de::Error::custom)
+    }
+}
+
 /// A rule as written: each field absent (`None`), null (`Some(None)`, the
-/// Go zero value, as yaml.v2 sets it) or given.
+/// Go zero value, as yaml.v2 sets it) or given. Fields check themselves
+/// while decoding, as Prometheus' do, so the first bad one in the file is
+/// the one reported.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRelabel {
     #[serde(default, deserialize_with = "present")]
-    source_labels: Option<Option<Vec<Option<GoString>>>>,
+    source_labels: Option<Option<Vec<Option<LabelNameField>>>>,
     #[serde(default, deserialize_with = "present")]
     separator: Option<Option<GoString>>,
     #[serde(default, deserialize_with = "present")]
-    regex: Option<Option<GoString>>,
+    regex: Option<Option<RegexField>>,
     #[serde(default, deserialize_with = "present")]
     modulus: Option<Option<u64>>,
     #[serde(default, deserialize_with = "present")]
@@ -286,7 +337,7 @@ struct RawRelabel {
 
 /// Tells a null value (`Some(None)`) from an absent field (`None`, through
 /// `#[serde(default)]`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
@@ -299,26 +350,21 @@ impl<'de> Deserialize<'de> for RelabelConfig {
         let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
         if let Some(labels) = raw.source_labels {
             c.source_labels_written = labels.is_some();
-            for name in labels.unwrap_or_default() {
-                // A null entry is Go's zero value, never checked.
-                let Some(GoString(name)) = name else {
-                    c.source_labels.push(String::new());
-                    continue;
-                };
-                if !NameValidation::Utf8.is_valid_label_name(&name) {
-                    return Err(de::Error::custom(format!(
-                        "{} is not a valid label name",
-                        go_quote(&name)
-                    )));
-                }
-                c.source_labels.push(name);
-            }
+            // A null entry is Go's zero value, never checked.
+            c.source_labels = labels
+                .unwrap_or_default()
+                .into_iter()
+                .map(|name| name.map(|LabelNameField(n)| n).unwrap_or_default())
+                .collect();
         }
         if let Some(v) = raw.separator {
             c.separator = text(v);
         }
         if let Some(v) = raw.regex {
-            c.regex = RelabelRegex::new(&text(v)).map_err(de::Error::custom)?;
+            c.regex = match v {
+                Some(RegexField(re)) => re,
+                None => RelabelRegex::new("").map_err(de::Error::custom)?,
+            };
         }
         if let Some(v) = raw.modulus {
             c.modulus = v.unwrap_or(0);

@@ -66,12 +66,15 @@ pub(crate) struct DurationMs(pub i64);
 pub(crate) struct Base2Bytes(pub i64);
 
 /// A Go `string` field: any scalar, as its text (see [`ScalarText`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct GoString(pub String);
 
 impl<'de> Deserialize<'de> for GoString {
+    /// Asks for a string, so a plain scalar keeps its text as written
+    /// (`y`, `on`, `0x10` stay themselves, as yaml.v2 keeps them for a Go
+    /// string).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ScalarText).map(GoString)
+        d.deserialize_str(ScalarText).map(GoString)
     }
 }
 
@@ -122,5 +125,26 @@ impl<'de> Deserialize<'de> for Base2Bytes {
         parse_base2_bytes(&text)
             .map(Base2Bytes)
             .map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod go_string_tests {
+    use super::*;
+
+    #[test]
+    fn plain_scalars_keep_their_text() {
+        for (yaml, want) in [
+            ("y", "y"),
+            ("on", "on"),
+            ("30", "30"),
+            ("1.50", "1.50"),
+            ("0x10", "0x10"),
+            ("true", "true"),
+            ("'q'", "q"),
+        ] {
+            let GoString(got) = from_str::<GoString>(yaml).expect(yaml);
+            assert_eq!(got, want, "{yaml}");
+        }
     }
 }

@@ -1,0 +1,485 @@
+//! `scrape_configs`: the scrape jobs, as Prometheus v3.16.0's
+//! `config.ScrapeConfig` reads and validates them, with the defaults each
+//! job takes from `global:`.
+//!
+//! ```yaml
+//! scrape_configs:
+//!   - job_name: node
+//!     scrape_interval: 15s       # default: global's
+//!     metrics_path: /metrics     # default /metrics
+//!     scheme: http               # default http
+//!     static_configs:
+//!       - targets: ["host:9100"]
+//!         labels: {env: prod}
+//!     relabel_configs: [...]     # see crate::relabel
+//!     metric_relabel_configs: [...]
+//! ```
+//!
+//! Read and validated: every setting of the job itself, `static_configs`,
+//! and both relabeling lists. Not read yet: the HTTP client settings
+//! (`basic_auth`, `authorization`, `oauth2`, `tls_config`, proxies,
+//! `http_headers`, ...) and the other service discoveries
+//! (`file_sd_configs`, `kubernetes_sd_configs`, ...): their keys are
+//! accepted, their contents neither checked nor used.
+
+use std::collections::BTreeMap;
+
+use serde::de::{self, Deserializer, IgnoredAny};
+use serde::Deserialize;
+
+use ferrite_model::Labels;
+
+use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeProtocol};
+use crate::relabel::{
+    go_quote, present, LabelNameField, NameValidation, RelabelConfig, SchemeField,
+};
+use crate::yaml::{Base2Bytes, DurationMs, GoString};
+
+/// A group of targets from `static_configs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetGroup {
+    /// Each target's `__address__`.
+    pub targets: Vec<String>,
+    /// Labels every target of the group gets.
+    pub labels: Labels,
+}
+
+/// One scrape job, its defaults filled in from `global:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeConfig {
+    /// `job_name`: unique in the file.
+    pub job_name: String,
+    /// `honor_labels`.
+    pub honor_labels: bool,
+    /// `honor_timestamps` (default true).
+    pub honor_timestamps: bool,
+    /// `track_timestamps_staleness`.
+    pub track_timestamps_staleness: bool,
+    /// `params`: URL parameters, by name.
+    pub params: BTreeMap<String, Vec<String>>,
+    /// `scrape_interval` in milliseconds.
+    pub scrape_interval_ms: i64,
+    /// `scrape_timeout` in milliseconds.
+    pub scrape_timeout_ms: i64,
+    /// `scrape_protocols`, in order of preference.
+    pub scrape_protocols: Vec<ScrapeProtocol>,
+    /// `fallback_scrape_protocol`.
+    pub fallback_scrape_protocol: Option<ScrapeProtocol>,
+    /// `scrape_native_histograms`.
+    pub scrape_native_histograms: bool,
+    /// `always_scrape_classic_histograms`.
+    pub always_scrape_classic_histograms: bool,
+    /// `convert_classic_histograms_to_nhcb`.
+    pub convert_classic_histograms_to_nhcb: bool,
+    /// `extra_scrape_metrics`.
+    pub extra_scrape_metrics: bool,
+    /// `scrape_failure_log_file` (relative to the file's directory).
+    pub scrape_failure_log_file: String,
+    /// `metrics_path` (default `/metrics`).
+    pub metrics_path: String,
+    /// `scheme` (default `http`).
+    pub scheme: String,
+    /// `enable_compression` (default true).
+    pub enable_compression: bool,
+    /// `body_size_limit` in bytes; 0: none.
+    pub body_size_limit: i64,
+    /// `sample_limit`; 0: none.
+    pub sample_limit: u64,
+    /// `target_limit`; 0: none.
+    pub target_limit: u64,
+    /// `label_limit`; 0: none.
+    pub label_limit: u64,
+    /// `label_name_length_limit`; 0: none.
+    pub label_name_length_limit: u64,
+    /// `label_value_length_limit`; 0: none.
+    pub label_value_length_limit: u64,
+    /// `native_histogram_bucket_limit`; 0: none.
+    pub native_histogram_bucket_limit: u64,
+    /// `native_histogram_min_bucket_factor`.
+    pub native_histogram_min_bucket_factor: f64,
+    /// `keep_dropped_targets`; 0: all.
+    pub keep_dropped_targets: u64,
+    /// `metric_name_validation_scheme`.
+    pub metric_name_validation_scheme: NameValidation,
+    /// `metric_name_escaping_scheme`: `allow-utf-8`, `underscores`,
+    /// `dots` or `values`.
+    pub metric_name_escaping_scheme: String,
+    /// `relabel_configs`: applied to each discovered target.
+    pub relabel_configs: Vec<RelabelConfig>,
+    /// `metric_relabel_configs`: applied to each scraped series.
+    pub metric_relabel_configs: Vec<RelabelConfig>,
+    /// `static_configs`.
+    pub static_configs: Vec<TargetGroup>,
+}
+
+/// A job as written, checked as far as Prometheus checks it while
+/// decoding (see [`ScrapeSection::deserialize`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+// The HTTP client and discovery keys are only accepted, never read.
+#[allow(dead_code)]
+struct RawScrape {
+    job_name: Option<GoString>,
+    honor_labels: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    honor_timestamps: Option<Option<bool>>,
+    track_timestamps_staleness: Option<bool>,
+    params: Option<BTreeMap<String, Option<Vec<Option<GoString>>>>>,
+    scrape_interval: Option<DurationMs>,
+    scrape_timeout: Option<DurationMs>,
+    scrape_protocols: Option<Vec<Option<GoString>>>,
+    fallback_scrape_protocol: Option<GoString>,
+    scrape_native_histograms: Option<bool>,
+    always_scrape_classic_histograms: Option<bool>,
+    convert_classic_histograms_to_nhcb: Option<bool>,
+    scrape_failure_log_file: Option<GoString>,
+    #[serde(default, deserialize_with = "present")]
+    metrics_path: Option<Option<GoString>>,
+    #[serde(default, deserialize_with = "present")]
+    scheme: Option<Option<GoString>>,
+    #[serde(default, deserialize_with = "present")]
+    enable_compression: Option<Option<bool>>,
+    body_size_limit: Option<Base2Bytes>,
+    sample_limit: Option<u64>,
+    target_limit: Option<u64>,
+    label_limit: Option<u64>,
+    label_name_length_limit: Option<u64>,
+    label_value_length_limit: Option<u64>,
+    native_histogram_bucket_limit: Option<u64>,
+    native_histogram_min_bucket_factor: Option<f64>,
+    keep_dropped_targets: Option<u64>,
+    metric_name_validation_scheme: Option<SchemeField>,
+    metric_name_escaping_scheme: Option<GoString>,
+    extra_scrape_metrics: Option<bool>,
+    relabel_configs: Option<Vec<Option<RelabelConfig>>>,
+    metric_relabel_configs: Option<Vec<Option<RelabelConfig>>>,
+    static_configs: Option<Vec<RawTargetGroup>>,
+    // The HTTP client's settings: accepted, not read yet.
+    basic_auth: Option<IgnoredAny>,
+    authorization: Option<IgnoredAny>,
+    oauth2: Option<IgnoredAny>,
+    bearer_token: Option<IgnoredAny>,
+    bearer_token_file: Option<IgnoredAny>,
+    tls_config: Option<IgnoredAny>,
+    follow_redirects: Option<IgnoredAny>,
+    enable_http2: Option<IgnoredAny>,
+    http_headers: Option<IgnoredAny>,
+    proxy_url: Option<IgnoredAny>,
+    no_proxy: Option<IgnoredAny>,
+    proxy_from_environment: Option<IgnoredAny>,
+    proxy_connect_header: Option<IgnoredAny>,
+    // The other service discoveries of a Prometheus v3.16.0 server:
+    // accepted, not read yet.
+    aws_sd_configs: Option<IgnoredAny>,
+    azure_sd_configs: Option<IgnoredAny>,
+    consul_sd_configs: Option<IgnoredAny>,
+    digitalocean_sd_configs: Option<IgnoredAny>,
+    dns_sd_configs: Option<IgnoredAny>,
+    docker_sd_configs: Option<IgnoredAny>,
+    dockerswarm_sd_configs: Option<IgnoredAny>,
+    ec2_sd_configs: Option<IgnoredAny>,
+    ecs_sd_configs: Option<IgnoredAny>,
+    elasticache_sd_configs: Option<IgnoredAny>,
+    eureka_sd_configs: Option<IgnoredAny>,
+    file_sd_configs: Option<IgnoredAny>,
+    gce_sd_configs: Option<IgnoredAny>,
+    hetzner_sd_configs: Option<IgnoredAny>,
+    http_sd_configs: Option<IgnoredAny>,
+    ionos_sd_configs: Option<IgnoredAny>,
+    kubernetes_sd_configs: Option<IgnoredAny>,
+    kuma_sd_configs: Option<IgnoredAny>,
+    lightsail_sd_configs: Option<IgnoredAny>,
+    linode_sd_configs: Option<IgnoredAny>,
+    marathon_sd_configs: Option<IgnoredAny>,
+    msk_sd_configs: Option<IgnoredAny>,
+    nerve_sd_configs: Option<IgnoredAny>,
+    nomad_sd_configs: Option<IgnoredAny>,
+    oci_sd_configs: Option<IgnoredAny>,
+    openstack_sd_configs: Option<IgnoredAny>,
+    outscale_sd_configs: Option<IgnoredAny>,
+    ovhcloud_sd_configs: Option<IgnoredAny>,
+    puppetdb_sd_configs: Option<IgnoredAny>,
+    rds_sd_configs: Option<IgnoredAny>,
+    scaleway_sd_configs: Option<IgnoredAny>,
+    serverset_sd_configs: Option<IgnoredAny>,
+    stackit_sd_configs: Option<IgnoredAny>,
+    triton_sd_configs: Option<IgnoredAny>,
+    uyuni_sd_configs: Option<IgnoredAny>,
+    vultr_sd_configs: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTargetGroup {
+    targets: Option<Vec<Option<GoString>>>,
+    labels: Option<BTreeMap<LabelNameField, Option<GoString>>>,
+}
+
+/// A job as read from the file, before the `global:` defaults.
+pub(crate) struct ScrapeSection {
+    raw: RawScrape,
+    relabel_configs: Vec<RelabelConfig>,
+    metric_relabel_configs: Vec<RelabelConfig>,
+    static_configs: Vec<TargetGroup>,
+}
+
+impl<'de> Deserialize<'de> for ScrapeSection {
+    /// Reads a job and makes the checks Prometheus makes while decoding it
+    /// (`ScrapeConfig.UnmarshalYAML`), so they come in file order with the
+    /// other decoding errors: a job name, no URL as a static target
+    /// (unless the job relabels its targets), no null relabeling rule.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut raw = RawScrape::deserialize(d)?;
+        let static_configs = target_groups(raw.static_configs.take().unwrap_or_default());
+        let job_empty = raw.job_name.as_ref().is_none_or(|GoString(j)| j.is_empty());
+        if job_empty {
+            return Err(de::Error::custom("job_name is empty"));
+        }
+        let relabels = raw.relabel_configs.take().unwrap_or_default();
+        if relabels.is_empty() {
+            for target in static_configs.iter().flat_map(|g| &g.targets) {
+                if target.contains('/') {
+                    return Err(de::Error::custom(format!(
+                        "{} is not a valid hostname",
+                        go_quote(target)
+                    )));
+                }
+            }
+        }
+        let relabel_configs = relabels
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                de::Error::custom("empty or null target relabeling rule in scrape config")
+            })?;
+        let metric_relabel_configs = raw
+            .metric_relabel_configs
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                de::Error::custom("empty or null metric relabeling rule in scrape config")
+            })?;
+        Ok(ScrapeSection {
+            raw,
+            relabel_configs,
+            metric_relabel_configs,
+            static_configs,
+        })
+    }
+}
+
+fn target_groups(raw: Vec<RawTargetGroup>) -> Vec<TargetGroup> {
+    let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
+    raw.into_iter()
+        .map(|g| TargetGroup {
+            targets: g
+                .targets
+                .unwrap_or_default()
+                .into_iter()
+                .map(text)
+                .collect(),
+            labels: Labels::new(
+                g.labels
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(LabelNameField(name), value)| (name, text(value))),
+            ),
+        })
+        .collect()
+}
+
+/// The escaping schemes Prometheus knows.
+const ESCAPING_SCHEMES: [&str; 4] = ["allow-utf-8", "underscores", "dots", "values"];
+
+fn escaping_list() -> String {
+    format!(
+        "must be one of '{}', '{}', '{}', or '{}'",
+        ESCAPING_SCHEMES[0], ESCAPING_SCHEMES[1], ESCAPING_SCHEMES[2], ESCAPING_SCHEMES[3]
+    )
+}
+
+impl ScrapeSection {
+    /// The job's name as written.
+    pub(crate) fn job_name(&self) -> &str {
+        self.raw.job_name.as_ref().map_or("", |GoString(j)| j)
+    }
+
+    /// Fills in the defaults from `global` and validates, as
+    /// `ScrapeConfig.Validate` does (the same checks, in its order).
+    pub(crate) fn validate(self, global: &GlobalConfig) -> Result<ScrapeConfig, String> {
+        let job = self.job_name().to_string();
+        let raw = self.raw;
+        let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
+        let mut interval = raw.scrape_interval.map_or(0, |d| d.0);
+        if interval == 0 {
+            interval = global.scrape_interval_ms;
+        }
+        let mut timeout = raw.scrape_timeout.map_or(0, |d| d.0);
+        if timeout > interval {
+            return Err(format!(
+                "scrape timeout greater than scrape interval for scrape config with job name {}",
+                go_quote(&job)
+            ));
+        }
+        if timeout == 0 {
+            timeout = global.scrape_timeout_ms.min(interval);
+        }
+        let or_global = |v: Option<u64>, g: u64| match v.unwrap_or(0) {
+            0 => g,
+            v => v,
+        };
+        let native = raw
+            .scrape_native_histograms
+            .unwrap_or(global.scrape_native_histograms);
+        let protocols = raw
+            .scrape_protocols
+            .map(|names| names.into_iter().map(text).collect::<Vec<_>>());
+        let protocols = match (protocols, &global.scrape_protocols) {
+            (Some(names), _) => validate_scrape_protocols(&names)
+                .map_err(|e| format!("{e} for scrape config with job name {}", go_quote(&job)))?,
+            (None, Some(global)) => global.clone(),
+            (None, None) if native => ScrapeProtocol::PROTO_FIRST.to_vec(),
+            (None, None) => ScrapeProtocol::DEFAULT.to_vec(),
+        };
+        let fallback = match text(raw.fallback_scrape_protocol) {
+            name if name.is_empty() => None,
+            name => Some(ScrapeProtocol::from_name(&name).map_err(|e| {
+                format!(
+                    "invalid fallback_scrape_protocol for scrape config with job name {}: {e}",
+                    go_quote(&job)
+                )
+            })?),
+        };
+        let (validation, local_validation_unset) =
+            match raw.metric_name_validation_scheme.and_then(|s| s.0) {
+                None => (global.metric_name_validation_scheme, true),
+                Some(scheme) => (scheme, false),
+            };
+        let global_escaping = match global.metric_name_escaping_scheme.as_str() {
+            "" if global.metric_name_validation_scheme == NameValidation::Legacy => {
+                "underscores".to_string()
+            }
+            "" => "allow-utf-8".to_string(),
+            known if ESCAPING_SCHEMES.contains(&known) => known.to_string(),
+            other => {
+                return Err(format!(
+                    "unknown global name escaping method specified, {}, got {}",
+                    escaping_list(),
+                    go_quote(other)
+                ))
+            }
+        };
+        let escaping = match text(raw.metric_name_escaping_scheme) {
+            e if !e.is_empty() => e,
+            _ if local_validation_unset => global_escaping,
+            _ if validation == NameValidation::Legacy => "underscores".to_string(),
+            _ => "allow-utf-8".to_string(),
+        };
+        if escaping == "allow-utf-8" && validation != NameValidation::Utf8 {
+            return Err(
+                "utf8 metric names requested but validation scheme is not set to UTF8".to_string(),
+            );
+        }
+        if !ESCAPING_SCHEMES.contains(&escaping.as_str()) {
+            return Err(format!(
+                "unknown scrape config name escaping method specified, {}, got {}",
+                escaping_list(),
+                go_quote(&escaping)
+            ));
+        }
+        for rule in self
+            .relabel_configs
+            .iter()
+            .chain(&self.metric_relabel_configs)
+        {
+            rule.validate(validation)?;
+        }
+        let failure_log = match text(raw.scrape_failure_log_file) {
+            f if f.is_empty() => global.scrape_failure_log_file.clone(),
+            f => f,
+        };
+        let body_size_limit = match raw.body_size_limit.map_or(0, |b| b.0) {
+            0 => global.body_size_limit,
+            b => b,
+        };
+        let params = raw
+            .params
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, vs)| (k, vs.unwrap_or_default().into_iter().map(text).collect()))
+            .collect();
+        Ok(ScrapeConfig {
+            job_name: job,
+            honor_labels: raw.honor_labels.unwrap_or(false),
+            honor_timestamps: raw.honor_timestamps.is_none_or(|v| v.unwrap_or(false)),
+            track_timestamps_staleness: raw.track_timestamps_staleness.unwrap_or(false),
+            params,
+            scrape_interval_ms: interval,
+            scrape_timeout_ms: timeout,
+            scrape_protocols: protocols,
+            fallback_scrape_protocol: fallback,
+            scrape_native_histograms: native,
+            always_scrape_classic_histograms: raw
+                .always_scrape_classic_histograms
+                .unwrap_or(global.always_scrape_classic_histograms),
+            convert_classic_histograms_to_nhcb: raw
+                .convert_classic_histograms_to_nhcb
+                .unwrap_or(global.convert_classic_histograms_to_nhcb),
+            extra_scrape_metrics: raw
+                .extra_scrape_metrics
+                .unwrap_or(global.extra_scrape_metrics),
+            scrape_failure_log_file: failure_log,
+            metrics_path: raw.metrics_path.map_or("/metrics".to_string(), text),
+            scheme: raw.scheme.map_or("http".to_string(), text),
+            enable_compression: raw.enable_compression.is_none_or(|v| v.unwrap_or(false)),
+            body_size_limit,
+            sample_limit: or_global(raw.sample_limit, global.sample_limit),
+            target_limit: or_global(raw.target_limit, global.target_limit),
+            label_limit: or_global(raw.label_limit, global.label_limit),
+            label_name_length_limit: or_global(
+                raw.label_name_length_limit,
+                global.label_name_length_limit,
+            ),
+            label_value_length_limit: or_global(
+                raw.label_value_length_limit,
+                global.label_value_length_limit,
+            ),
+            native_histogram_bucket_limit: raw.native_histogram_bucket_limit.unwrap_or(0),
+            native_histogram_min_bucket_factor: raw
+                .native_histogram_min_bucket_factor
+                .unwrap_or(0.0),
+            keep_dropped_targets: or_global(raw.keep_dropped_targets, global.keep_dropped_targets),
+            metric_name_validation_scheme: validation,
+            metric_name_escaping_scheme: escaping,
+            relabel_configs: self.relabel_configs,
+            metric_relabel_configs: self.metric_relabel_configs,
+            static_configs: self.static_configs,
+        })
+    }
+}
+
+/// Validates every job against `global` and checks their names are unique,
+/// as `Config.UnmarshalYAML` does (a null job is refused).
+pub(crate) fn validate_jobs(
+    jobs: Vec<Option<ScrapeSection>>,
+    global: &GlobalConfig,
+) -> Result<Vec<ScrapeConfig>, String> {
+    let mut out: Vec<ScrapeConfig> = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let job = job.ok_or("empty or null scrape config section")?;
+        let job = job.validate(global)?;
+        if out.iter().any(|j| j.job_name == job.job_name) {
+            return Err(format!(
+                "found multiple scrape configs with job name {}",
+                go_quote(&job.job_name)
+            ));
+        }
+        out.push(job);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
