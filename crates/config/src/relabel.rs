@@ -761,23 +761,7 @@ fn one_char(mut chars: impl Iterator<Item = char>) -> Option<char> {
 
 /// A string quoted as Go's `%q` quotes it (for error messages).
 pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", u32::from(c)));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    ferrite_model::goquote::quote(s)
 }
 
 #[cfg(test)]

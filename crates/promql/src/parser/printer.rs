@@ -256,41 +256,13 @@ fn write_subquery(f: &mut Formatter<'_>, s: &SubqueryExpr) -> fmt::Result {
 
 /// A string quoted as Go's `strconv.Quote` does (which PromQL reads back).
 pub fn go_quote(s: &str) -> String {
-    go_quote_bytes(s.as_bytes())
+    ferrite_model::goquote::quote(s)
 }
 
 /// Bytes quoted as Go's `strconv.Quote` does: bytes that are not UTF-8
 /// as `\xNN`.
 pub fn go_quote_bytes(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + 2);
-    out.push('"');
-    for chunk in bytes.utf8_chunks() {
-        quote_chars(&mut out, chunk.valid());
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn quote_chars(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
+    ferrite_model::goquote::quote_bytes(bytes)
 }
 
 #[cfg(test)]

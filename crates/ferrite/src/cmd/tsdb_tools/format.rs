@@ -10,56 +10,9 @@ use std::fmt::Write as _;
 
 use ferrite_model::Labels;
 
-/// Whether Go's `unicode.IsPrint` holds: letters, marks, numbers,
-/// punctuation, symbols and the ASCII space. Rust's printable table
-/// excludes exactly the other categories (controls, format, surrogates,
-/// private use, unassigned, separators but ' '); `str::escape_debug` leaves
-/// such a char alone when it is not first (where grapheme extenders would
-/// be escaped too).
-fn is_print(c: char) -> bool {
-    match c {
-        ' '..='~' => true,
-        '\0'..='\u{7f}' => false,
-        _ => {
-            let mut buf = [0u8; 8];
-            buf[0] = b'a';
-            let s = c.encode_utf8(&mut buf[1..]).len() + 1;
-            let probe = std::str::from_utf8(&buf[..s]).unwrap_or("");
-            probe.escape_debug().eq(probe.chars())
-        }
-    }
-}
-
-/// Go's `strconv.Quote`: double quotes, Go escapes, non-printable runes as
-/// `\x..`, `\u....` or `\U........`.
+/// Go's `strconv.Quote` (see [`ferrite_model::goquote`]).
 pub fn go_quote(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if is_print(c) => out.push(c),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c < ' ' || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if (c as u32) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
-    }
-    out.push('"');
+    ferrite_model::goquote::quote_into(s, out);
 }
 
 /// Whether a label name passes Prometheus' legacy validation
