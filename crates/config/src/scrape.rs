@@ -312,20 +312,7 @@ impl ScrapeSection {
         let job = self.job_name().to_string();
         let raw = self.raw;
         let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
-        let mut interval = raw.scrape_interval.map_or(0, |d| d.0);
-        if interval == 0 {
-            interval = global.scrape_interval_ms;
-        }
-        let mut timeout = raw.scrape_timeout.map_or(0, |d| d.0);
-        if timeout > interval {
-            return Err(format!(
-                "scrape timeout greater than scrape interval for scrape config with job name {}",
-                go_quote(&job)
-            ));
-        }
-        if timeout == 0 {
-            timeout = global.scrape_timeout_ms.min(interval);
-        }
+        let (interval, timeout) = interval_and_timeout(&raw, global, &job)?;
         let or_global = |v: Option<u64>, g: u64| match v.unwrap_or(0) {
             0 => g,
             v => v,
@@ -333,62 +320,14 @@ impl ScrapeSection {
         let native = raw
             .scrape_native_histograms
             .unwrap_or(global.scrape_native_histograms);
-        let protocols = raw
-            .scrape_protocols
-            .map(|names| names.into_iter().map(text).collect::<Vec<_>>());
-        let protocols = match (protocols, &global.scrape_protocols) {
-            (Some(names), _) => validate_scrape_protocols(&names)
-                .map_err(|e| format!("{e} for scrape config with job name {}", go_quote(&job)))?,
-            (None, Some(global)) => global.clone(),
-            (None, None) if native => ScrapeProtocol::PROTO_FIRST.to_vec(),
-            (None, None) => ScrapeProtocol::DEFAULT.to_vec(),
-        };
-        let fallback = match text(raw.fallback_scrape_protocol) {
-            name if name.is_empty() => None,
-            name => Some(ScrapeProtocol::from_name(&name).map_err(|e| {
-                format!(
-                    "invalid fallback_scrape_protocol for scrape config with job name {}: {e}",
-                    go_quote(&job)
-                )
-            })?),
-        };
-        let (validation, local_validation_unset) =
-            match raw.metric_name_validation_scheme.and_then(|s| s.0) {
-                None => (global.metric_name_validation_scheme, true),
-                Some(scheme) => (scheme, false),
-            };
-        let global_escaping = match global.metric_name_escaping_scheme.as_str() {
-            "" if global.metric_name_validation_scheme == NameValidation::Legacy => {
-                "underscores".to_string()
-            }
-            "" => "allow-utf-8".to_string(),
-            known if ESCAPING_SCHEMES.contains(&known) => known.to_string(),
-            other => {
-                return Err(format!(
-                    "unknown global name escaping method specified, {}, got {}",
-                    escaping_list(),
-                    go_quote(other)
-                ))
-            }
-        };
-        let escaping = match text(raw.metric_name_escaping_scheme) {
-            e if !e.is_empty() => e,
-            _ if local_validation_unset => global_escaping,
-            _ if validation == NameValidation::Legacy => "underscores".to_string(),
-            _ => "allow-utf-8".to_string(),
-        };
-        if escaping == "allow-utf-8" && validation != NameValidation::Utf8 {
-            return Err(
-                "utf8 metric names requested but validation scheme is not set to UTF8".to_string(),
-            );
-        }
-        if !ESCAPING_SCHEMES.contains(&escaping.as_str()) {
-            return Err(format!(
-                "unknown scrape config name escaping method specified, {}, got {}",
-                escaping_list(),
-                go_quote(&escaping)
-            ));
-        }
+        let protocols = scrape_protocols(raw.scrape_protocols.clone(), global, native, &job)?;
+        let fallback = fallback_protocol(text(raw.fallback_scrape_protocol.clone()), &job)?;
+        let local_scheme = raw.metric_name_validation_scheme.as_ref().and_then(|s| s.0);
+        let (validation, escaping) = name_schemes(
+            local_scheme,
+            text(raw.metric_name_escaping_scheme.clone()),
+            global,
+        )?;
         for rule in self
             .relabel_configs
             .iter()
@@ -458,6 +397,110 @@ impl ScrapeSection {
             static_configs: self.static_configs,
         })
     }
+}
+
+/// The job's interval and timeout (`global:`'s where 0): the timeout may
+/// not exceed the interval, and defaults to the shorter of `global:`'s
+/// and the interval.
+fn interval_and_timeout(
+    raw: &RawScrape,
+    global: &GlobalConfig,
+    job: &str,
+) -> Result<(i64, i64), String> {
+    let interval = match raw.scrape_interval.map_or(0, |d| d.0) {
+        0 => global.scrape_interval_ms,
+        i => i,
+    };
+    let timeout = raw.scrape_timeout.map_or(0, |d| d.0);
+    if timeout > interval {
+        return Err(format!(
+            "scrape timeout greater than scrape interval for scrape config with job name {}",
+            go_quote(job)
+        ));
+    }
+    if timeout == 0 {
+        return Ok((interval, global.scrape_timeout_ms.min(interval)));
+    }
+    Ok((interval, timeout))
+}
+
+/// The protocols the job offers: its own list, else `global:`'s, else
+/// protobuf first when it scrapes native histograms, else the default.
+fn scrape_protocols(
+    names: Option<Vec<Option<GoString>>>,
+    global: &GlobalConfig,
+    native_histograms: bool,
+    job: &str,
+) -> Result<Vec<ScrapeProtocol>, String> {
+    let names: Option<Vec<String>> = names.map(|ns| {
+        ns.into_iter()
+            .map(|n| n.map(|GoString(s)| s).unwrap_or_default())
+            .collect()
+    });
+    Ok(match (names, &global.scrape_protocols) {
+        (Some(names), _) => validate_scrape_protocols(&names)
+            .map_err(|e| format!("{e} for scrape config with job name {}", go_quote(job)))?,
+        (None, Some(global)) => global.clone(),
+        (None, None) if native_histograms => ScrapeProtocol::PROTO_FIRST.to_vec(),
+        (None, None) => ScrapeProtocol::DEFAULT.to_vec(),
+    })
+}
+
+fn fallback_protocol(name: String, job: &str) -> Result<Option<ScrapeProtocol>, String> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    ScrapeProtocol::from_name(&name).map(Some).map_err(|e| {
+        format!(
+            "invalid fallback_scrape_protocol for scrape config with job name {}: {e}",
+            go_quote(job)
+        )
+    })
+}
+
+/// The job's name validation and escaping schemes, as Prometheus derives
+/// them: an unset validation scheme is `global:`'s; an unset escaping
+/// scheme is `global:`'s (itself derived from `global:`'s validation
+/// scheme when unset) if the job's validation scheme is unset too, else
+/// `underscores` for legacy names and `allow-utf-8` for UTF-8 ones; and
+/// `allow-utf-8` needs UTF-8 names.
+fn name_schemes(
+    local_validation: Option<NameValidation>,
+    local_escaping: String,
+    global: &GlobalConfig,
+) -> Result<(NameValidation, String), String> {
+    let validation = local_validation.unwrap_or(global.metric_name_validation_scheme);
+    let global_escaping = match global.metric_name_escaping_scheme.as_str() {
+        "" if global.metric_name_validation_scheme == NameValidation::Legacy => "underscores",
+        "" => "allow-utf-8",
+        known if ESCAPING_SCHEMES.contains(&known) => known,
+        other => {
+            return Err(format!(
+                "unknown global name escaping method specified, {}, got {}",
+                escaping_list(),
+                go_quote(other)
+            ))
+        }
+    };
+    let escaping = match local_escaping {
+        e if !e.is_empty() => e,
+        _ if local_validation.is_none() => global_escaping.to_string(),
+        _ if validation == NameValidation::Legacy => "underscores".to_string(),
+        _ => "allow-utf-8".to_string(),
+    };
+    if escaping == "allow-utf-8" && validation != NameValidation::Utf8 {
+        return Err(
+            "utf8 metric names requested but validation scheme is not set to UTF8".to_string(),
+        );
+    }
+    if !ESCAPING_SCHEMES.contains(&escaping.as_str()) {
+        return Err(format!(
+            "unknown scrape config name escaping method specified, {}, got {}",
+            escaping_list(),
+            go_quote(&escaping)
+        ));
+    }
+    Ok((validation, escaping))
 }
 
 /// Validates every job against `global` and checks their names are unique,
