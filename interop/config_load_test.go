@@ -17,61 +17,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func configdumpBin(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("CONFIGDUMP_BIN")
-	if bin == "" {
-		t.Fatal("this test needs Ferrite's configdump example: build it with " +
-			"`cargo build --release -p ferrite-config --example configdump` and set " +
-			"CONFIGDUMP_BIN=$PWD/target/release/examples/configdump")
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		t.Fatalf("CONFIGDUMP_BIN=%q: no such binary (%v)", bin, err)
-	}
-	return abs
-}
-
-func promconfigBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "promconfig")
-	out, err := exec.Command("go", "build", "-o", bin, "./cmd/promconfig").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/promconfig: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// configResults runs one tool over the files: each file's dump.
-func configResults(t *testing.T, bin string, env []string, files []string) []string {
-	t.Helper()
-	r := run(bin, env, files...)
-	if r.err != nil {
-		t.Fatalf("%s: %v\nstderr:\n%s", bin, r.err, tail(r.stderr, 20))
-	}
-	parts := strings.Split(r.stdout, "== ")[1:]
-	if len(parts) != len(files) {
-		t.Fatalf("%s: %d results for %d files", bin, len(parts), len(files))
-	}
-	res := make([]string, len(files))
-	for i, p := range parts {
-		header, body, _ := strings.Cut(p, "\n")
-		if header != files[i] {
-			t.Fatalf("%s: result %d is for %q, want %q", bin, i, header, files[i])
-		}
-		res[i] = body
-	}
-	return res
-}
 
 // scrapeCases is the number of random files with scrape jobs, the last of
 // the cases.
@@ -111,8 +60,8 @@ func TestConfigMatchesPrometheus(t *testing.T) {
 		}
 	}
 	env := []string{"FERRITE_TEST_ENV=xyz", "FERRITE_UNSET="}
-	prom := configResults(t, promconfigBin(t), env, files)
-	fer := configResults(t, configdumpBin(t), env, files)
+	prom := dumpResults(t, goCmdBin(t, "promconfig"), env, files)
+	fer := dumpResults(t, exampleBin(t, "CONFIGDUMP_BIN", "ferrite-config", "configdump"), env, files)
 	oks, errs, bad := 0, 0, 0
 	for i := range cases {
 		p, f := prom[i], fer[i]

@@ -59,6 +59,62 @@ func ferriteBin(t testing.TB) string {
 	return abs
 }
 
+// exampleBin is the Ferrite example binary a cross-check runs, from the
+// environment variable env (scripts/test builds it and sets env), made
+// absolute; the test fails saying how to build it when it is missing.
+func exampleBin(t testing.TB, env, pkg, example string) string {
+	t.Helper()
+	bin := os.Getenv(env)
+	if bin == "" {
+		t.Fatalf("this test needs Ferrite's %s example: build it with "+
+			"`cargo build --release -p %s --example %s` and set "+
+			"%s=$PWD/target/release/examples/%s", example, pkg, example, env, example)
+	}
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() {
+		t.Fatalf("%s=%q: no such binary (%v)", env, bin, err)
+	}
+	return abs
+}
+
+// goCmdBin builds ./cmd/<name> (a Prometheus side of a cross-check) into
+// the test's temp dir.
+func goCmdBin(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	out, err := exec.Command("go", "build", "-o", bin, "./cmd/"+name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// dumpResults runs a cross-check tool over the files in one process and
+// returns each file's dump (what follows its `== FILE` line).
+func dumpResults(t *testing.T, bin string, env []string, files []string) []string {
+	t.Helper()
+	r := run(bin, env, files...)
+	if r.err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", bin, r.err, tail(r.stderr, 20))
+	}
+	parts := strings.Split(r.stdout, "== ")[1:]
+	if len(parts) != len(files) {
+		t.Fatalf("%s: %d results for %d files", bin, len(parts), len(files))
+	}
+	res := make([]string, len(files))
+	for i, p := range parts {
+		header, body, _ := strings.Cut(p, "\n")
+		if header != files[i] {
+			t.Fatalf("%s: result %d is for %q, want %q", bin, i, header, files[i])
+		}
+		res[i] = body
+	}
+	return res
+}
+
 // cmdResult is what a finished command left.
 type cmdResult struct {
 	stdout, stderr string

@@ -12,62 +12,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func relabeldumpBin(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("RELABELDUMP_BIN")
-	if bin == "" {
-		t.Fatal("this test needs Ferrite's relabeldump example: build it with " +
-			"`cargo build --release -p ferrite-config --example relabeldump` and set " +
-			"RELABELDUMP_BIN=$PWD/target/release/examples/relabeldump")
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		t.Fatalf("RELABELDUMP_BIN=%q: no such binary (%v)", bin, err)
-	}
-	return abs
-}
-
-func promrelabelBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "promrelabel")
-	out, err := exec.Command("go", "build", "-o", bin, "./cmd/promrelabel").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/promrelabel: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// relabelResults runs one tool over all case files and returns its result
-// line for each.
-func relabelResults(t *testing.T, bin string, files []string) []string {
-	t.Helper()
-	r := run(bin, nil, files...)
-	if r.err != nil {
-		t.Fatalf("%s: %v\nstderr:\n%s", bin, r.err, tail(r.stderr, 20))
-	}
-	parts := strings.Split(r.stdout, "== ")[1:]
-	if len(parts) != len(files) {
-		t.Fatalf("%s: %d results for %d files", bin, len(parts), len(files))
-	}
-	res := make([]string, len(files))
-	for i, p := range parts {
-		header, body, _ := strings.Cut(p, "\n")
-		if header != files[i] {
-			t.Fatalf("%s: result %d is for %q, want %q", bin, i, header, files[i])
-		}
-		res[i] = strings.TrimSuffix(body, "\n")
-	}
-	return res
-}
 
 type relabelCase struct {
 	name string
@@ -89,8 +37,11 @@ func TestRelabelMatchesPrometheus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	prom := relabelResults(t, promrelabelBin(t), files)
-	fer := relabelResults(t, relabeldumpBin(t), files)
+	prom := dumpResults(t, goCmdBin(t, "promrelabel"), nil, files)
+	fer := dumpResults(t, exampleBin(t, "RELABELDUMP_BIN", "ferrite-config", "relabeldump"), nil, files)
+	for i := range prom {
+		prom[i], fer[i] = strings.TrimSuffix(prom[i], "\n"), strings.TrimSuffix(fer[i], "\n")
+	}
 	kinds := map[string]int{}
 	bad := 0
 	for i, c := range cases {

@@ -16,26 +16,8 @@ import (
 	"testing"
 )
 
-func rwdumpBin(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("RWDUMP_BIN")
-	if bin == "" {
-		t.Fatal("this test needs Ferrite's rwdump example: build it with " +
-			"`cargo build --release -p ferrite-remote --example rwdump` and set " +
-			"RWDUMP_BIN=$PWD/target/release/examples/rwdump")
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		t.Fatalf("RWDUMP_BIN=%q: no such binary (%v)", bin, err)
-	}
-	return abs
-}
-
 func TestRemoteWriteMatchesPrometheus(t *testing.T) {
-	rwdump := rwdumpBin(t)
+	rwdump := exampleBin(t, "RWDUMP_BIN", "ferrite-remote", "rwdump")
 	tmp := t.TempDir()
 	prom := filepath.Join(tmp, "promremote")
 	if out, err := exec.Command("go", "build", "-o", prom, "./cmd/promremote").CombinedOutput(); err != nil {

@@ -13,35 +13,13 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func targetsdumpBin(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("TARGETSDUMP_BIN")
-	if bin == "" {
-		t.Fatal("this test needs Ferrite's targetsdump example: build it with " +
-			"`cargo build --release -p ferrite-scrape --example targetsdump` and set " +
-			"TARGETSDUMP_BIN=$PWD/target/release/examples/targetsdump")
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		t.Fatalf("TARGETSDUMP_BIN=%q: no such binary (%v)", bin, err)
-	}
-	return abs
-}
-
 func TestScrapeTargetsMatchPrometheus(t *testing.T) {
-	promBin := filepath.Join(t.TempDir(), "promtargets")
-	if out, err := exec.Command("go", "build", "-o", promBin, "./cmd/promtargets").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/promtargets: %v\n%s", err, out)
-	}
+	promBin := goCmdBin(t, "promtargets")
 	rng := rand.New(rand.NewSource(20261129))
 	var cases []string
 	for i := 0; i < 2000; i++ {
@@ -55,8 +33,8 @@ func TestScrapeTargetsMatchPrometheus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	prom := configResults(t, promBin, nil, files)
-	fer := configResults(t, targetsdumpBin(t), nil, files)
+	prom := dumpResults(t, promBin, nil, files)
+	fer := dumpResults(t, exampleBin(t, "TARGETSDUMP_BIN", "ferrite-scrape", "targetsdump"), nil, files)
 	kinds := map[string]int{}
 	bad := 0
 	for i := range cases {

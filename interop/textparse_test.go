@@ -14,42 +14,12 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-func omdumpBin(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("OMDUMP_BIN")
-	if bin == "" {
-		t.Fatal("this test needs Ferrite's omdump example: build it with " +
-			"`cargo build --release -p ferrite-textparse --example omdump` and set " +
-			"OMDUMP_BIN=$PWD/target/release/examples/omdump")
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(abs); err != nil || st.IsDir() {
-		t.Fatalf("OMDUMP_BIN=%q: no such binary (%v)", bin, err)
-	}
-	return abs
-}
-
-// promtextparseBin builds cmd/promtextparse into the test's temp dir.
-func promtextparseBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "promtextparse")
-	out, err := exec.Command("go", "build", "-o", bin, "./cmd/promtextparse").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/promtextparse: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // omResult is one tool's verdict on one input.
 type omResult struct {
@@ -123,9 +93,9 @@ func omCompare(t *testing.T, cases []omCase) (same, deviations int, prom []omRes
 	for i, c := range cases {
 		inputs[i] = []byte(c.input)
 	}
-	promBin := promtextparseBin(t)
+	promBin := goCmdBin(t, "promtextparse")
 	prom = dumpAll(t, promBin, dir, inputs)
-	fer := dumpAll(t, omdumpBin(t), dir, inputs)
+	fer := dumpAll(t, exampleBin(t, "OMDUMP_BIN", "ferrite-textparse", "omdump"), dir, inputs)
 	bad := 0
 	for i, c := range cases {
 		p, f := prom[i], fer[i]
@@ -373,8 +343,8 @@ func TestTextparseKnownDeviations(t *testing.T) {
 	for i, s := range inputs {
 		raw[i] = []byte(s)
 	}
-	prom := dumpAll(t, promtextparseBin(t), dir, raw)
-	fer := dumpAll(t, omdumpBin(t), dir, raw)
+	prom := dumpAll(t, goCmdBin(t, "promtextparse"), dir, raw)
+	fer := dumpAll(t, exampleBin(t, "OMDUMP_BIN", "ferrite-textparse", "omdump"), dir, raw)
 	for i, in := range inputs {
 		p, f := prom[i], fer[i]
 		if !(p.ok || p.line == 0) {

@@ -7,43 +7,54 @@
 //! configdump FILE...
 //! ```
 
+mod dump;
+
 use std::fmt::Write as _;
 use std::path::Path;
 
-use ferrite_config::relabel::NameValidation;
-use ferrite_config::{Config, GlobalConfig, ScrapeConfig};
+use dump::escape;
+use ferrite_config::{Config, GlobalConfig, ScrapeConfig, ScrapeLimits};
+use ferrite_model::ValidationScheme;
 
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
-    if files.is_empty() {
-        eprintln!("usage: configdump FILE...");
-        std::process::exit(2);
-    }
-    let mut out = String::new();
-    for f in &files {
-        let _ = writeln!(out, "== {f}");
-        match Config::load(Path::new(f)) {
-            Ok(cfg) => {
-                out.push_str("ok\n");
-                dump_global(&mut out, &cfg.global);
-                let files =
-                    |fs: &[String]| fs.iter().map(|f| escape(f)).collect::<Vec<_>>().join(",");
-                let _ = writeln!(
-                    out,
-                    "rule_files={}\nscrape_config_files={}",
-                    files(&cfg.rule_files),
-                    files(&cfg.scrape_config_files)
-                );
-                for job in &cfg.scrape_configs {
-                    dump_scrape(&mut out, job);
-                }
-            }
-            Err(e) => {
-                let _ = writeln!(out, "error {}", e.to_string().replace('\n', "\\n"));
+    dump::each_file("configdump", |f, out| match Config::load(Path::new(f)) {
+        Ok(cfg) => {
+            out.push_str("ok\n");
+            dump_global(out, &cfg.global);
+            let files = |fs: &[String]| fs.iter().map(|f| escape(f)).collect::<Vec<_>>().join(",");
+            let _ = writeln!(
+                out,
+                "rule_files={}\nscrape_config_files={}",
+                files(&cfg.rule_files),
+                files(&cfg.scrape_config_files)
+            );
+            for job in &cfg.scrape_configs {
+                dump_scrape(out, job);
             }
         }
-    }
-    print!("{out}");
+        Err(e) => {
+            let _ = writeln!(out, "error {}", e.to_string().replace('\n', "\\n"));
+        }
+    });
+}
+
+/// The limits both `global:` and a job print, in Prometheus' field order
+/// (`keep_dropped_targets` comes later in a job's).
+fn limit_lines(l: &ScrapeLimits) -> [(&'static str, String); 6] {
+    [
+        ("body_size_limit", l.body_size_limit.to_string()),
+        ("sample_limit", l.sample_limit.to_string()),
+        ("target_limit", l.target_limit.to_string()),
+        ("label_limit", l.label_limit.to_string()),
+        (
+            "label_name_length_limit",
+            l.label_name_length_limit.to_string(),
+        ),
+        (
+            "label_value_length_limit",
+            l.label_value_length_limit.to_string(),
+        ),
+    ]
 }
 
 fn dump_global(out: &mut String, g: &GlobalConfig) {
@@ -79,22 +90,16 @@ fn dump_global(out: &mut String, g: &GlobalConfig) {
         .map(|l| format!("{}={}", escape(&l.name), escape(&l.value)))
         .collect();
     p("external_labels", labels.join(","));
-    p("body_size_limit", g.body_size_limit.to_string());
-    p("sample_limit", g.sample_limit.to_string());
-    p("target_limit", g.target_limit.to_string());
-    p("label_limit", g.label_limit.to_string());
+    for (name, value) in limit_lines(&g.limits) {
+        p(name, value);
+    }
     p(
-        "label_name_length_limit",
-        g.label_name_length_limit.to_string(),
+        "keep_dropped_targets",
+        g.limits.keep_dropped_targets.to_string(),
     );
-    p(
-        "label_value_length_limit",
-        g.label_value_length_limit.to_string(),
-    );
-    p("keep_dropped_targets", g.keep_dropped_targets.to_string());
     let scheme = match g.metric_name_validation_scheme {
-        NameValidation::Utf8 => "utf8",
-        NameValidation::Legacy => "legacy",
+        ValidationScheme::Utf8 => "utf8",
+        ValidationScheme::Legacy => "legacy",
     };
     p("metric_name_validation_scheme", scheme.to_string());
     p(
@@ -116,10 +121,10 @@ fn dump_global(out: &mut String, g: &GlobalConfig) {
     p("extra_scrape_metrics", g.extra_scrape_metrics.to_string());
 }
 
-fn scheme_name(s: NameValidation) -> &'static str {
+fn scheme_name(s: ValidationScheme) -> &'static str {
     match s {
-        NameValidation::Utf8 => "utf8",
-        NameValidation::Legacy => "legacy",
+        ValidationScheme::Utf8 => "utf8",
+        ValidationScheme::Legacy => "legacy",
     }
 }
 
@@ -173,18 +178,9 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
     p("metrics_path", escape(&c.metrics_path));
     p("scheme", escape(&c.scheme));
     p("enable_compression", c.enable_compression.to_string());
-    p("body_size_limit", c.body_size_limit.to_string());
-    p("sample_limit", c.sample_limit.to_string());
-    p("target_limit", c.target_limit.to_string());
-    p("label_limit", c.label_limit.to_string());
-    p(
-        "label_name_length_limit",
-        c.label_name_length_limit.to_string(),
-    );
-    p(
-        "label_value_length_limit",
-        c.label_value_length_limit.to_string(),
-    );
+    for (name, value) in limit_lines(&c.limits) {
+        p(name, value);
+    }
     p(
         "native_histogram_bucket_limit",
         c.native_histogram_bucket_limit.to_string(),
@@ -193,7 +189,10 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
         "native_histogram_min_bucket_factor",
         ferrite_model::gofloat::format_g(c.native_histogram_min_bucket_factor),
     );
-    p("keep_dropped_targets", c.keep_dropped_targets.to_string());
+    p(
+        "keep_dropped_targets",
+        c.limits.keep_dropped_targets.to_string(),
+    );
     p(
         "metric_name_validation_scheme",
         scheme_name(c.metric_name_validation_scheme).to_string(),
@@ -219,16 +218,4 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
             format!("{} {{{}}}", targets.join(","), labels.join(",")),
         );
     }
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::new();
-    for &b in s.as_bytes() {
-        if !(b'!'..=b'~').contains(&b) || b"\\\"=,{}".contains(&b) {
-            let _ = write!(out, "\\x{b:02x}");
-        } else {
-            out.push(char::from(b));
-        }
-    }
-    out
 }

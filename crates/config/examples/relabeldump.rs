@@ -6,11 +6,14 @@
 //! relabeldump FILE...
 //! ```
 
+mod dump;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use ferrite_config::relabel::{apply, NameValidation, RelabelConfig};
+use ferrite_config::relabel::{apply, RelabelConfig};
 use ferrite_model::Labels;
+use ferrite_model::ValidationScheme;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -25,23 +28,15 @@ struct CaseFile {
 }
 
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
-    if files.is_empty() {
-        eprintln!("usage: relabeldump FILE...");
-        std::process::exit(2);
-    }
-    let mut out = String::new();
-    for f in &files {
-        let text = match std::fs::read_to_string(f) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{f}: {e}");
-                std::process::exit(1);
-            }
-        };
-        let _ = writeln!(out, "== {f}\n{}", result(&text));
-    }
-    print!("{out}");
+    dump::each_file("relabeldump", |f, out| match std::fs::read_to_string(f) {
+        Ok(text) => {
+            let _ = writeln!(out, "{}", result(&text));
+        }
+        Err(e) => {
+            eprintln!("{f}: {e}");
+            std::process::exit(1);
+        }
+    });
 }
 
 fn result(text: &str) -> String {
@@ -49,8 +44,8 @@ fn result(text: &str) -> String {
         return "unparsable".to_string();
     };
     let names = match case.scheme.as_deref() {
-        Some("legacy") => NameValidation::Legacy,
-        _ => NameValidation::Utf8,
+        Some("legacy") => ValidationScheme::Legacy,
+        _ => ValidationScheme::Utf8,
     };
     let mut rules = Vec::new();
     for rule in case.configs {
@@ -68,21 +63,9 @@ fn result(text: &str) -> String {
         Some(ls) => {
             let parts: Vec<String> = ls
                 .iter()
-                .map(|l| format!("{}={}", escape(&l.name), escape(&l.value)))
+                .map(|l| format!("{}={}", dump::escape(&l.name), dump::escape(&l.value)))
                 .collect();
             format!("keep {}", parts.join(","))
         }
     }
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::new();
-    for &b in s.as_bytes() {
-        if !(b'!'..=b'~').contains(&b) || b"\\\"=,{}".contains(&b) {
-            let _ = write!(out, "\\x{b:02x}");
-        } else {
-            out.push(char::from(b));
-        }
-    }
-    out
 }

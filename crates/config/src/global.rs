@@ -19,8 +19,10 @@ use serde::Deserialize;
 
 use ferrite_model::Labels;
 
-use crate::relabel::{go_quote, NameValidation, SchemeField};
-use crate::yaml::{Base2Bytes, DurationMs, GoString};
+use ferrite_model::ValidationScheme;
+
+use crate::relabel::go_quote;
+use crate::yaml::{Base2Bytes, DurationMs, GoString, SchemeField};
 
 /// A protocol Prometheus offers a target, in its `Accept` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +121,53 @@ pub(crate) fn validate_scrape_protocols(names: &[String]) -> Result<Vec<ScrapePr
     Ok(out)
 }
 
+/// The limits a scrape enforces, each 0 for none: set in `global:`, and
+/// per job where the job sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScrapeLimits {
+    /// `body_size_limit` in bytes.
+    pub body_size_limit: i64,
+    /// `sample_limit`.
+    pub sample_limit: u64,
+    /// `target_limit`.
+    pub target_limit: u64,
+    /// `label_limit`.
+    pub label_limit: u64,
+    /// `label_name_length_limit`.
+    pub label_name_length_limit: u64,
+    /// `label_value_length_limit`.
+    pub label_value_length_limit: u64,
+    /// `keep_dropped_targets` (0: keep all).
+    pub keep_dropped_targets: u64,
+}
+
+impl ScrapeLimits {
+    /// These limits, each one left 0 taken from `global` (as a job takes
+    /// `global:`'s).
+    pub(crate) fn or(self, global: ScrapeLimits) -> ScrapeLimits {
+        let pick = |own: u64, global: u64| if own == 0 { global } else { own };
+        ScrapeLimits {
+            body_size_limit: if self.body_size_limit == 0 {
+                global.body_size_limit
+            } else {
+                self.body_size_limit
+            },
+            sample_limit: pick(self.sample_limit, global.sample_limit),
+            target_limit: pick(self.target_limit, global.target_limit),
+            label_limit: pick(self.label_limit, global.label_limit),
+            label_name_length_limit: pick(
+                self.label_name_length_limit,
+                global.label_name_length_limit,
+            ),
+            label_value_length_limit: pick(
+                self.label_value_length_limit,
+                global.label_value_length_limit,
+            ),
+            keep_dropped_targets: pick(self.keep_dropped_targets, global.keep_dropped_targets),
+        }
+    }
+}
+
 /// The `global:` section, defaults filled in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GlobalConfig {
@@ -146,22 +195,10 @@ pub struct GlobalConfig {
     pub scrape_failure_log_file: String,
     /// `external_labels`, environment variables expanded in the values.
     pub external_labels: Labels,
-    /// `body_size_limit` in bytes; 0: none.
-    pub body_size_limit: i64,
-    /// `sample_limit`; 0: none.
-    pub sample_limit: u64,
-    /// `target_limit`; 0: none.
-    pub target_limit: u64,
-    /// `label_limit`; 0: none.
-    pub label_limit: u64,
-    /// `label_name_length_limit`; 0: none.
-    pub label_name_length_limit: u64,
-    /// `label_value_length_limit`; 0: none.
-    pub label_value_length_limit: u64,
-    /// `keep_dropped_targets`; 0: all.
-    pub keep_dropped_targets: u64,
+    /// The scrape limits every job takes where it sets none.
+    pub limits: ScrapeLimits,
     /// `metric_name_validation_scheme` (default UTF-8).
-    pub metric_name_validation_scheme: NameValidation,
+    pub metric_name_validation_scheme: ValidationScheme,
     /// `metric_name_escaping_scheme` as written (checked by the scrape
     /// jobs that use it, as in Prometheus); empty: from the validation
     /// scheme. Without a `global:` mapping, `allow-utf-8` (Prometheus'
@@ -195,14 +232,8 @@ impl Default for GlobalConfig {
             query_max_duration_ms: 0,
             scrape_failure_log_file: String::new(),
             external_labels: Labels::empty(),
-            body_size_limit: 0,
-            sample_limit: 0,
-            target_limit: 0,
-            label_limit: 0,
-            label_name_length_limit: 0,
-            label_value_length_limit: 0,
-            keep_dropped_targets: 0,
-            metric_name_validation_scheme: NameValidation::Utf8,
+            limits: ScrapeLimits::default(),
+            metric_name_validation_scheme: ValidationScheme::Utf8,
             metric_name_escaping_scheme: "allow-utf-8".to_string(),
             scrape_native_histograms: false,
             convert_classic_histograms_to_nhcb: false,
@@ -289,7 +320,7 @@ impl GlobalSection {
         g.metric_name_validation_scheme = self
             .metric_name_validation_scheme
             .and_then(|s| s.0)
-            .unwrap_or(NameValidation::Utf8);
+            .unwrap_or(ValidationScheme::Utf8);
         g.external_labels = external_labels(
             self.external_labels.map(|m| m.0).unwrap_or_default(),
             g.metric_name_validation_scheme,
@@ -316,14 +347,16 @@ impl GlobalSection {
         g.scrape_failure_log_file = text(self.scrape_failure_log_file);
         g.query_max_series = self.query_max_series.unwrap_or(0);
         g.query_max_samples_read = self.query_max_samples_read.unwrap_or(0);
-        g.body_size_limit = self.body_size_limit.map_or(0, |b| b.0);
         let uint = |v: Option<u64>| v.unwrap_or(0);
-        g.sample_limit = uint(self.sample_limit);
-        g.target_limit = uint(self.target_limit);
-        g.label_limit = uint(self.label_limit);
-        g.label_name_length_limit = uint(self.label_name_length_limit);
-        g.label_value_length_limit = uint(self.label_value_length_limit);
-        g.keep_dropped_targets = uint(self.keep_dropped_targets);
+        g.limits = ScrapeLimits {
+            body_size_limit: self.body_size_limit.map_or(0, |b| b.0),
+            sample_limit: uint(self.sample_limit),
+            target_limit: uint(self.target_limit),
+            label_limit: uint(self.label_limit),
+            label_name_length_limit: uint(self.label_name_length_limit),
+            label_value_length_limit: uint(self.label_value_length_limit),
+            keep_dropped_targets: uint(self.keep_dropped_targets),
+        };
         g.metric_name_escaping_scheme = text(self.metric_name_escaping_scheme);
         g.scrape_native_histograms = self.scrape_native_histograms.unwrap_or(false);
         g.convert_classic_histograms_to_nhcb =
@@ -345,14 +378,14 @@ impl GlobalSection {
 /// an empty one is dropped.
 fn external_labels(
     pairs: Vec<(GoString, Option<GoString>)>,
-    names: NameValidation,
+    names: ValidationScheme,
 ) -> Result<Labels, String> {
     // Checked in name order, as Prometheus checks its sorted label set.
     let mut pairs = pairs;
     pairs.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
     let mut out = Vec::with_capacity(pairs.len());
     for (GoString(name), value) in pairs {
-        if !names.is_valid_label_name(&name) {
+        if !names.is_valid_label_name(name.as_bytes()) {
             return Err(format!("{} is not a valid label name", go_quote(&name)));
         }
         let value = value.map(|GoString(v)| v).unwrap_or_default();

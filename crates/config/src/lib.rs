@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use error::ConfigError;
-pub use global::{GlobalConfig, ScrapeProtocol};
+pub use global::{GlobalConfig, ScrapeLimits, ScrapeProtocol};
 pub use scrape::{ScrapeConfig, TargetGroup};
 pub use storage::{
     ExemplarsConfig, FloatChunkEncoding, RetentionConfig, StorageConfig, TsdbConfig,

@@ -36,43 +36,20 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use ferrite_model::matcher::compile_anchored;
-use ferrite_model::{Label, Labels};
+use ferrite_model::{Label, Labels, ValidationScheme};
 
-use crate::yaml::GoString;
+pub(crate) use ferrite_model::goquote::quote as go_quote;
 
-/// How label names are validated: Prometheus v3's default accepts any
-/// non-empty UTF-8 name; `legacy` only `[a-zA-Z_][a-zA-Z0-9_]*`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NameValidation {
-    /// Any non-empty name (`utf8`, the default).
-    #[default]
-    Utf8,
-    /// `[a-zA-Z_][a-zA-Z0-9_]*` (`legacy`).
-    Legacy,
-}
+use crate::yaml::{present, GoString, LabelNameField};
 
-impl NameValidation {
-    /// Whether `name` is a valid label name under this scheme.
-    pub fn is_valid_label_name(self, name: &str) -> bool {
-        match self {
-            NameValidation::Utf8 => !name.is_empty(),
-            NameValidation::Legacy => {
-                let mut bytes = name.bytes();
-                bytes
-                    .next()
-                    .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-                    && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            }
-        }
-    }
-
-    /// A legacy target template: legacy name characters and `$name` or
-    /// `${name}` references, starting with a letter, `_` or a reference.
-    fn is_valid_template(self, template: &str) -> bool {
-        match self {
-            NameValidation::Utf8 => self.is_valid_label_name(template),
-            NameValidation::Legacy => is_legacy_template(template),
-        }
+/// Whether `template` (a `target_label` with `$` references, or a
+/// `labelmap` replacement) may name a label under `names`: any non-empty
+/// name for UTF-8; for legacy names, legacy name characters and `$name` or
+/// `${name}` references, starting with a letter, `_` or a reference.
+fn is_valid_template(names: ValidationScheme, template: &str) -> bool {
+    match names {
+        ValidationScheme::Utf8 => names.is_valid_label_name(template.as_bytes()),
+        ValidationScheme::Legacy => is_legacy_template(template),
     }
 }
 
@@ -263,43 +240,6 @@ impl Default for RelabelConfig {
     }
 }
 
-/// A label name as Prometheus decodes one (`model.LabelName`): checked
-/// while decoding, so its error comes in file order.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct LabelNameField(pub String);
-
-impl<'de> Deserialize<'de> for LabelNameField {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let GoString(name) = GoString::deserialize(d)?;
-        if !NameValidation::Utf8.is_valid_label_name(&name) {
-            return Err(de::Error::custom(format!(
-                "{} is not a valid label name",
-                go_quote(&name)
-            )));
-        }
-        Ok(LabelNameField(name))
-    }
-}
-
-/// A `metric_name_validation_scheme` value, checked while decoding:
-/// `None` for an empty one (the default applies).
-pub(crate) struct SchemeField(pub Option<NameValidation>);
-
-impl<'de> Deserialize<'de> for SchemeField {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let GoString(text) = GoString::deserialize(d)?;
-        match text.as_str() {
-            "" => Ok(SchemeField(None)),
-            "utf8" => Ok(SchemeField(Some(NameValidation::Utf8))),
-            "legacy" => Ok(SchemeField(Some(NameValidation::Legacy))),
-            other => Err(de::Error::custom(format!(
-                "unrecognized ValidationScheme: {}",
-                go_quote(other)
-            ))),
-        }
-    }
-}
-
 /// A rule's regex, compiled while decoding.
 struct RegexField(RelabelRegex);
 
@@ -333,14 +273,6 @@ struct RawRelabel {
     replacement: Option<Option<GoString>>,
     #[serde(default, deserialize_with = "present")]
     action: Option<Option<RelabelAction>>,
-}
-
-/// Tells a null value (`Some(None)`) from an absent field (`None`, through
-/// `#[serde(default)]`).
-pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 impl<'de> Deserialize<'de> for RelabelConfig {
@@ -385,7 +317,7 @@ impl<'de> Deserialize<'de> for RelabelConfig {
 impl RelabelConfig {
     /// Checks the rule as Prometheus' `Config.Validate` does, with its
     /// messages.
-    pub fn validate(&self, names: NameValidation) -> Result<(), String> {
+    pub fn validate(&self, names: ValidationScheme) -> Result<(), String> {
         let Some(action) = self.action else {
             return Err("relabel action cannot be empty".to_string());
         };
@@ -406,8 +338,8 @@ impl RelabelConfig {
         }
         let templated = target.contains('$');
         if action == RelabelAction::Replace
-            && ((!templated && !names.is_valid_label_name(target))
-                || (templated && !names.is_valid_template(target)))
+            && ((!templated && !names.is_valid_label_name(target.as_bytes()))
+                || (templated && !is_valid_template(names, target)))
         {
             return invalid_target();
         }
@@ -418,19 +350,19 @@ impl RelabelConfig {
                 | RelabelAction::KeepEqual
                 | RelabelAction::DropEqual
         );
-        if compares_or_cases && !names.is_valid_label_name(target) {
+        if compares_or_cases && !names.is_valid_label_name(target.as_bytes()) {
             return invalid_target();
         }
         if compares_or_cases && self.replacement != DEFAULT_REPLACEMENT {
             return Err(format!("'replacement' can not be set for {action} action"));
         }
-        if action == RelabelAction::LabelMap && !names.is_valid_template(&self.replacement) {
+        if action == RelabelAction::LabelMap && !is_valid_template(names, &self.replacement) {
             return Err(format!(
                 "{} is invalid 'replacement' for {action} action",
                 go_quote(&self.replacement)
             ));
         }
-        if action == RelabelAction::HashMod && !names.is_valid_label_name(target) {
+        if action == RelabelAction::HashMod && !names.is_valid_label_name(target.as_bytes()) {
             return invalid_target();
         }
         let other_fields_default = self.modulus == 0
@@ -463,7 +395,7 @@ pub fn parse_rules(yaml: &str) -> Result<Vec<RelabelConfig>, String> {
 
 /// Runs `rules` in order over `labels`: the relabeled set, or `None` if a
 /// rule dropped it. Rules are expected to be validated.
-pub fn apply(labels: &Labels, rules: &[RelabelConfig], names: NameValidation) -> Option<Labels> {
+pub fn apply(labels: &Labels, rules: &[RelabelConfig], names: ValidationScheme) -> Option<Labels> {
     let mut b = LabelsBuilder::new(labels);
     for rule in rules {
         if !apply_rule(rule, &mut b, names) {
@@ -473,7 +405,7 @@ pub fn apply(labels: &Labels, rules: &[RelabelConfig], names: NameValidation) ->
     Some(b.labels())
 }
 
-fn apply_rule(rule: &RelabelConfig, b: &mut LabelsBuilder<'_>, names: NameValidation) -> bool {
+fn apply_rule(rule: &RelabelConfig, b: &mut LabelsBuilder<'_>, names: ValidationScheme) -> bool {
     let Some(action) = rule.action else {
         return true;
     };
@@ -520,12 +452,12 @@ fn apply_rule(rule: &RelabelConfig, b: &mut LabelsBuilder<'_>, names: NameValida
     true
 }
 
-fn replace(rule: &RelabelConfig, b: &mut LabelsBuilder<'_>, value: &str, names: NameValidation) {
+fn replace(rule: &RelabelConfig, b: &mut LabelsBuilder<'_>, value: &str, names: ValidationScheme) {
     let Some(caps) = rule.regex.re.captures(value) else {
         return;
     };
     let target = expand(&rule.target_label, &rule.regex.re, value, &caps);
-    if !names.is_valid_label_name(&target) {
+    if !names.is_valid_label_name(target.as_bytes()) {
         return;
     }
     let replaced = expand(&rule.replacement, &rule.regex.re, value, &caps);
@@ -757,11 +689,6 @@ fn simple_upper(c: char) -> char {
 fn one_char(mut chars: impl Iterator<Item = char>) -> Option<char> {
     let first = chars.next()?;
     chars.next().is_none().then_some(first)
-}
-
-/// A string quoted as Go's `%q` quotes it (for error messages).
-pub(crate) fn go_quote(s: &str) -> String {
-    ferrite_model::goquote::quote(s)
 }
 
 #[cfg(test)]

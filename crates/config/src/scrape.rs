@@ -29,11 +29,11 @@ use serde::Deserialize;
 
 use ferrite_model::Labels;
 
-use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeProtocol};
-use crate::relabel::{
-    go_quote, present, LabelNameField, NameValidation, RelabelConfig, SchemeField,
-};
-use crate::yaml::{Base2Bytes, DurationMs, GoString};
+use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeLimits, ScrapeProtocol};
+use ferrite_model::ValidationScheme;
+
+use crate::relabel::{go_quote, RelabelConfig};
+use crate::yaml::{present, Base2Bytes, DurationMs, GoString, LabelNameField, SchemeField};
 
 /// A group of targets from `static_configs`.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,26 +81,14 @@ pub struct ScrapeConfig {
     pub scheme: String,
     /// `enable_compression` (default true).
     pub enable_compression: bool,
-    /// `body_size_limit` in bytes; 0: none.
-    pub body_size_limit: i64,
-    /// `sample_limit`; 0: none.
-    pub sample_limit: u64,
-    /// `target_limit`; 0: none.
-    pub target_limit: u64,
-    /// `label_limit`; 0: none.
-    pub label_limit: u64,
-    /// `label_name_length_limit`; 0: none.
-    pub label_name_length_limit: u64,
-    /// `label_value_length_limit`; 0: none.
-    pub label_value_length_limit: u64,
+    /// The job's limits, `global:`'s where it sets none.
+    pub limits: ScrapeLimits,
     /// `native_histogram_bucket_limit`; 0: none.
     pub native_histogram_bucket_limit: u64,
     /// `native_histogram_min_bucket_factor`.
     pub native_histogram_min_bucket_factor: f64,
-    /// `keep_dropped_targets`; 0: all.
-    pub keep_dropped_targets: u64,
     /// `metric_name_validation_scheme`.
-    pub metric_name_validation_scheme: NameValidation,
+    pub metric_name_validation_scheme: ValidationScheme,
     /// `metric_name_escaping_scheme`: `allow-utf-8`, `underscores`,
     /// `dots` or `values`.
     pub metric_name_escaping_scheme: String,
@@ -310,22 +298,18 @@ impl ScrapeSection {
     /// `ScrapeConfig.Validate` does (the same checks, in its order).
     pub(crate) fn validate(self, global: &GlobalConfig) -> Result<ScrapeConfig, String> {
         let job = self.job_name().to_string();
-        let raw = self.raw;
+        let mut raw = self.raw;
         let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
         let (interval, timeout) = interval_and_timeout(&raw, global, &job)?;
-        let or_global = |v: Option<u64>, g: u64| match v.unwrap_or(0) {
-            0 => g,
-            v => v,
-        };
         let native = raw
             .scrape_native_histograms
             .unwrap_or(global.scrape_native_histograms);
-        let protocols = scrape_protocols(raw.scrape_protocols.clone(), global, native, &job)?;
-        let fallback = fallback_protocol(text(raw.fallback_scrape_protocol.clone()), &job)?;
+        let protocols = scrape_protocols(raw.scrape_protocols.take(), global, native, &job)?;
+        let fallback = fallback_protocol(text(raw.fallback_scrape_protocol.take()), &job)?;
         let local_scheme = raw.metric_name_validation_scheme.as_ref().and_then(|s| s.0);
         let (validation, escaping) = name_schemes(
             local_scheme,
-            text(raw.metric_name_escaping_scheme.clone()),
+            text(raw.metric_name_escaping_scheme.take()),
             global,
         )?;
         for rule in self
@@ -339,10 +323,17 @@ impl ScrapeSection {
             f if f.is_empty() => global.scrape_failure_log_file.clone(),
             f => f,
         };
-        let body_size_limit = match raw.body_size_limit.map_or(0, |b| b.0) {
-            0 => global.body_size_limit,
-            b => b,
-        };
+        let uint = |v: Option<u64>| v.unwrap_or(0);
+        let limits = ScrapeLimits {
+            body_size_limit: raw.body_size_limit.map_or(0, |b| b.0),
+            sample_limit: uint(raw.sample_limit),
+            target_limit: uint(raw.target_limit),
+            label_limit: uint(raw.label_limit),
+            label_name_length_limit: uint(raw.label_name_length_limit),
+            label_value_length_limit: uint(raw.label_value_length_limit),
+            keep_dropped_targets: uint(raw.keep_dropped_targets),
+        }
+        .or(global.limits);
         let params = raw
             .params
             .unwrap_or_default()
@@ -373,23 +364,11 @@ impl ScrapeSection {
             metrics_path: raw.metrics_path.map_or("/metrics".to_string(), text),
             scheme: raw.scheme.map_or("http".to_string(), text),
             enable_compression: raw.enable_compression.is_none_or(|v| v.unwrap_or(false)),
-            body_size_limit,
-            sample_limit: or_global(raw.sample_limit, global.sample_limit),
-            target_limit: or_global(raw.target_limit, global.target_limit),
-            label_limit: or_global(raw.label_limit, global.label_limit),
-            label_name_length_limit: or_global(
-                raw.label_name_length_limit,
-                global.label_name_length_limit,
-            ),
-            label_value_length_limit: or_global(
-                raw.label_value_length_limit,
-                global.label_value_length_limit,
-            ),
+            limits,
             native_histogram_bucket_limit: raw.native_histogram_bucket_limit.unwrap_or(0),
             native_histogram_min_bucket_factor: raw
                 .native_histogram_min_bucket_factor
                 .unwrap_or(0.0),
-            keep_dropped_targets: or_global(raw.keep_dropped_targets, global.keep_dropped_targets),
             metric_name_validation_scheme: validation,
             metric_name_escaping_scheme: escaping,
             relabel_configs: self.relabel_configs,
@@ -465,13 +444,13 @@ fn fallback_protocol(name: String, job: &str) -> Result<Option<ScrapeProtocol>, 
 /// `underscores` for legacy names and `allow-utf-8` for UTF-8 ones; and
 /// `allow-utf-8` needs UTF-8 names.
 fn name_schemes(
-    local_validation: Option<NameValidation>,
+    local_validation: Option<ValidationScheme>,
     local_escaping: String,
     global: &GlobalConfig,
-) -> Result<(NameValidation, String), String> {
+) -> Result<(ValidationScheme, String), String> {
     let validation = local_validation.unwrap_or(global.metric_name_validation_scheme);
     let global_escaping = match global.metric_name_escaping_scheme.as_str() {
-        "" if global.metric_name_validation_scheme == NameValidation::Legacy => "underscores",
+        "" if global.metric_name_validation_scheme == ValidationScheme::Legacy => "underscores",
         "" => "allow-utf-8",
         known if ESCAPING_SCHEMES.contains(&known) => known,
         other => {
@@ -485,10 +464,10 @@ fn name_schemes(
     let escaping = match local_escaping {
         e if !e.is_empty() => e,
         _ if local_validation.is_none() => global_escaping.to_string(),
-        _ if validation == NameValidation::Legacy => "underscores".to_string(),
+        _ if validation == ValidationScheme::Legacy => "underscores".to_string(),
         _ => "allow-utf-8".to_string(),
     };
-    if escaping == "allow-utf-8" && validation != NameValidation::Utf8 {
+    if escaping == "allow-utf-8" && validation != ValidationScheme::Utf8 {
         return Err(
             "utf8 metric names requested but validation scheme is not set to UTF8".to_string(),
         );

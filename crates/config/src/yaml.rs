@@ -10,7 +10,9 @@
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
+use ferrite_model::goquote::quote as go_quote;
 use ferrite_model::units::{parse_base2_bytes, parse_duration_ms};
+use ferrite_model::ValidationScheme;
 
 /// Decodes `source`; the error is the reason Prometheus would give.
 pub(crate) fn from_str<'de, T: Deserialize<'de>>(source: &'de str) -> Result<T, String> {
@@ -75,6 +77,51 @@ impl<'de> Deserialize<'de> for GoString {
     /// string).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_str(ScalarText).map(GoString)
+    }
+}
+
+/// Tells a null value (`Some(None)`) from an absent field (`None`, through
+/// `#[serde(default)]`).
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A label name as Prometheus decodes one (`model.LabelName`): checked
+/// while decoding, so its error comes in file order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct LabelNameField(pub String);
+
+impl<'de> Deserialize<'de> for LabelNameField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let GoString(name) = GoString::deserialize(d)?;
+        if !ValidationScheme::Utf8.is_valid_label_name(name.as_bytes()) {
+            return Err(de::Error::custom(format!(
+                "{} is not a valid label name",
+                go_quote(&name)
+            )));
+        }
+        Ok(LabelNameField(name))
+    }
+}
+
+/// A `metric_name_validation_scheme` value, checked while decoding:
+/// `None` for an empty one (the default applies).
+pub(crate) struct SchemeField(pub Option<ValidationScheme>);
+
+impl<'de> Deserialize<'de> for SchemeField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let GoString(text) = GoString::deserialize(d)?;
+        match text.as_str() {
+            "" => Ok(SchemeField(None)),
+            "utf8" => Ok(SchemeField(Some(ValidationScheme::Utf8))),
+            "legacy" => Ok(SchemeField(Some(ValidationScheme::Legacy))),
+            other => Err(de::Error::custom(format!(
+                "unrecognized ValidationScheme: {}",
+                go_quote(other)
+            ))),
+        }
     }
 }
 

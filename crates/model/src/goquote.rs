@@ -35,15 +35,20 @@ pub fn quote(s: &str) -> String {
 /// that are not UTF-8 as `\xNN`.
 pub fn quote_bytes(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + 2);
+    quote_bytes_into(bytes, &mut out);
+    out
+}
+
+/// Appends [`quote_bytes`] of `bytes`.
+pub fn quote_bytes_into(bytes: &[u8], out: &mut String) {
     out.push('"');
     for chunk in bytes.utf8_chunks() {
-        push_escaped(chunk.valid(), &mut out);
+        push_escaped(chunk.valid(), out);
         for b in chunk.invalid() {
             let _ = write!(out, "\\x{b:02x}");
         }
     }
     out.push('"');
-    out
 }
 
 /// Appends `s` quoted as Go's `strconv.Quote` quotes it.

@@ -50,6 +50,53 @@ impl Label {
     }
 }
 
+/// How metric and label names are validated (Prometheus'
+/// `model.ValidationScheme`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValidationScheme {
+    /// Any non-empty valid UTF-8 (Prometheus v3's default, and what its
+    /// remote write receiver always uses).
+    #[default]
+    Utf8,
+    /// `[a-zA-Z_:][a-zA-Z0-9_:]*` metric names, `[a-zA-Z_][a-zA-Z0-9_]*` label names.
+    Legacy,
+}
+
+impl ValidationScheme {
+    /// Whether `n` is a valid metric name under this scheme.
+    pub fn is_valid_metric_name(self, n: &[u8]) -> bool {
+        match self {
+            ValidationScheme::Utf8 => !n.is_empty() && std::str::from_utf8(n).is_ok(),
+            ValidationScheme::Legacy => {
+                !n.is_empty()
+                    && n.iter().enumerate().all(|(i, &b)| {
+                        b.is_ascii_alphabetic()
+                            || b == b'_'
+                            || b == b':'
+                            || (i > 0 && b.is_ascii_digit())
+                    })
+            }
+        }
+    }
+
+    /// Whether `n` is a valid label name under this scheme.
+    pub fn is_valid_label_name(self, n: &[u8]) -> bool {
+        match self {
+            ValidationScheme::Utf8 => !n.is_empty() && std::str::from_utf8(n).is_ok(),
+            ValidationScheme::Legacy => is_legacy_label_name(n),
+        }
+    }
+}
+
+/// Whether `n` is a legacy label name, `[a-zA-Z_][a-zA-Z0-9_]*` (names
+/// that Prometheus prints unquoted).
+pub fn is_legacy_label_name(n: &[u8]) -> bool {
+    !n.is_empty()
+        && n.iter()
+            .enumerate()
+            .all(|(i, &b)| b.is_ascii_alphabetic() || b == b'_' || (i > 0 && b.is_ascii_digit()))
+}
+
 /// A sorted label set.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Labels(Vec<Label>);

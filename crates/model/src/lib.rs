@@ -36,6 +36,9 @@ pub mod sample;
 pub mod units;
 
 pub use histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};
-pub use labels::{is_metadata_label, Label, Labels, LabelsError, Str, METRIC_NAME};
+pub use labels::{
+    is_legacy_label_name, is_metadata_label, Label, Labels, LabelsError, Str, ValidationScheme,
+    METRIC_NAME,
+};
 pub use matcher::{MatchType, Matcher, MatcherError};
 pub use sample::{is_stale_nan, SampleValue, STALE_NAN, STALE_NAN_BITS};

@@ -22,55 +22,12 @@
 
 use std::fmt::Write;
 
+use ferrite_model::goquote::quote_bytes_into as go_quote_bytes;
 use ferrite_model::Labels;
 
-use crate::decode::is_legacy_label_name;
 use crate::response::SUCCESS_STATUS;
 use crate::{MessageType, RequestError, Verdict, WriteRequest};
-
-/// Go's `strconv.Quote` of bytes: invalid UTF-8 as `\x..`, Go escapes,
-/// non-printable runes as `\u....`/`\U........`. "Printable" follows Rust's
-/// `char::escape_debug`, which agrees with Go's `unicode.IsPrint` except for
-/// rare characters (e.g. combining marks, non-ASCII spaces).
-pub fn go_quote_bytes(s: &[u8], out: &mut String) {
-    out.push('"');
-    for chunk in s.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            quote_char(c, out);
-        }
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    out.push('"');
-}
-
-fn quote_char(c: char, out: &mut String) {
-    match c {
-        '"' | '\\' => {
-            out.push('\\');
-            out.push(c);
-        }
-        ' '..='~' => out.push(c),
-        '\u{7}' => out.push_str("\\a"),
-        '\u{8}' => out.push_str("\\b"),
-        '\u{c}' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\u{b}' => out.push_str("\\v"),
-        c if c < ' ' || c == '\u{7f}' => {
-            let _ = write!(out, "\\x{:02x}", c as u32);
-        }
-        c if c.escape_debug().next() != Some('\\') && !c.is_whitespace() => out.push(c),
-        c if (c as u32) < 0x10000 => {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        }
-        c => {
-            let _ = write!(out, "\\U{:08x}", c as u32);
-        }
-    }
-}
+use ferrite_model::is_legacy_label_name;
 
 /// Prometheus' `labels.Labels.String()` of (sorted) raw pairs:
 /// `{__name__="up", "my.name"="x"}` — names quoted unless legacy-valid.

@@ -7,6 +7,9 @@
 //! targetsdump FILE...
 //! ```
 
+#[path = "../../config/examples/dump/mod.rs"]
+mod dump;
+
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -15,49 +18,37 @@ use ferrite_model::Labels;
 use ferrite_scrape::populate_labels;
 
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
-    if files.is_empty() {
-        eprintln!("usage: targetsdump FILE...");
-        std::process::exit(2);
-    }
-    let mut out = String::new();
-    for f in &files {
-        let _ = writeln!(out, "== {f}");
+    dump::each_file("targetsdump", |f, out| {
         let Ok(cfg) = Config::load(Path::new(f)) else {
             out.push_str("config error\n");
-            continue;
+            return;
         };
         for job in &cfg.scrape_configs {
             for group in &job.static_configs {
                 for target in &group.targets {
                     let target = Labels::from_pairs(&[("__address__", target.as_str())]);
-                    let line = match populate_labels(&target, &group.labels, job) {
-                        Err(e) => format!("error {e}"),
-                        Ok(None) => "dropped".to_string(),
-                        Ok(Some(ls)) => {
-                            let parts: Vec<String> = ls
-                                .iter()
-                                .map(|l| format!("{}={}", escape(&l.name), escape(&l.value)))
-                                .collect();
-                            format!("target {}", parts.join(","))
-                        }
-                    };
-                    let _ = writeln!(out, "{line}");
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        line(populate_labels(&target, &group.labels, job))
+                    );
                 }
             }
         }
-    }
-    print!("{out}");
+    });
 }
 
-fn escape(s: &str) -> String {
-    let mut out = String::new();
-    for &b in s.as_bytes() {
-        if !(b'!'..=b'~').contains(&b) || b"\\\"=,{}".contains(&b) {
-            let _ = write!(out, "\\x{b:02x}");
-        } else {
-            out.push(char::from(b));
+/// The line for one target.
+fn line(result: Result<Option<Labels>, ferrite_scrape::TargetError>) -> String {
+    match result {
+        Err(e) => format!("error {e}"),
+        Ok(None) => "dropped".to_string(),
+        Ok(Some(ls)) => {
+            let parts: Vec<String> = ls
+                .iter()
+                .map(|l| format!("{}={}", dump::escape(&l.name), dump::escape(&l.value)))
+                .collect();
+            format!("target {}", parts.join(","))
         }
     }
-    out
 }

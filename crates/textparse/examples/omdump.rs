@@ -10,20 +10,14 @@
 //! or `error line=<n> <reason>`. Label bytes outside `!`..`~`, and `\ " = , { }`,
 //! are written `\xHH`. With several files each dump follows `== FILE`.
 //! Exit status 2 for a usage or I/O error only.
+
+#[path = "../../config/examples/dump/mod.rs"]
+mod dump;
+
 use std::fmt::Write as _;
 use std::io::Write as _;
 
 use ferrite_textparse::backfill;
-
-fn escape(out: &mut String, s: &str) {
-    for &c in s.as_bytes() {
-        if (0x21..=0x7e).contains(&c) && !b"\\\"=,{}".contains(&c) {
-            out.push(c as char);
-        } else {
-            let _ = write!(out, "\\x{c:02x}");
-        }
-    }
-}
 
 fn dump(input: &[u8]) -> String {
     let mut out = String::new();
@@ -36,9 +30,9 @@ fn dump(input: &[u8]) -> String {
                     if i > 0 {
                         out.push(',');
                     }
-                    escape(&mut out, &l.name);
+                    dump::escape_into(&mut out, &l.name);
                     out.push('=');
-                    escape(&mut out, &l.value);
+                    dump::escape_into(&mut out, &l.value);
                 }
                 out.push_str("}\n");
             }

@@ -21,11 +21,11 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"ferrite.dev/interop/internal/dumpfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/prometheus/prometheus/config"
@@ -35,28 +35,20 @@ import (
 )
 
 func main() {
-	files := os.Args[1:]
-	if len(files) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: promconfig FILE...")
-		os.Exit(2)
-	}
 	logger := slog.New(slog.NewTextHandler(bytes.NewBuffer(nil), nil))
-	var out bytes.Buffer
-	for _, f := range files {
-		fmt.Fprintf(&out, "== %s\n", f)
+	dumpfmt.EachFile("promconfig", func(f string, out *bytes.Buffer) {
 		cfg, err := config.LoadFile(f, false, logger)
 		if err != nil {
-			fmt.Fprintf(&out, "error %s\n", strings.ReplaceAll(err.Error(), "\n", "\\n"))
-			continue
+			fmt.Fprintf(out, "error %s\n", strings.ReplaceAll(err.Error(), "\n", "\\n"))
+			return
 		}
 		out.WriteString("ok\n")
-		dumpGlobal(&out, cfg.GlobalConfig)
-		dumpFiles(&out, cfg)
+		dumpGlobal(out, cfg.GlobalConfig)
+		dumpFiles(out, cfg)
 		for _, sc := range cfg.ScrapeConfigs {
-			dumpScrape(&out, sc)
+			dumpScrape(out, sc)
 		}
-	}
-	os.Stdout.Write(out.Bytes())
+	})
 }
 
 func ms(d model.Duration) int64 { return int64(time.Duration(d) / time.Millisecond) }
@@ -76,15 +68,15 @@ func dumpGlobal(out *bytes.Buffer, g config.GlobalConfig) {
 	p("scrape_protocols", protocols)
 	p("evaluation_interval_ms", ms(g.EvaluationInterval))
 	p("rule_query_offset_ms", ms(g.RuleQueryOffset))
-	p("query_log_file", escape(g.QueryLogFile))
+	p("query_log_file", dumpfmt.Escape(g.QueryLogFile))
 	p("query_max_series", g.QueryMaxSeries)
 	p("query_max_samples_read", g.QueryMaxSamplesRead)
 	p("query_max_duration_ms", ms(g.QueryMaxDuration))
-	p("scrape_failure_log_file", escape(g.ScrapeFailureLogFile))
+	p("scrape_failure_log_file", dumpfmt.Escape(g.ScrapeFailureLogFile))
 	var ls []string
 	g.ExternalLabels.Range(func(l labels.Label) {
 		if l.Value != "" {
-			ls = append(ls, escape(l.Name)+"="+escape(l.Value))
+			ls = append(ls, dumpfmt.Escape(l.Name)+"="+dumpfmt.Escape(l.Value))
 		}
 	})
 	p("external_labels", strings.Join(ls, ","))
@@ -96,7 +88,7 @@ func dumpGlobal(out *bytes.Buffer, g config.GlobalConfig) {
 	p("label_value_length_limit", g.LabelValueLengthLimit)
 	p("keep_dropped_targets", g.KeepDroppedTargets)
 	p("metric_name_validation_scheme", g.MetricNameValidationScheme.String())
-	p("metric_name_escaping_scheme", escape(g.MetricNameEscapingScheme))
+	p("metric_name_escaping_scheme", dumpfmt.Escape(g.MetricNameEscapingScheme))
 	p("scrape_native_histograms", g.ScrapeNativeHistograms != nil && *g.ScrapeNativeHistograms)
 	p("convert_classic_histograms_to_nhcb", g.ConvertClassicHistogramsToNHCB)
 	p("always_scrape_classic_histograms", g.AlwaysScrapeClassicHistograms)
@@ -106,17 +98,17 @@ func dumpGlobal(out *bytes.Buffer, g config.GlobalConfig) {
 func dumpFiles(out *bytes.Buffer, cfg *config.Config) {
 	var rf, sf []string
 	for _, f := range cfg.RuleFiles {
-		rf = append(rf, escape(f))
+		rf = append(rf, dumpfmt.Escape(f))
 	}
 	for _, f := range cfg.ScrapeConfigFiles {
-		sf = append(sf, escape(f))
+		sf = append(sf, dumpfmt.Escape(f))
 	}
 	fmt.Fprintf(out, "rule_files=%s\nscrape_config_files=%s\n", strings.Join(rf, ","), strings.Join(sf, ","))
 }
 
 func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 	p := func(k string, v any) { fmt.Fprintf(out, "job.%s=%v\n", k, v) }
-	p("job_name", escape(c.JobName))
+	p("job_name", dumpfmt.Escape(c.JobName))
 	p("honor_labels", c.HonorLabels)
 	p("honor_timestamps", c.HonorTimestamps)
 	p("track_timestamps_staleness", c.TrackTimestampsStaleness)
@@ -124,9 +116,9 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 	for _, k := range sortedKeys(c.Params) {
 		var vs []string
 		for _, v := range c.Params[k] {
-			vs = append(vs, escape(v))
+			vs = append(vs, dumpfmt.Escape(v))
 		}
-		params = append(params, escape(k)+"="+strings.Join(vs, "|"))
+		params = append(params, dumpfmt.Escape(k)+"="+strings.Join(vs, "|"))
 	}
 	p("params", strings.Join(params, ","))
 	p("scrape_interval_ms", ms(c.ScrapeInterval))
@@ -141,9 +133,9 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 	p("always_scrape_classic_histograms", c.AlwaysScrapeClassicHistogramsEnabled())
 	p("convert_classic_histograms_to_nhcb", c.ConvertClassicHistogramsToNHCBEnabled())
 	p("extra_scrape_metrics", c.ExtraScrapeMetricsEnabled())
-	p("scrape_failure_log_file", escape(c.ScrapeFailureLogFile))
-	p("metrics_path", escape(c.MetricsPath))
-	p("scheme", escape(c.Scheme))
+	p("scrape_failure_log_file", dumpfmt.Escape(c.ScrapeFailureLogFile))
+	p("metrics_path", dumpfmt.Escape(c.MetricsPath))
+	p("scheme", dumpfmt.Escape(c.Scheme))
 	p("enable_compression", c.EnableCompression)
 	p("body_size_limit", int64(c.BodySizeLimit))
 	p("sample_limit", c.SampleLimit)
@@ -166,12 +158,12 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 		for _, g := range static {
 			var targets []string
 			for _, t := range g.Targets {
-				targets = append(targets, escape(string(t["__address__"])))
+				targets = append(targets, dumpfmt.Escape(string(t["__address__"])))
 			}
 			var ls []string
 			for _, k := range sortedKeys(g.Labels) {
 				if g.Labels[k] != "" { // an empty label is no label
-					ls = append(ls, escape(string(k))+"="+escape(string(g.Labels[k])))
+					ls = append(ls, dumpfmt.Escape(string(k))+"="+dumpfmt.Escape(string(g.Labels[k])))
 				}
 			}
 			p("static", strings.Join(targets, ",")+" {"+strings.Join(ls, ",")+"}")
@@ -186,17 +178,4 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
-}
-
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '!' || c > '~' || strings.IndexByte("\\\"=,{}", c) >= 0 {
-			fmt.Fprintf(&b, "\\x%02x", c)
-		} else {
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }

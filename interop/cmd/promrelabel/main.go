@@ -28,6 +28,7 @@ import (
 	"os"
 	"strings"
 
+	"ferrite.dev/interop/internal/dumpfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v2"
 
@@ -42,16 +43,9 @@ type caseFile struct {
 }
 
 func main() {
-	files := os.Args[1:]
-	if len(files) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: promrelabel FILE...")
-		os.Exit(2)
-	}
-	var out bytes.Buffer
-	for _, f := range files {
-		fmt.Fprintf(&out, "== %s\n%s\n", f, result(f))
-	}
-	os.Stdout.Write(out.Bytes())
+	dumpfmt.EachFile("promrelabel", func(f string, out *bytes.Buffer) {
+		fmt.Fprintf(out, "%s\n", result(f))
+	})
 }
 
 func result(file string) string {
@@ -82,20 +76,7 @@ func result(file string) string {
 	}
 	var parts []string
 	lb.Labels().Range(func(l labels.Label) {
-		parts = append(parts, escape(l.Name)+"="+escape(l.Value))
+		parts = append(parts, dumpfmt.Escape(l.Name)+"="+dumpfmt.Escape(l.Value))
 	})
 	return "keep " + strings.Join(parts, ",")
-}
-
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '!' || c > '~' || strings.IndexByte("\\\"=,{}", c) >= 0 {
-			fmt.Fprintf(&b, "\\x%02x", c)
-		} else {
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }

@@ -14,10 +14,11 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
+
+	"ferrite.dev/interop/internal/dumpfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
@@ -27,19 +28,12 @@ import (
 )
 
 func main() {
-	files := os.Args[1:]
-	if len(files) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: promtargets FILE...")
-		os.Exit(2)
-	}
 	logger := slog.New(slog.NewTextHandler(bytes.NewBuffer(nil), nil))
-	var out bytes.Buffer
-	for _, f := range files {
-		fmt.Fprintf(&out, "== %s\n", f)
+	dumpfmt.EachFile("promtargets", func(f string, out *bytes.Buffer) {
 		cfg, err := config.LoadFile(f, false, logger)
 		if err != nil {
 			out.WriteString("config error\n")
-			continue
+			return
 		}
 		lb := labels.NewBuilder(labels.EmptyLabels())
 		for _, sc := range cfg.ScrapeConfigs {
@@ -50,36 +44,26 @@ func main() {
 				}
 				for _, g := range static {
 					for _, t := range g.Targets {
-						ls, err := scrape.PopulateLabels(lb, sc, t, g.Labels)
-						switch {
-						case err != nil:
-							fmt.Fprintf(&out, "error %s\n", err)
-						case ls.IsEmpty():
-							out.WriteString("dropped\n")
-						default:
-							var parts []string
-							ls.Range(func(l labels.Label) {
-								parts = append(parts, escape(l.Name)+"="+escape(l.Value))
-							})
-							fmt.Fprintf(&out, "target %s\n", strings.Join(parts, ","))
-						}
+						out.WriteString(target(lb, sc, t, g.Labels) + "\n")
 					}
 				}
 			}
 		}
-	}
-	os.Stdout.Write(out.Bytes())
+	})
 }
 
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '!' || c > '~' || strings.IndexByte("\\\"=,{}", c) >= 0 {
-			fmt.Fprintf(&b, "\\x%02x", c)
-		} else {
-			b.WriteByte(c)
-		}
+// target is the line for one target.
+func target(lb *labels.Builder, sc *config.ScrapeConfig, t, group model.LabelSet) string {
+	ls, err := scrape.PopulateLabels(lb, sc, t, group)
+	switch {
+	case err != nil:
+		return "error " + err.Error()
+	case ls.IsEmpty():
+		return "dropped"
 	}
-	return b.String()
+	var parts []string
+	ls.Range(func(l labels.Label) {
+		parts = append(parts, dumpfmt.Escape(l.Name)+"="+dumpfmt.Escape(l.Value))
+	})
+	return "target " + strings.Join(parts, ",")
 }

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ferrite.dev/interop/internal/dumpfmt"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 )
@@ -120,25 +121,14 @@ func Dump(b []byte) (res string) {
 				body.WriteByte(',')
 			}
 			i++
-			escape(&body, l.Name)
+			dumpfmt.WriteEscaped(&body, l.Name)
 			body.WriteByte('=')
-			escape(&body, l.Value)
+			dumpfmt.WriteEscaped(&body, l.Value)
 		})
 		body.WriteString("}\n")
 		n++
 	}
 	return fmt.Sprintf("ok %d\n", n) + body.String()
-}
-
-func escape(w *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x21 && c <= 0x7e && !strings.ContainsRune(`\"=,{}`, rune(c)) {
-			w.WriteByte(c)
-		} else {
-			fmt.Fprintf(w, `\x%02x`, c)
-		}
-	}
 }
 
 func oneLine(s string) string {

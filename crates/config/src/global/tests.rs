@@ -122,10 +122,13 @@ fn sizes_limits_and_flags() {
         "global:\n  body_size_limit: 10MB\n  sample_limit: 5\n  keep_dropped_targets: 7\n  scrape_native_histograms: true\n  metric_name_validation_scheme: legacy\n",
     )
     .expect("loads");
-    assert_eq!(g.body_size_limit, 10 << 20);
-    assert_eq!((g.sample_limit, g.keep_dropped_targets), (5, 7));
+    assert_eq!(g.limits.body_size_limit, 10 << 20);
+    assert_eq!(
+        (g.limits.sample_limit, g.limits.keep_dropped_targets),
+        (5, 7)
+    );
     assert!(g.scrape_native_histograms);
-    assert_eq!(g.metric_name_validation_scheme, NameValidation::Legacy);
+    assert_eq!(g.metric_name_validation_scheme, ValidationScheme::Legacy);
     assert_eq!(
         global("global:\n  body_size_limit: 512\n"),
         Err("parsing YAML file p.yml: units: unknown unit  in 512".to_string())

@@ -13,9 +13,9 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
 fn relabel(pairs: &[(&str, &str)], yaml: &str) -> Option<Labels> {
     let rules = rules(yaml);
     for r in &rules {
-        r.validate(NameValidation::Utf8).expect("valid rule");
+        r.validate(ValidationScheme::Utf8).expect("valid rule");
     }
-    apply(&labels(pairs), &rules, NameValidation::Utf8)
+    apply(&labels(pairs), &rules, ValidationScheme::Utf8)
 }
 
 fn expand_with(re: &str, haystack: &str, template: &str) -> String {
@@ -47,7 +47,7 @@ fn null_fields_are_go_zero_values() {
     assert_eq!(r.replacement, "");
     assert_eq!(r.action, None);
     assert_eq!(
-        r.validate(NameValidation::Utf8),
+        r.validate(ValidationScheme::Utf8),
         Err("relabel action cannot be empty".to_string())
     );
 }
@@ -76,9 +76,9 @@ fn decoding_errors_read_as_prometheus_errors() {
 
 #[test]
 fn validation_messages() {
-    let check = |yaml: &str, names: NameValidation| rules(yaml)[0].validate(names);
-    let utf8 = NameValidation::Utf8;
-    let legacy = NameValidation::Legacy;
+    let check = |yaml: &str, names: ValidationScheme| rules(yaml)[0].validate(names);
+    let utf8 = ValidationScheme::Utf8;
+    let legacy = ValidationScheme::Legacy;
     for (yaml, names, want) in [
         ("- {action: hashmod, target_label: t}", utf8, "relabel configuration for hashmod requires non-zero modulus"),
         ("- {action: replace}", utf8, "relabel configuration for replace action requires 'target_label' value"),
@@ -259,7 +259,7 @@ proptest! {
             action: Some(action),
             ..RelabelConfig::default()
         };
-        if let Some(out) = apply(&base, std::slice::from_ref(&rule), NameValidation::Utf8) {
+        if let Some(out) = apply(&base, std::slice::from_ref(&rule), ValidationScheme::Utf8) {
             prop_assert!(out.iter().all(|l| !l.value.is_empty()), "{out:?}");
         }
     }

@@ -32,7 +32,7 @@ fn a_job_takes_prometheus_defaults() {
     assert_eq!(j.scheme, "http");
     assert!(j.honor_timestamps && j.enable_compression && !j.honor_labels);
     assert_eq!(j.scrape_protocols, ScrapeProtocol::DEFAULT.to_vec());
-    assert_eq!(j.metric_name_validation_scheme, NameValidation::Utf8);
+    assert_eq!(j.metric_name_validation_scheme, ValidationScheme::Utf8);
     assert_eq!(j.metric_name_escaping_scheme, "allow-utf-8");
     assert!(j.static_configs.is_empty() && j.relabel_configs.is_empty());
 }
@@ -44,8 +44,8 @@ fn a_job_inherits_global_settings() {
          scrape_configs:\n  - job_name: node\n    sample_limit: 0\n    target_limit: 3\n",
     );
     assert_eq!((j.scrape_interval_ms, j.scrape_timeout_ms), (5_000, 5_000));
-    assert_eq!((j.sample_limit, j.target_limit), (7, 3));
-    assert_eq!(j.body_size_limit, 1 << 20);
+    assert_eq!((j.limits.sample_limit, j.limits.target_limit), (7, 3));
+    assert_eq!(j.limits.body_size_limit, 1 << 20);
     assert!(j.scrape_native_histograms);
     assert_eq!(
         j.scrape_protocols,
@@ -77,7 +77,7 @@ fn escaping_follows_the_validation_scheme() {
             j.metric_name_validation_scheme,
             j.metric_name_escaping_scheme.as_str()
         ),
-        (NameValidation::Legacy, "underscores")
+        (ValidationScheme::Legacy, "underscores")
     );
     assert_eq!(
         err("scrape_configs:\n  - job_name: a\n    metric_name_validation_scheme: legacy\n    metric_name_escaping_scheme: allow-utf-8\n"),

@@ -15,14 +15,6 @@ pub fn go_quote(s: &str, out: &mut String) {
     ferrite_model::goquote::quote_into(s, out);
 }
 
-/// Whether a label name passes Prometheus' legacy validation
-/// (`[a-zA-Z_][a-zA-Z0-9_]*`); other names are printed quoted.
-fn is_legacy_label_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    matches!(bytes.next(), Some(b'a'..=b'z' | b'A'..=b'Z' | b'_'))
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
 /// Prometheus' `labels.Labels.String()`: `{a="1", b="2"}`.
 pub fn labels_string(ls: &Labels) -> String {
     let mut out = String::with_capacity(64);
@@ -31,7 +23,7 @@ pub fn labels_string(ls: &Labels) -> String {
         if i > 0 {
             out.push_str(", ");
         }
-        if is_legacy_label_name(&l.name) {
+        if ferrite_model::is_legacy_label_name(l.name.as_bytes()) {
             out.push_str(&l.name);
         } else {
             go_quote(&l.name, &mut out);
