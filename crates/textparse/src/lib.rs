@@ -1,4 +1,8 @@
-//! OpenMetrics text, parsed as Prometheus v3.9.1 parses it for backfill.
+//! The text exposition formats, parsed as Prometheus parses them:
+//! OpenMetrics for backfill (below), and the Prometheus text format
+//! (0.0.4) for scraping ([`promtext`]).
+//!
+//! # OpenMetrics, parsed as Prometheus v3.9.1 parses it for backfill
 //!
 //! `ferrite tsdb create-blocks-from openmetrics FILE OUTDIR` (promtool's
 //! `tsdb create-blocks-from openmetrics`) must accept exactly the files
@@ -80,6 +84,7 @@
 pub mod backfill;
 mod error;
 mod parser;
+pub mod promtext;
 
 pub use error::{Error, ErrorKind};
 pub use parser::{Entry, Exemplar, Label, MetricType, Parser, Series, METRIC_NAME};

@@ -1,0 +1,433 @@
+//! The Prometheus text exposition format (0.0.4), parsed as Prometheus
+//! v3.16.0's scrape loop parses it.
+//!
+//! [`TextParser`] streams [`TextEntry`]s out of a scraped body without
+//! allocating: a series comes out as its raw bytes (the name and the `{...}`
+//! part exactly as written), its value and its timestamp, so that a scrape
+//! cache keyed by those bytes finds a known series without reading its
+//! labels. [`TextParser::labels`] reads the labels of the last series when
+//! the cache does not know it.
+//!
+//! What Prometheus accepts, this accepts (and the reverse), down to its
+//! quirks, which a user's exposition may depend on:
+//! - a label value may span lines, and may contain NUL bytes;
+//! - label pairs need no commas between them (`{a="1" b="2"}`);
+//! - blanks before a series' name are part of the name;
+//! - a NUL byte at the start of a line, or at the start of a comment, ends
+//!   the input without an error;
+//! - timestamps are digits only (no sign), values anything Go's
+//!   `strconv.ParseFloat` reads except `p`, `P` and `_`;
+//! - `le` of a histogram and `quantile` of a summary are rewritten as floats
+//!   are in OpenMetrics (`1` becomes `1.0`), after the last `# TYPE` line,
+//!   whatever metric it named.
+//!
+//! Errors carry Prometheus' own messages, which a target's `lastError`
+//! shows.
+
+mod lexer;
+
+use std::borrow::Cow;
+
+use ferrite_model::gofloat::{parse_prom_float, FloatError, NORMAL_NAN_BITS};
+use ferrite_model::goquote::quote_bytes;
+
+use crate::parser::{unescape, MetricType};
+use lexer::{Lexer, Token};
+
+/// One entry of an exposition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TextEntry<'a> {
+    /// `# HELP name text`: the name (unquoted, escapes kept) and the text
+    /// with `\\` and `\n` unescaped.
+    Help {
+        metric: &'a [u8],
+        text: Cow<'a, [u8]>,
+    },
+    /// `# TYPE name type`.
+    Type { metric: &'a [u8], kind: MetricType },
+    /// Any other `#` line.
+    Comment,
+    /// A sample.
+    Series(TextSeries<'a>),
+}
+
+/// A sample as written: read its labels with [`TextParser::labels`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextSeries<'a> {
+    /// The series' bytes from the start of the line to the end of its
+    /// name or labels: the key of a scrape cache.
+    pub series: &'a [u8],
+    /// The value (NaN has Prometheus' bit pattern).
+    pub value: f64,
+    /// The timestamp in milliseconds, when given.
+    pub timestamp: Option<i64>,
+}
+
+/// Why an exposition could not be read: Prometheus' message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TextError(pub String);
+
+/// A label of the last series, as byte ranges of the buffer.
+#[derive(Debug, Clone, Copy)]
+struct LabelSpan {
+    name: (usize, usize),
+    value: (usize, usize),
+}
+
+/// The streaming parser; see the module documentation.
+pub struct TextParser<'a> {
+    lexer: Lexer<'a>,
+    /// Where the current entry started.
+    start: usize,
+    /// The last series' metric name, if it has one.
+    name: Option<(usize, usize)>,
+    labels: Vec<LabelSpan>,
+    /// The type of the last `# TYPE` line.
+    mtype: MetricType,
+}
+
+impl<'a> TextParser<'a> {
+    /// A parser over a scraped body. A body without a final newline is
+    /// read as if it had one, as Prometheus reads it.
+    pub fn new(body: &'a [u8]) -> Self {
+        TextParser {
+            lexer: Lexer::new(body),
+            start: 0,
+            name: None,
+            labels: Vec::new(),
+            mtype: MetricType::Unknown,
+        }
+    }
+
+    /// The next entry; `None` at the end of the input.
+    pub fn next_entry(&mut self) -> Result<Option<TextEntry<'a>>, TextError> {
+        loop {
+            self.start = self.lexer.i;
+            self.name = None;
+            self.labels.clear();
+            let entry = match self.token() {
+                Token::Eof => return Ok(None),
+                Token::Linebreak => continue,
+                t @ (Token::Help | Token::Type) => self.metadata(t)?,
+                Token::Comment => {
+                    self.expect_linebreak("linebreak expected after comment")?;
+                    TextEntry::Comment
+                }
+                Token::BraceOpen => {
+                    self.label_pairs()?;
+                    let series_end = self.lexer.i;
+                    let t = self.token();
+                    self.series(t, series_end)?
+                }
+                Token::MetricName => {
+                    // From the line's start: blanks before the name are
+                    // part of it, as in Prometheus.
+                    self.name = Some((self.start, self.lexer.i));
+                    let mut series_end = self.lexer.i;
+                    let mut t = self.token();
+                    if t == Token::BraceOpen {
+                        self.label_pairs()?;
+                        series_end = self.lexer.i;
+                        t = self.token();
+                    }
+                    self.series(t, series_end)?
+                }
+                t => return Err(self.unexpected("expected a valid start token", t)),
+            };
+            return Ok(Some(entry));
+        }
+    }
+
+    /// The type of the last `# TYPE` line (unknown before any).
+    pub fn metric_type(&self) -> MetricType {
+        self.mtype
+    }
+
+    /// The labels of the last series, `__name__` first then as written,
+    /// unescaped, with `le`/`quantile` rewritten (see the module
+    /// documentation); not sorted, not checked for duplicates. A name that
+    /// is not UTF-8 is an error Prometheus gives later, when it validates
+    /// the label set (`invalid metric name or label names`).
+    pub fn labels(&self, out: &mut Vec<(String, String)>) -> Result<(), TextError> {
+        out.clear();
+        let Some((from, to)) = self.name else {
+            return Ok(());
+        };
+        out.push(("__name__".to_owned(), self.owned(from, to, "metric name")?));
+        for l in &self.labels {
+            let name = self.owned(l.name.0, l.name.1, "label name")?;
+            let value = self.owned(l.value.0, l.value.1, "label value")?;
+            let value = normalize(self.mtype, &name, value);
+            out.push((name, value));
+        }
+        Ok(())
+    }
+
+    /// The bytes `from..to` unescaped as a string.
+    fn owned(&self, from: usize, to: usize, what: &str) -> Result<String, TextError> {
+        let raw = self.lexer.text(from, to);
+        String::from_utf8(unescape(raw).into_owned()).map_err(|e| {
+            TextError(format!(
+                "invalid {what} {}: not valid UTF-8",
+                quote_bytes(e.as_bytes())
+            ))
+        })
+    }
+
+    /// The next token that is not whitespace.
+    fn token(&mut self) -> Token {
+        loop {
+            let t = self.lexer.next_token();
+            if t != Token::Whitespace {
+                return t;
+            }
+        }
+    }
+
+    /// `# HELP` or `# TYPE` after its keyword.
+    fn metadata(&mut self, keyword: Token) -> Result<TextEntry<'a>, TextError> {
+        let t = self.token();
+        if t != Token::MetricName {
+            let what = format!("expected metric name after {}", keyword.name());
+            return Err(self.unexpected(&what, t));
+        }
+        let (mut from, mut to) = (self.lexer.start, self.lexer.i);
+        let buf = self.lexer.buf;
+        if buf.get(from) == Some(&b'"') && to > from + 1 && buf.get(to - 1) == Some(&b'"') {
+            from += 1;
+            to -= 1;
+        }
+        let metric = self.lexer.text(from, to);
+        let t = self.token();
+        if t != Token::Text {
+            return Err(TextError(format!(
+                "expected text in {}, got {}",
+                keyword.name(),
+                t.name()
+            )));
+        }
+        let raw = self.lexer.token_text();
+        let text = raw.get(1..).unwrap_or(&[]);
+        let entry = if keyword == Token::Type {
+            let kind = match text {
+                b"counter" => MetricType::Counter,
+                b"gauge" => MetricType::Gauge,
+                b"histogram" => MetricType::Histogram,
+                b"summary" => MetricType::Summary,
+                b"untyped" => MetricType::Unknown,
+                _ => {
+                    return Err(TextError(format!(
+                        "invalid metric type {}",
+                        quote_bytes(text)
+                    )))
+                }
+            };
+            self.mtype = kind;
+            TextEntry::Type { metric, kind }
+        } else {
+            if std::str::from_utf8(text).is_err() {
+                return Err(TextError(format!(
+                    "help text {} is not a valid utf8 string",
+                    quote_bytes(text)
+                )));
+            }
+            TextEntry::Help {
+                metric,
+                text: unescape_help(text),
+            }
+        };
+        self.expect_linebreak("linebreak expected after metadata")?;
+        Ok(entry)
+    }
+
+    fn expect_linebreak(&mut self, what: &str) -> Result<(), TextError> {
+        match self.token() {
+            Token::Linebreak => Ok(()),
+            t => Err(self.unexpected(what, t)),
+        }
+    }
+
+    /// The label pairs after `{`, up to and with `}`; a quoted string
+    /// alone is the metric name.
+    fn label_pairs(&mut self) -> Result<(), TextError> {
+        let mut t = self.token();
+        loop {
+            let (mut from, mut to) = (self.lexer.start, self.lexer.i);
+            let quoted = match t {
+                Token::BraceClose => return Ok(()),
+                Token::LabelName => false,
+                Token::QuotedString => true,
+                t => return Err(self.unexpected("expected label name", t)),
+            };
+            t = self.token();
+            if quoted && matches!(t, Token::Comma | Token::BraceClose) {
+                if self.name.is_some() {
+                    return Err(TextError(format!(
+                        "metric name already set while parsing: {}",
+                        self.lexer.quoted_text(self.start, self.lexer.i)
+                    )));
+                }
+                self.name = Some((from + 1, to - 1));
+                if t == Token::BraceClose {
+                    return Ok(());
+                }
+                t = self.token();
+                continue;
+            }
+            if quoted {
+                from += 1;
+                to -= 1;
+            }
+            if t != Token::Equal {
+                return Err(self.unexpected("expected equal", t));
+            }
+            let t2 = self.token();
+            if t2 != Token::LabelValue {
+                return Err(self.unexpected("expected label value", t2));
+            }
+            let value = self.lexer.token_text();
+            if std::str::from_utf8(value).is_err() {
+                return Err(TextError(format!(
+                    "invalid UTF-8 label value: {}",
+                    quote_bytes(value)
+                )));
+            }
+            self.labels.push(LabelSpan {
+                name: (from, to),
+                value: (self.lexer.start + 1, self.lexer.i - 1),
+            });
+            t = self.token();
+            if t == Token::Comma {
+                t = self.token();
+            }
+        }
+    }
+
+    /// The value and timestamp after a series' name or labels (`t` is the
+    /// token after them, which end at `series_end`).
+    fn series(&mut self, t: Token, series_end: usize) -> Result<TextEntry<'a>, TextError> {
+        let series = self.lexer.text(self.start, series_end);
+        if self.name.is_none() {
+            return Err(TextError(format!(
+                "metric name not set while parsing: {}",
+                self.lexer.quoted_text(self.start, self.lexer.i)
+            )));
+        }
+        if t != Token::Value {
+            return Err(self.unexpected("expected value after metric", t));
+        }
+        let value = match parse_prom_float(self.lexer.token_text()) {
+            Ok(v) if v.is_nan() => f64::from_bits(NORMAL_NAN_BITS),
+            Ok(v) => v,
+            Err(e) => return Err(self.float_error(e)),
+        };
+        let timestamp = match self.token() {
+            Token::Linebreak => None,
+            Token::Timestamp => {
+                let ts = self.timestamp()?;
+                let t2 = self.token();
+                if t2 != Token::Linebreak {
+                    return Err(self.unexpected("expected next entry after timestamp", t2));
+                }
+                Some(ts)
+            }
+            t => return Err(self.unexpected("expected timestamp or new record", t)),
+        };
+        Ok(TextEntry::Series(TextSeries {
+            series,
+            value,
+            timestamp,
+        }))
+    }
+
+    fn timestamp(&self) -> Result<i64, TextError> {
+        let digits = self.lexer.token_text();
+        let mut ts: i64 = 0;
+        for &d in digits {
+            ts = match ts.checked_mul(10).and_then(|t| t.checked_add(i64::from(d - b'0'))) {
+                Some(t) => t,
+                None => {
+                    return Err(TextError(format!(
+                        "strconv.ParseInt: parsing {}: value out of range while parsing: {}",
+                        quote_bytes(digits),
+                        self.lexer.quoted_text(self.start, self.lexer.i)
+                    )))
+                }
+            };
+        }
+        Ok(ts)
+    }
+
+    fn float_error(&self, e: FloatError) -> TextError {
+        let text = self.lexer.token_text();
+        let cause = if text.iter().any(|&c| matches!(c, b'p' | b'P' | b'_')) {
+            "unsupported character in float".to_owned()
+        } else {
+            let why = match e {
+                FloatError::Syntax => "invalid syntax",
+                FloatError::Range => "value out of range",
+            };
+            format!("strconv.ParseFloat: parsing {}: {why}", quote_bytes(text))
+        };
+        TextError(format!(
+            "{cause} while parsing: {}",
+            self.lexer.quoted_text(self.start, self.lexer.i)
+        ))
+    }
+
+    /// Prometheus' message for an unexpected token.
+    fn unexpected(&self, expected: &str, got: Token) -> TextError {
+        let end = (self.lexer.i + 1).min(self.lexer.len());
+        TextError(format!(
+            "{expected}, got {} (\"{}\") while parsing: {}",
+            self.lexer.quoted_text(self.lexer.start, end),
+            got.name(),
+            self.lexer.quoted_text(self.start, end)
+        ))
+    }
+}
+
+/// `# HELP` text with `\\` and `\n` unescaped (other escapes kept).
+fn unescape_help(text: &[u8]) -> Cow<'_, [u8]> {
+    if !text.contains(&b'\\') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        match (text[i], text.get(i + 1)) {
+            (b'\\', Some(b'\\')) => {
+                out.push(b'\\');
+                i += 2;
+            }
+            (b'\\', Some(b'n')) => {
+                out.push(b'\n');
+                i += 2;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `le` of histograms and `quantile` of summaries written as OpenMetrics
+/// floats, when they parse as floats.
+fn normalize(mtype: MetricType, name: &str, value: String) -> String {
+    let applies = matches!(
+        (mtype, name),
+        (MetricType::Histogram, "le") | (MetricType::Summary, "quantile")
+    );
+    if applies {
+        if let Ok(f) = ferrite_model::gofloat::parse_go_float(value.as_bytes()) {
+            return ferrite_model::gofloat::format_om_float(f);
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests;
