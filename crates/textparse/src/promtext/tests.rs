@@ -13,8 +13,10 @@ fn err(body: &[u8]) -> String {
     entries(body).expect_err("an error").0
 }
 
-/// Each series' raw bytes, labels, value and timestamp.
-fn series(body: &[u8]) -> Vec<(String, Vec<(String, String)>, f64, Option<i64>)> {
+/// A series' raw bytes, labels, value and timestamp.
+type Parsed = (String, Vec<(String, String)>, f64, Option<i64>);
+
+fn series(body: &[u8]) -> Vec<Parsed> {
     let mut p = TextParser::new(body);
     let mut out = Vec::new();
     while let Some(e) = p.next_entry().expect("parses") {
