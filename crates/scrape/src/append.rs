@@ -1,0 +1,459 @@
+//! One scraped body into the storage, as Prometheus' scrape loop appends
+//! it: each series line looked up in the target's [`ScrapeCache`] (a known
+//! line costs a map lookup and an append by ref), new lines labelled with
+//! the target's labels (`honor_labels`, or conflicts renamed
+//! `exported_<name>`) and `metric_relabel_configs`, checked against the
+//! name rules and label limits, and counted against `sample_limit`; then
+//! stale markers for the series the previous scrape had and this one has
+//! not.
+//!
+//! A sample the storage finds out of order, duplicate or out of bounds is
+//! skipped and counted; any other error fails the whole scrape: the caller
+//! rolls the appender back and calls [`append_body`] again with an empty
+//! body, which writes the stale markers of a failed scrape.
+
+use ferrite_config::relabel::{apply as relabel, RelabelConfig};
+use ferrite_model::{Labels, ValidationScheme, METRIC_NAME, STALE_NAN};
+use ferrite_textparse::promtext::{TextEntry, TextError, TextParser};
+
+use crate::cache::ScrapeCache;
+use crate::storage::{AppendFailure, ScrapeAppender};
+
+/// How far ahead of now a sample's timestamp may be (Prometheus'
+/// `maxAheadTime`).
+pub const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
+
+/// What a target's samples are appended with (from its job).
+#[derive(Debug, Clone, Default)]
+pub struct AppendSettings {
+    /// The target's labels without the `__`-prefixed ones.
+    pub target_labels: Labels,
+    /// `honor_labels`
+    pub honor_labels: bool,
+    /// `honor_timestamps`
+    pub honor_timestamps: bool,
+    /// `track_timestamps_staleness`
+    pub track_timestamps_staleness: bool,
+    /// `metric_relabel_configs`
+    pub metric_relabel_configs: Vec<RelabelConfig>,
+    /// `metric_name_validation_scheme`
+    pub validation: ValidationScheme,
+    /// `sample_limit` (0: none).
+    pub sample_limit: u64,
+    /// `label_limit` (0: none).
+    pub label_limit: u64,
+    /// `label_name_length_limit` (0: none).
+    pub label_name_length_limit: u64,
+    /// `label_value_length_limit` (0: none).
+    pub label_value_length_limit: u64,
+    /// The media type of `fallback_scrape_protocol`, if set.
+    pub fallback_media_type: Option<&'static str>,
+}
+
+/// The counts of one scrape, for the report series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AppendCounts {
+    /// Samples in the body (`scrape_samples_scraped`).
+    pub total: usize,
+    /// Samples after metric relabeling
+    /// (`scrape_samples_post_metric_relabeling`).
+    pub added: usize,
+    /// Series new to the cache (`scrape_series_added`).
+    pub series_added: usize,
+}
+
+/// Why a scrape's body could not be appended (Prometheus' messages).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    /// The body does not parse.
+    #[error(transparent)]
+    Parse(#[from] TextError),
+    /// No parser for the body's `Content-Type`.
+    #[error("{0}")]
+    ContentType(String),
+    /// A series without `__name__` after relabeling.
+    #[error("missing metric name (__name__ label)")]
+    NoMetricName,
+    /// A name the validation scheme refuses.
+    #[error("invalid metric name or label names: {0}")]
+    InvalidNames(String),
+    /// `label_limit` or a label length limit.
+    #[error("{0}")]
+    LabelLimit(String),
+    /// More samples than `sample_limit`.
+    #[error("sample limit exceeded")]
+    SampleLimit,
+    /// The storage refused a sample for a reason that fails the scrape.
+    #[error(transparent)]
+    Storage(AppendFailure),
+}
+
+/// Samples the storage skipped, by reason (for the scrape metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkippedSamples {
+    /// Out of order.
+    pub out_of_order: u64,
+    /// Duplicate timestamps.
+    pub duplicate: u64,
+    /// Out of bounds (too old, or over 10 minutes ahead).
+    pub out_of_bounds: u64,
+}
+
+/// One scrape's appends: see the module documentation.
+pub struct BodyAppender<'a> {
+    /// The target's cache.
+    pub cache: &'a mut ScrapeCache,
+    /// The target's settings.
+    pub settings: &'a AppendSettings,
+    /// Skipped samples, added to as appends go.
+    pub skipped: SkippedSamples,
+    /// The parsed labels of a line the cache does not know (reused).
+    pairs: Vec<(String, String)>,
+}
+
+impl<'a> BodyAppender<'a> {
+    /// Appends to `cache`'s target with `settings`.
+    pub fn new(cache: &'a mut ScrapeCache, settings: &'a AppendSettings) -> Self {
+        BodyAppender {
+            cache,
+            settings,
+            skipped: SkippedSamples::default(),
+            pairs: Vec::new(),
+        }
+    }
+}
+
+/// Appends one scraped `body` of `content_type` at `ts` (ms) through
+/// `app`; `now_ms` bounds explicit timestamps. An empty body appends
+/// nothing but the stale markers (a failed scrape).
+pub fn append_body(
+    b: &mut BodyAppender<'_>,
+    app: &mut dyn ScrapeAppender,
+    body: &[u8],
+    content_type: &str,
+    ts: i64,
+    now_ms: i64,
+) -> Result<AppendCounts, BodyError> {
+    if body.is_empty() {
+        let result = write_stale_markers(b, app, ts);
+        b.cache.iter_done(false);
+        return result.map(|()| AppendCounts::default());
+    }
+    select_parser(content_type, b.settings.fallback_media_type)?;
+    let mut counts = AppendCounts::default();
+    let mut limit = SampleLimit::new(b.settings.sample_limit, now_ms + MAX_AHEAD_MS);
+    let mut parser = TextParser::new(body);
+    while let Some(entry) = parser.next_entry()? {
+        let TextEntry::Series(series) = entry else {
+            continue;
+        };
+        counts.total += 1;
+        let explicit = series.timestamp.filter(|_| b.settings.honor_timestamps);
+        let sample = Sample {
+            key: series.series,
+            t: explicit.unwrap_or(ts),
+            v: series.value,
+            explicit: explicit.is_some(),
+        };
+        append_sample(b, &parser, app, &mut limit, sample, &mut counts)?;
+    }
+    if limit.exceeded {
+        return Err(BodyError::SampleLimit);
+    }
+    write_stale_markers(b, app, ts)?;
+    b.cache.iter_done(true);
+    Ok(counts)
+}
+
+/// One series line's sample.
+struct Sample<'b> {
+    key: &'b [u8],
+    t: i64,
+    v: f64,
+    /// Whether the timestamp came with the sample.
+    explicit: bool,
+}
+
+/// `sample_limit` and the time bound, as Prometheus' limiting appenders
+/// apply them.
+struct SampleLimit {
+    limit: u64,
+    appended: u64,
+    max_time: i64,
+    exceeded: bool,
+}
+
+impl SampleLimit {
+    fn new(limit: u64, max_time: i64) -> Self {
+        SampleLimit {
+            limit,
+            appended: 0,
+            max_time,
+            exceeded: false,
+        }
+    }
+
+    /// Counts a sample against the limit and checks its time.
+    fn admit(&mut self, t: i64) -> Result<(), Refused> {
+        if self.limit > 0 {
+            self.appended += 1;
+            if self.appended > self.limit {
+                return Err(Refused::SampleLimit);
+            }
+        }
+        if t > self.max_time {
+            return Err(Refused::Storage(AppendFailure::OutOfBounds));
+        }
+        Ok(())
+    }
+}
+
+/// Why one sample was not appended.
+enum Refused {
+    SampleLimit,
+    Storage(AppendFailure),
+}
+
+fn append_sample(
+    b: &mut BodyAppender<'_>,
+    parser: &TextParser<'_>,
+    app: &mut dyn ScrapeAppender,
+    limit: &mut SampleLimit,
+    s: Sample<'_>,
+    counts: &mut AppendCounts,
+) -> Result<(), BodyError> {
+    if b.cache.is_dropped(s.key) {
+        return Ok(());
+    }
+    let track = !s.explicit || b.settings.track_timestamps_staleness;
+    let appended = if let Some(mut cached) = b.cache.get(s.key) {
+        let result = if cached.already_scraped && !s.explicit {
+            Err(Refused::Storage(AppendFailure::Duplicate))
+        } else {
+            limit.admit(s.t).and_then(|()| {
+                let e = &*cached.entry;
+                app.append(e.series_ref, &e.labels, s.t, s.v)
+                    .map_err(Refused::Storage)
+            })
+        };
+        if let Ok(series_ref) = result {
+            cached.entry.series_ref = series_ref;
+            if track {
+                cached.track_staleness();
+            }
+        }
+        result.map(|_| ())
+    } else {
+        let Some(labels) = new_series_labels(b, parser)? else {
+            b.cache.add_dropped(s.key);
+            return Ok(());
+        };
+        let result = limit
+            .admit(s.t)
+            .and_then(|()| app.append(0, &labels, s.t, s.v).map_err(Refused::Storage));
+        if let Ok(series_ref) = result {
+            b.cache.add(s.key, series_ref, labels, track);
+            if !limit.exceeded {
+                counts.series_added += 1;
+            }
+        }
+        result.map(|_| ())
+    };
+    match appended {
+        Ok(()) => {}
+        Err(Refused::SampleLimit) => limit.exceeded = true,
+        Err(Refused::Storage(AppendFailure::OutOfOrder)) => b.skipped.out_of_order += 1,
+        Err(Refused::Storage(AppendFailure::Duplicate)) => b.skipped.duplicate += 1,
+        Err(Refused::Storage(AppendFailure::OutOfBounds)) => b.skipped.out_of_bounds += 1,
+        Err(Refused::Storage(other)) => return Err(BodyError::Storage(other)),
+    }
+    counts.added += 1;
+    Ok(())
+}
+
+/// The labels of a line the cache does not know: parsed, given the
+/// target's labels and `metric_relabel_configs`, and checked. `None` if
+/// relabeling dropped it.
+fn new_series_labels(
+    b: &mut BodyAppender<'_>,
+    parser: &TextParser<'_>,
+) -> Result<Option<Labels>, BodyError> {
+    let s = b.settings;
+    if let Err(e) = parser.labels(&mut b.pairs) {
+        return Err(BodyError::InvalidNames(e.0));
+    }
+    let sample = Labels::from_pairs(&b.pairs);
+    let Some(labels) = mutate_sample_labels(sample, s) else {
+        return Ok(None);
+    };
+    if labels.is_empty() {
+        return Ok(None);
+    }
+    if !labels.has(METRIC_NAME) {
+        return Err(BodyError::NoMetricName);
+    }
+    if !is_valid(&labels, s.validation) {
+        return Err(BodyError::InvalidNames(labels.to_string()));
+    }
+    verify_label_limits(&labels, s)?;
+    Ok(Some(labels))
+}
+
+/// The target's labels over a sample's (Prometheus' `mutateSampleLabels`),
+/// then `metric_relabel_configs`; `None` if a rule dropped the series.
+pub fn mutate_sample_labels(sample: Labels, s: &AppendSettings) -> Option<Labels> {
+    let mut lb = sample.clone();
+    if s.honor_labels {
+        for l in s.target_labels.iter() {
+            if !sample.has(&l.name) {
+                lb.set(&l.name, &l.value);
+            }
+        }
+    } else {
+        let mut conflicts: Vec<(&str, &str)> = Vec::new();
+        for l in s.target_labels.iter() {
+            let exposed = sample.get(&l.name);
+            if !exposed.is_empty() {
+                conflicts.push((&l.name, exposed));
+            }
+            lb.set(&l.name, &l.value);
+        }
+        conflicts.sort_by_key(|(name, _)| name.len());
+        for (name, value) in conflicts {
+            let mut renamed = format!("exported_{name}");
+            while !lb.get(&renamed).is_empty() {
+                renamed.insert_str(0, "exported_");
+            }
+            lb.set(&renamed, value);
+        }
+    }
+    if s.metric_relabel_configs.is_empty() {
+        return Some(lb);
+    }
+    relabel(&lb, &s.metric_relabel_configs, s.validation)
+}
+
+/// Prometheus' `labels.IsValid`.
+fn is_valid(labels: &Labels, scheme: ValidationScheme) -> bool {
+    labels.iter().all(|l| {
+        (l.name != METRIC_NAME || scheme.is_valid_metric_name(l.value.as_bytes()))
+            && scheme.is_valid_label_name(l.name.as_bytes())
+    })
+}
+
+/// `label_limit`, `label_name_length_limit`, `label_value_length_limit`.
+fn verify_label_limits(labels: &Labels, s: &AppendSettings) -> Result<(), BodyError> {
+    let metric = truncate(labels.get(METRIC_NAME), 50);
+    if s.label_limit > 0 && labels.len() as u64 > s.label_limit {
+        return Err(BodyError::LabelLimit(format!(
+            "label_limit exceeded (metric: {metric}, number of labels: {}, limit: {})",
+            labels.len(),
+            s.label_limit
+        )));
+    }
+    for l in labels.iter() {
+        let name = truncate(&l.name, 50);
+        if s.label_name_length_limit > 0 && l.name.len() as u64 > s.label_name_length_limit {
+            return Err(BodyError::LabelLimit(format!(
+                "label_name_length_limit exceeded (metric: {metric}, label name: {name}, length: {}, limit: {})",
+                l.name.len(),
+                s.label_name_length_limit
+            )));
+        }
+        if s.label_value_length_limit > 0 && l.value.len() as u64 > s.label_value_length_limit {
+            return Err(BodyError::LabelLimit(format!(
+                "label_value_length_limit exceeded (metric: {metric}, label name: {name}, value: {}, length: {}, limit: {})",
+                ferrite_model::goquote::quote(truncate(&l.value, 50)),
+                l.value.len(),
+                s.label_value_length_limit
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Go's `%.50s`: at most `n` characters.
+fn truncate(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Stale markers for the series the previous scrape appended and this one
+/// did not. Markers the storage finds out of order or duplicate are
+/// expected (a target that came back) and ignored.
+fn write_stale_markers(
+    b: &mut BodyAppender<'_>,
+    app: &mut dyn ScrapeAppender,
+    ts: i64,
+) -> Result<(), BodyError> {
+    for e in b.cache.stale() {
+        match app.append(e.series_ref, &e.labels, ts, STALE_NAN) {
+            Ok(_) | Err(AppendFailure::OutOfOrder | AppendFailure::Duplicate) => {}
+            Err(other) => return Err(BodyError::Storage(other)),
+        }
+    }
+    Ok(())
+}
+
+/// The parser for a body's `Content-Type` (Prometheus' `textparse.New`);
+/// only the Prometheus text format is parsed so far, so only it is asked
+/// for (see `http::accept_header`).
+fn select_parser(content_type: &str, fallback: Option<&'static str>) -> Result<(), BodyError> {
+    let media_type = match media_type(content_type) {
+        Ok(mt) => mt,
+        Err(why) => match fallback {
+            Some(f) => f.to_owned(),
+            None => return Err(BodyError::ContentType(why)),
+        },
+    };
+    match media_type.as_str() {
+        "text/plain" => Ok(()),
+        other => Err(BodyError::ContentType(format!(
+            "received Content-Type {} which Ferrite does not parse yet (only the Prometheus text format is)",
+            ferrite_model::goquote::quote(other)
+        ))),
+    }
+}
+
+/// The media type of a `Content-Type` Prometheus would parse, or its
+/// message when there is none.
+fn media_type(content_type: &str) -> Result<String, String> {
+    if content_type.is_empty() {
+        return Err("non-compliant scrape target sending blank Content-Type and no fallback_scrape_protocol specified for target".into());
+    }
+    let mt = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|c| c.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?=".contains(&c))
+    };
+    let well_formed = match mt.split_once('/') {
+        Some((a, b)) => token(a) && token(b),
+        None => false,
+    };
+    if !well_formed {
+        return Err(format!(
+            "cannot parse Content-Type {} and no fallback_scrape_protocol for target",
+            ferrite_model::goquote::quote(content_type)
+        ));
+    }
+    match mt.as_str() {
+        "application/openmetrics-text" | "application/vnd.google.protobuf" | "text/plain" => {
+            Ok(mt)
+        }
+        _ => Err(format!(
+            "received unsupported Content-Type {} and no fallback_scrape_protocol specified for target",
+            ferrite_model::goquote::quote(content_type)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,313 @@
+use std::collections::HashMap;
+
+use super::*;
+use ferrite_config::relabel::parse_rules;
+
+/// An in-memory storage: series by labels, samples per series.
+#[derive(Default)]
+struct Memory {
+    refs: HashMap<Labels, u64>,
+    samples: Vec<(Labels, i64, f64)>,
+    /// Appends that came with a ref (the cache at work).
+    by_ref: usize,
+}
+
+struct MemoryAppender<'m> {
+    mem: &'m mut Memory,
+    pending: Vec<(Labels, i64, f64)>,
+}
+
+impl ScrapeAppender for MemoryAppender<'_> {
+    fn append(&mut self, r: u64, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendFailure> {
+        if labels.get("fail") == "yes" {
+            return Err(AppendFailure::Other("refused".into()));
+        }
+        let n = self.mem.refs.len() as u64 + 1;
+        let got = *self.mem.refs.entry(labels.clone()).or_insert(n);
+        if r != 0 {
+            assert_eq!(r, got, "a cached ref is the series' ref");
+            self.mem.by_ref += 1;
+        }
+        let last = self
+            .mem
+            .samples
+            .iter()
+            .chain(&self.pending)
+            .filter(|(l, _, _)| l == labels)
+            .map(|s| s.1)
+            .max();
+        match last {
+            Some(lt) if lt > t => return Err(AppendFailure::OutOfOrder),
+            Some(lt) if lt == t => return Err(AppendFailure::Duplicate),
+            _ => {}
+        }
+        self.pending.push((labels.clone(), t, v));
+        Ok(got)
+    }
+    fn commit(self: Box<Self>) -> Result<(), String> {
+        self.mem.samples.extend(self.pending);
+        Ok(())
+    }
+    fn rollback(self: Box<Self>) {}
+}
+
+struct Target {
+    cache: ScrapeCache,
+    settings: AppendSettings,
+    mem: Memory,
+}
+
+impl Target {
+    fn new(settings: AppendSettings) -> Self {
+        Target {
+            cache: ScrapeCache::new(),
+            settings,
+            mem: Memory::default(),
+        }
+    }
+
+    /// One scrape as the loop runs it: on an error, roll back and append
+    /// the empty body.
+    fn scrape(&mut self, body: &str, ts: i64) -> Result<AppendCounts, BodyError> {
+        let mut b = BodyAppender::new(&mut self.cache, &self.settings);
+        let mut app = Box::new(MemoryAppender {
+            mem: &mut self.mem,
+            pending: Vec::new(),
+        });
+        let res = append_body(
+            &mut b,
+            &mut *app,
+            body.as_bytes(),
+            "text/plain; version=0.0.4",
+            ts,
+            ts,
+        );
+        match res {
+            Ok(c) => {
+                app.commit().expect("commit");
+                Ok(c)
+            }
+            Err(e) => {
+                app.rollback();
+                let mut app = Box::new(MemoryAppender {
+                    mem: &mut self.mem,
+                    pending: Vec::new(),
+                });
+                append_body(&mut b, &mut *app, b"", "", ts, ts).expect("stale markers");
+                app.commit().expect("commit");
+                Err(e)
+            }
+        }
+    }
+
+    /// The samples of the series named `name`, as (t, value or "stale").
+    fn series(&self, selector: &str) -> Vec<(i64, String)> {
+        self.mem
+            .samples
+            .iter()
+            .filter(|(l, _, _)| l.to_string() == selector)
+            .map(|(_, t, v)| {
+                let v = if ferrite_model::is_stale_nan(*v) {
+                    "stale".to_string()
+                } else {
+                    v.to_string()
+                };
+                (*t, v)
+            })
+            .collect()
+    }
+}
+
+fn settings() -> AppendSettings {
+    AppendSettings {
+        target_labels: Labels::new([("instance", "h:1"), ("job", "j")]),
+        honor_timestamps: true,
+        ..AppendSettings::default()
+    }
+}
+
+#[test]
+fn known_series_go_by_ref_and_vanished_ones_go_stale() {
+    let mut t = Target::new(settings());
+    let c = t.scrape("a 1\nb{x=\"1\"} 2\n", 1000).expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (2, 2, 2));
+    let c = t.scrape("a 3\n", 2000).expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (1, 1, 0));
+    assert_eq!(t.mem.by_ref, 2, "`a` and b's stale marker went by ref");
+    assert_eq!(
+        t.series("{__name__=\"b\", instance=\"h:1\", job=\"j\", x=\"1\"}"),
+        vec![(1000, "2".into()), (2000, "stale".into())]
+    );
+    // A failed scrape marks everything stale.
+    t.scrape("a{ 1\n", 3000).expect_err("parse error");
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}"),
+        vec![
+            (1000, "1".into()),
+            (2000, "3".into()),
+            (3000, "stale".into())
+        ]
+    );
+    // And the next one starts over: no marker for what it lacks.
+    t.scrape("c 1\n", 4000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}")
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn explicit_timestamps_are_not_tracked_unless_asked() {
+    let mut t = Target::new(settings());
+    t.scrape("a 1 500\n", 1000).expect("ok");
+    t.scrape("b 1\n", 2000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}"),
+        vec![(500, "1".into())]
+    );
+    let mut t = Target::new(AppendSettings {
+        track_timestamps_staleness: true,
+        ..settings()
+    });
+    t.scrape("a 1 500\n", 1000).expect("ok");
+    t.scrape("b 1\n", 2000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}")
+            .len(),
+        2
+    );
+    // honor_timestamps: false puts the scrape's time on them.
+    let mut t = Target::new(AppendSettings {
+        honor_timestamps: false,
+        ..settings()
+    });
+    t.scrape("a 1 500\n", 1000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}"),
+        vec![(1000, "1".into())]
+    );
+}
+
+#[test]
+fn target_labels_win_or_are_honored() {
+    let mut t = Target::new(settings());
+    t.scrape("a{job=\"x\",exported_job=\"y\"} 1\n", 1000)
+        .expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"a\", exported_exported_job=\"x\", exported_job=\"y\", instance=\"h:1\", job=\"j\"}").len(),
+        1
+    );
+    let mut t = Target::new(AppendSettings {
+        honor_labels: true,
+        ..settings()
+    });
+    t.scrape("a{job=\"x\"} 1\n", 1000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"x\"}")
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn metric_relabeling_drops_and_is_cached() {
+    let rules = parse_rules("- source_labels: [__name__]\n  regex: drop_me\n  action: drop\n")
+        .expect("rules");
+    let mut t = Target::new(AppendSettings {
+        metric_relabel_configs: rules,
+        ..settings()
+    });
+    let c = t.scrape("drop_me 1\nkeep 2\n", 1000).expect("ok");
+    assert_eq!((c.total, c.added), (2, 1));
+    let c = t.scrape("drop_me 1\nkeep 2\n", 2000).expect("ok");
+    assert_eq!((c.total, c.added), (2, 1));
+    assert_eq!(t.cache.len(), 2, "one series, one dropped line");
+}
+
+#[test]
+fn limits_fail_the_scrape() {
+    let mut t = Target::new(AppendSettings {
+        sample_limit: 2,
+        ..settings()
+    });
+    t.scrape("a 1\n", 1000).expect("ok");
+    let e = t
+        .scrape("a 1\nb 2\nc 3\n", 2000)
+        .expect_err("over the limit");
+    assert_eq!(e, BodyError::SampleLimit);
+    assert_eq!(e.to_string(), "sample limit exceeded");
+    // `a` was reached before the limit: Prometheus counts it as this
+    // scrape's, so it gets no stale marker, and nothing was committed.
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}"),
+        vec![(1000, "1".into())]
+    );
+
+    let mut t = Target::new(AppendSettings {
+        label_limit: 3,
+        ..settings()
+    });
+    let e = t.scrape("a{x=\"1\"} 1\n", 1000).expect_err("4 labels");
+    assert_eq!(
+        e.to_string(),
+        "label_limit exceeded (metric: a, number of labels: 4, limit: 3)"
+    );
+    let mut t = Target::new(AppendSettings {
+        validation: ValidationScheme::Legacy,
+        ..settings()
+    });
+    let e = t.scrape("{\"a.b\"} 1\n", 1000).expect_err("legacy names");
+    assert_eq!(
+        e.to_string(),
+        "invalid metric name or label names: {__name__=\"a.b\", instance=\"h:1\", job=\"j\"}"
+    );
+    // A storage error other than order, duplicate or bounds fails it too.
+    let mut t = Target::new(settings());
+    assert!(t.scrape("a{fail=\"yes\"} 1\n", 1000).is_err());
+}
+
+#[test]
+fn skipped_samples_are_counted_not_fatal() {
+    let mut t = Target::new(settings());
+    // A repeated line without timestamp is a duplicate; one too far ahead
+    // is out of bounds; both still count as added.
+    let c = t
+        .scrape(
+            &format!("a 1\na 2\nb 1 {}\n", 1000 + MAX_AHEAD_MS + 1),
+            1000,
+        )
+        .expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (3, 3, 1));
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}"),
+        vec![(1000, "1".into())]
+    );
+}
+
+#[test]
+fn content_types() {
+    let s = settings();
+    let mut cache = ScrapeCache::new();
+    let mut mem = Memory::default();
+    let mut app = MemoryAppender {
+        mem: &mut mem,
+        pending: Vec::new(),
+    };
+    let mut b = BodyAppender::new(&mut cache, &s);
+    let e = append_body(&mut b, &mut app, b"a 1\n", "", 1, 1).expect_err("blank");
+    assert!(e
+        .to_string()
+        .starts_with("non-compliant scrape target sending blank Content-Type"));
+    let e = append_body(&mut b, &mut app, b"a 1\n", "text/html", 1, 1).expect_err("html");
+    assert_eq!(
+        e.to_string(),
+        "received unsupported Content-Type \"text/html\" and no fallback_scrape_protocol specified for target"
+    );
+    let s = AppendSettings {
+        fallback_media_type: Some("text/plain"),
+        ..settings()
+    };
+    let mut b = BodyAppender::new(&mut cache, &s);
+    assert!(append_body(&mut b, &mut app, b"a 1\n", "text/html", 1, 1).is_ok());
+}
