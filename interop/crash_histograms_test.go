@@ -137,7 +137,8 @@ func startFerriteServer(t *testing.T, bin, dir, logPath string) (*e2e.Proc, stri
 		}
 		url := fmt.Sprintf("http://127.0.0.1:%d", port)
 		p, err := e2e.Start("ferrite", bin, filepath.Dir(dir), logPath, "--storage.tsdb.path", dir,
-			"--web.listen-address", fmt.Sprintf("127.0.0.1:%d", port), "--web.enable-remote-write-receiver")
+			"--web.listen-address", fmt.Sprintf("127.0.0.1:%d", port), "--web.enable-remote-write-receiver",
+			noScrapeConfig(t, filepath.Dir(dir)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestE2EPrometheusRemoteWrite(t *testing.T) {
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
 	ferData := filepath.Join(tmp, "ferrite-data")
 	ferArgs := []string{"--storage.tsdb.path", ferData, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ferPort),
-		"--web.enable-remote-write-receiver"}
+		"--web.enable-remote-write-receiver", noScrapeConfig(t, tmp)}
 
 	var procs []*e2e.Proc
 	t.Cleanup(func() {

@@ -112,7 +112,7 @@ func TestHistogramsThroughRemoteWrite(t *testing.T) {
 	for i, v := range []string{"1.0", "2.0"} {
 		p, err := e2e.Start("ferrite-"+v, fer, tmp, filepath.Join(tmp, "ferrite-"+v+".log"),
 			"--storage.tsdb.path", filepath.Join(tmp, "ferrite-"+v), "--web.listen-address",
-			fmt.Sprintf("127.0.0.1:%d", ports[i+1]), "--web.enable-remote-write-receiver")
+			fmt.Sprintf("127.0.0.1:%d", ports[i+1]), "--web.enable-remote-write-receiver", noScrapeConfig(t, tmp))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -137,7 +137,7 @@ func startPair(t *testing.T, fer, prom, tmp string) (ferURL, promURL string) {
 	e2eWriteFile(t, cfg, "global:\n  scrape_interval: 1m\n")
 	ferProc, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, "ferrite.log"),
 		"--storage.tsdb.path", filepath.Join(tmp, "ferrite-data"),
-		"--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ferPort))
+		"--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ferPort), noScrapeConfig(t, tmp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,19 +93,23 @@ func goCmdBin(t *testing.T, name string) string {
 }
 
 // dumpResults runs a cross-check tool over the files in one process and
-// returns each file's dump (what follows its `== FILE` line).
+// returns each file's dump (what follows its `== FILE` line; `== ` counts
+// only at the start of a line, a dump may hold it elsewhere).
 func dumpResults(t *testing.T, bin string, env []string, files []string) []string {
 	t.Helper()
 	r := run(bin, env, files...)
 	if r.err != nil {
 		t.Fatalf("%s: %v\nstderr:\n%s", bin, r.err, tail(r.stderr, 20))
 	}
-	parts := strings.Split(r.stdout, "== ")[1:]
+	parts := strings.Split("\n"+r.stdout, "\n== ")[1:]
 	if len(parts) != len(files) {
 		t.Fatalf("%s: %d results for %d files", bin, len(parts), len(files))
 	}
 	res := make([]string, len(files))
 	for i, p := range parts {
+		if i < len(parts)-1 {
+			p += "\n" // the newline the split took
+		}
 		header, body, _ := strings.Cut(p, "\n")
 		if header != files[i] {
 			t.Fatalf("%s: result %d is for %q, want %q", bin, i, header, files[i])
@@ -142,6 +146,19 @@ func tail(s string, n int) string {
 		lines = append([]string{"..."}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// noScrapeConfig writes a configuration file without scrape jobs into dir
+// and returns its `--config.file` flag: a Ferrite server started without
+// a file scrapes itself (its embedded default), which would add series to
+// the data a test compares.
+func noScrapeConfig(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "ferrite-no-scrape.yml")
+	if err := os.WriteFile(path, []byte("# no scrape jobs\nglobal: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "--config.file=" + path
 }
 
 // runFerrite runs `ferrite ARGS...` and returns its stdout; a panic, a

@@ -113,7 +113,7 @@ func TestRemoteReadMatchesPrometheusTSDB(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	startFerrite := func(log string, extra ...string) *e2e.Proc {
 		t.Helper()
-		args := append([]string{"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)
+		args := append([]string{"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", port), noScrapeConfig(t, tmp)}, extra...)
 		p, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, log), args...)
 		if err != nil {
 			t.Fatal(err)

@@ -48,15 +48,16 @@ func start(t *tool, scratch string) *server {
 	must(os.MkdirAll(dir, 0o755))
 	s := &server{tool: t, dir: dir, addr: freePort(), log: filepath.Join(scratch, t.name+".log"), exit: make(chan error, 1)}
 	var args []string
+	// No scrape jobs: the server holds exactly what the load sends (and
+	// Ferrite, without a file, would scrape itself).
+	cfg := filepath.Join(scratch, "prometheus.yml")
+	must(os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644))
 	switch t.name {
 	case "prometheus":
-		cfg := filepath.Join(scratch, "prometheus.yml")
-		// No scrape jobs: the server holds exactly what the load sends.
-		must(os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644))
 		args = []string{"--config.file=" + cfg, "--storage.tsdb.path=" + dir, "--web.listen-address=" + s.addr,
 			"--web.enable-remote-write-receiver", "--query.max-samples=2000000000", "--query.timeout=10m"}
 	case "ferrite":
-		args = []string{"--storage.tsdb.path", dir, "--web.listen-address", s.addr,
+		args = []string{"--config.file=" + cfg, "--storage.tsdb.path", dir, "--web.listen-address", s.addr,
 			"--web.enable-remote-write-receiver", "--query.max-samples", "2000000000", "--query.timeout", "10m"}
 	case "victoriametrics":
 		// Result cache off (every query is computed), query limits raised so

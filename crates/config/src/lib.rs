@@ -224,6 +224,28 @@ impl Config {
         })
     }
 
+    /// No file at all: Prometheus' defaults and no jobs (what
+    /// `ferrite_server::ServerOptions::new` starts with).
+    pub fn empty() -> Config {
+        Config::parse("", "<none>").unwrap_or_else(|_| Config {
+            global: GlobalConfig::default(),
+            rule_files: Vec::new(),
+            scrape_config_files: Vec::new(),
+            scrape_configs: Vec::new(),
+            storage: StorageConfig::default(),
+            source: String::new(),
+            path: None,
+        })
+    }
+
+    /// The embedded default with its job scraping `localhost:<port>`: the
+    /// server itself, wherever it listens (the shipped example names
+    /// Prometheus' port, 9090).
+    pub fn default_file_for_port(port: u16) -> Config {
+        let text = DEFAULT_CONFIG.replace("localhost:9090", &format!("localhost:{port}"));
+        Config::parse(&text, "<default>").unwrap_or_else(|_| Config::default_file())
+    }
+
     /// The embedded default ([`DEFAULT_CONFIG`]).
     pub fn default_file() -> Config {
         // The embedded text is tested to parse; were it not to, the
@@ -305,6 +327,18 @@ mod tests {
         let cfg = Config::parse(DEFAULT_CONFIG, "<default>").expect("parses");
         assert_eq!(cfg.storage, StorageConfig::default());
         assert_eq!(Config::default_file().source, DEFAULT_CONFIG);
+        assert_eq!(cfg.scrape_configs.len(), 1);
+        assert_eq!(
+            cfg.scrape_configs[0].static_configs[0].targets,
+            ["localhost:9090"]
+        );
+        let own = Config::default_file_for_port(19090);
+        assert_eq!(
+            own.scrape_configs[0].static_configs[0].targets,
+            ["localhost:19090"]
+        );
+        assert_eq!(own.scrape_configs[0].scrape_interval_ms, 15_000);
+        assert!(Config::empty().scrape_configs.is_empty());
     }
 
     #[test]

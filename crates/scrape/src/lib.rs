@@ -16,7 +16,14 @@
 
 pub mod append;
 pub mod cache;
+pub mod http;
+pub mod manager;
+pub mod offset;
+pub mod pool;
+pub mod report;
+pub mod scrape_loop;
 pub mod storage;
 pub mod target;
+pub mod url;
 
 pub use target::{discovered_labels, populate_labels, TargetError};

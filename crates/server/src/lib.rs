@@ -15,7 +15,10 @@
 //! - [`admin`]: `/api/v1/admin/tsdb/*` (`--web.enable-admin-api`);
 //! - [`lifecycle`]: `/-/quit`, `/-/reload` (`--web.enable-lifecycle`);
 //! - [`config`]: the configuration file's storage settings and its reload
-//!   (`/-/reload`, SIGHUP);
+//!   (`/-/reload`, SIGHUP), `/api/v1/status/config`;
+//! - [`scrape`]: scraping (`ferrite-scrape`) wired to the database: started
+//!   with the configuration, re-applied on reload, stopped before the
+//!   database closes;
 //! - [`unconfigured`]: rules, alerts, targets and exemplars, of which
 //!   Ferrite has none;
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`;
@@ -27,6 +30,7 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod query;
 pub mod read;
+pub mod scrape;
 pub mod selector;
 pub mod status;
 pub mod unconfigured;
@@ -75,14 +79,16 @@ pub struct ServerOptions {
     /// `--storage.remote.read-*` limits.
     pub remote_read: read::RemoteReadOptions,
     /// The configuration file as loaded at start (`--config.file`, or the
-    /// embedded default).
+    /// embedded default, which scrapes the server itself).
     pub config: ferrite_config::Config,
 }
 
 impl ServerOptions {
     /// Serves `data_dir` on `listen` with everything else as `ferrite`
     /// without flags has it: Prometheus' defaults, the remote write receiver
-    /// on, the admin and lifecycle APIs off, no flags to list.
+    /// on, the admin and lifecycle APIs off, no flags to list; but with no
+    /// configuration file (nothing scraped), where the binary would use its
+    /// embedded default.
     pub fn new(data_dir: PathBuf, listen: SocketAddr) -> Self {
         ServerOptions {
             data_dir,
@@ -95,7 +101,7 @@ impl ServerOptions {
             flags: Vec::new(),
             web: WebOptions::default(),
             remote_read: read::RemoteReadOptions::default(),
-            config: ferrite_config::Config::default_file(),
+            config: ferrite_config::Config::empty(),
         }
     }
 }
@@ -147,6 +153,13 @@ pub struct AppState {
     pub read_slots: Option<Arc<Semaphore>>,
     /// The outcome of the last configuration (re)load.
     pub reload: ReloadStatus,
+    /// The configuration in force (the last one that loaded).
+    pub config: std::sync::RwLock<ferrite_config::Config>,
+    /// The scrape pools.
+    pub scrape: Arc<ferrite_scrape::manager::ScrapeManager>,
+    /// The runtime the server runs on (reloads from blocking threads
+    /// apply the scrape configuration through it).
+    pub runtime: tokio::runtime::Handle,
 }
 
 /// The outcome of the last configuration (re)load, for `/metrics` and
@@ -173,11 +186,17 @@ impl ReloadStatus {
 impl AppState {
     /// Reloads the configuration file (`/-/reload`, SIGHUP) and records the
     /// outcome; the error is Prometheus' text.
+    /// Runs on a blocking thread (it waits for the scrape pools).
     pub fn reload_config(&self) -> Result<(), String> {
         use std::sync::atomic::Ordering::Relaxed;
-        match config::reload(&self.opts.config)
-            .and_then(|fresh| config::apply_on_reload(&fresh, &self.db))
-        {
+        let current = self.current_config();
+        let applied = config::reload(&current).and_then(|fresh| {
+            config::apply_on_reload(&fresh, &self.db)?;
+            self.runtime.block_on(self.scrape.apply_config(&fresh));
+            *self.config.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+            Ok(())
+        });
+        match applied {
             Ok(()) => {
                 self.reload.successful.store(true, Relaxed);
                 let now = std::time::SystemTime::now()
@@ -193,6 +212,16 @@ impl AppState {
                 Err(e)
             }
         }
+    }
+}
+
+impl AppState {
+    /// The configuration in force.
+    pub fn current_config(&self) -> ferrite_config::Config {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -262,6 +291,7 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/flags", get(status::flags))
         .route("/api/v1/status/tsdb", get(status::tsdb))
         .route("/api/v1/status/tsdb/blocks", get(status::tsdb_blocks))
+        .route("/api/v1/status/config", get(status::config))
         .route("/api/v1/rules", get(unconfigured::rules))
         .route("/api/v1/alerts", get(unconfigured::alerts))
         .route("/api/v1/targets", get(unconfigured::targets))
@@ -317,6 +347,17 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let (stop, mut stopped) = watch::channel(false);
     let read_slots = (opts.remote_read.concurrent_limit > 0)
         .then(|| Arc::new(Semaphore::new(opts.remote_read.concurrent_limit)));
+    let compact_now = Arc::new(Notify::new());
+    let runtime = tokio::runtime::Handle::current();
+    let scrape = Arc::new(ferrite_scrape::manager::ScrapeManager::new(
+        Arc::new(scrape::DbScrapeStorage {
+            db: db.clone(),
+            compact_now: compact_now.clone(),
+        }),
+        runtime.clone(),
+    ));
+    scrape.apply_config(&opts.config).await;
+    let opts_config = opts.config.clone();
     let state = Arc::new(AppState {
         db: db.clone(),
         engine: opts.engine.clone(),
@@ -324,10 +365,13 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         started: Instant::now(),
         start_time: std::time::SystemTime::now(),
         query_slots,
-        compact_now: Arc::new(Notify::new()),
+        compact_now,
         quit: stop.clone(),
         read_slots,
         reload: ReloadStatus::new(),
+        config: std::sync::RwLock::new(opts_config),
+        scrape: scrape.clone(),
+        runtime,
     });
     let app = router(state.clone());
     let mut compaction_stop = stop.subscribe();
@@ -356,6 +400,9 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 let _ = stopped.changed().await;
+                // Scrapes end before requests drain: no stale markers, as
+                // Prometheus writes none on shutdown.
+                scrape.stop().await;
             })
             .await?;
         let _ = compactor.await;

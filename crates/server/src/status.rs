@@ -36,6 +36,13 @@ pub async fn buildinfo() -> Json<Value> {
     }))
 }
 
+/// `/api/v1/status/config`: the configuration in force, as the file that
+/// loaded it reads (Prometheus writes its parsed form back out instead,
+/// with every default filled in; both parse to the same configuration).
+pub async fn config(State(s): State<Arc<AppState>>) -> Json<Value> {
+    success(json!({ "yaml": s.current_config().source }))
+}
+
 pub async fn runtimeinfo(State(s): State<Arc<AppState>>) -> Json<Value> {
     let start = rfc3339(s.start_time);
     let last_config = rfc3339(

@@ -106,7 +106,7 @@ const WAL_COMPRESSIONS: &[&str] = &["snappy", "zstd"];
 /// `--completion-script-*`, in Prometheus' order; then Ferrite's own.
 pub const FLAGS: &[FlagSpec] = &[
     flag("config.file", Str, "prometheus.yml", Used, false,
-        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used. Its storage section is applied; scrape, rule, alerting and remote sections are read but not used yet."),
+        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used, scraping this server every 15s. Its storage section and scrape jobs (static targets, Prometheus text format) are applied; rule, alerting and remote sections are read but not used yet."),
     flag("config.auto-reload", Bool, "false", Compat, false, ""),
     flag("config.auto-reload-interval", Kind::Duration, "30s", Compat, false, ""),
     flag("web.listen-address", Strings, "0.0.0.0:9090", Used, false,
@@ -591,7 +591,7 @@ impl ServerFlags {
             db.retention_ms = self.duration_ms("storage.tsdb.retention.time")?;
         }
         db.retention_bytes = self.bytes("storage.tsdb.retention.size")?;
-        let config = self.load_config()?;
+        let config = self.load_config(listen.port())?;
         ferrite_server::config::apply_storage(&config, &mut db).with_context(|| {
             format!(
                 "Error loading config (--config.file={})",
@@ -691,14 +691,16 @@ impl ServerFlags {
 
     /// The configuration file: `--config.file` if given (it must load),
     /// else `./prometheus.yml` if there is one, else the embedded default
-    /// (Prometheus' shipped example).
-    fn load_config(&self) -> Result<Config> {
+    /// (Prometheus' shipped example, its job scraping this server on
+    /// `port`).
+    fn load_config(&self, port: u16) -> Result<Config> {
         let path = PathBuf::from(self.value("config.file"));
         if !self.is_set("config.file") && !path.exists() {
             tracing::info!(
-                "no --config.file and no ./prometheus.yml: using the default configuration (Prometheus' shipped example)"
+                port,
+                "no --config.file and no ./prometheus.yml: using the default configuration (Prometheus' shipped example), scraping this server"
             );
-            return Ok(Config::default_file());
+            return Ok(Config::default_file_for_port(port));
         }
         Config::load(&path)
             .with_context(|| format!("Error loading config (--config.file={})", path.display()))

@@ -1,0 +1,202 @@
+//! Fetching a target's exposition: the request Prometheus sends (its
+//! `Accept` header from the job's `scrape_protocols`, `Accept-Encoding`,
+//! `X-Prometheus-Scrape-Timeout-Seconds`), the scrape timeout, a status
+//! other than 200 as an error, a gzip body decoded, and `body_size_limit`
+//! on the decoded size.
+//!
+//! Only the Prometheus text format is parsed so far, so the `Accept`
+//! header offers the job's text protocols only (Prometheus' weights and
+//! escaping parameter kept); a target offering nothing else answers with
+//! what it would send Prometheus. Plain HTTP only: TLS and the job's HTTP
+//! client settings (authentication, proxies) are not read yet.
+
+use std::io::Read;
+use std::time::Duration;
+
+use ferrite_config::ScrapeProtocol;
+
+/// `User-Agent` of scrape requests.
+pub const USER_AGENT: &str = concat!("Ferrite/", env!("CARGO_PKG_VERSION"));
+
+/// Why a scrape got no body (the message a target's `lastError` shows).
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The request failed (connection, timeout, protocol).
+    #[error("Get {}: {reason}", ferrite_model::goquote::quote(.url))]
+    Request {
+        /// The scrape URL.
+        url: String,
+        /// Why, with its causes.
+        reason: String,
+    },
+    /// The target answered with another status than 200.
+    #[error("server returned HTTP status {0}")]
+    Status(String),
+    /// The (decoded) body is larger than `body_size_limit`.
+    #[error("body size limit exceeded")]
+    BodySizeLimit,
+    /// A gzip body that does not decode.
+    #[error("{0}")]
+    Gzip(String),
+    /// Not fetched: the pool fails its scrapes (`target_limit`).
+    #[error("{0}")]
+    Forced(String),
+}
+
+/// A scraped body and its `Content-Type`.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The decoded body.
+    pub body: Vec<u8>,
+    /// The response's `Content-Type` ("" if none).
+    pub content_type: String,
+}
+
+/// The `Accept` header for `protocols` (Prometheus' `acceptHeader`): each
+/// protocol's media type, the escaping scheme on the newer text formats,
+/// falling weights, then `*/*`. Protocols Ferrite does not parse yet are
+/// left out (their weights too, so the others keep Prometheus' weights).
+pub fn accept_header(protocols: &[ScrapeProtocol], escaping: &str) -> String {
+    let mut parts = Vec::new();
+    let mut weight = 7;
+    for &p in protocols {
+        let header = match p {
+            ScrapeProtocol::PrometheusText004 => Some("text/plain;version=0.0.4".to_string()),
+            ScrapeProtocol::PrometheusText100 => {
+                Some(format!("text/plain;version=1.0.0;escaping={escaping}"))
+            }
+            _ => None,
+        };
+        if let Some(header) = header {
+            parts.push(format!("{header};q=0.{weight}"));
+        }
+        weight -= 1;
+    }
+    parts.push(format!("*/*;q=0.{weight}"));
+    parts.join(",")
+}
+
+/// Fetches `url` within `timeout`.
+pub async fn fetch(
+    client: &reqwest::Client,
+    url: &str,
+    accept: &str,
+    compression: bool,
+    timeout: Duration,
+    body_size_limit: u64,
+) -> Result<Fetched, FetchError> {
+    let request_error = |e: reqwest::Error| FetchError::Request {
+        url: url.to_string(),
+        reason: error_chain(&e),
+    };
+    let response = client
+        .get(url)
+        .header("Accept", accept)
+        .header(
+            "Accept-Encoding",
+            if compression { "gzip" } else { "identity" },
+        )
+        .header("User-Agent", USER_AGENT)
+        .header(
+            "X-Prometheus-Scrape-Timeout-Seconds",
+            ferrite_model::gofloat::format_f(timeout.as_secs_f64()),
+        )
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(request_error)?;
+    let status = response.status();
+    if status != reqwest::StatusCode::OK {
+        let text = status.canonical_reason().unwrap_or("");
+        return Err(FetchError::Status(
+            format!("{} {text}", status.as_u16()).trim_end().to_string(),
+        ));
+    }
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let content_type = header("Content-Type");
+    let gzipped = header("Content-Encoding") == "gzip";
+    let limit = if body_size_limit == 0 {
+        u64::MAX
+    } else {
+        body_size_limit
+    };
+    // A compressed body is bounded too (gzip adds at most a little to
+    // incompressible data), so a hostile target cannot fill memory.
+    let raw_limit = if gzipped {
+        limit.saturating_add(1 << 20)
+    } else {
+        limit
+    };
+    let raw = read_body(response, raw_limit)
+        .await
+        .map_err(request_error)?;
+    let body = match (gzipped, raw) {
+        (_, None) => return Err(FetchError::BodySizeLimit),
+        (false, Some(raw)) => raw,
+        (true, Some(raw)) => gunzip(&raw, limit)?,
+    };
+    if body.len() as u64 >= limit {
+        return Err(FetchError::BodySizeLimit);
+    }
+    Ok(Fetched { body, content_type })
+}
+
+/// The body, or `None` once it reaches `limit` bytes.
+async fn read_body(
+    mut response: reqwest::Response,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 >= limit {
+            return Ok(None);
+        }
+    }
+    Ok(Some(body))
+}
+
+/// Decodes a gzip body, reading at most `limit` bytes of it.
+fn gunzip(raw: &[u8], limit: u64) -> Result<Vec<u8>, FetchError> {
+    let mut out = Vec::with_capacity(raw.len() * 4);
+    flate2::read::GzDecoder::new(raw)
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| FetchError::Gzip(e.to_string()))?;
+    Ok(out)
+}
+
+/// An error with its causes, `: `-separated.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_header_offers_text_protocols_with_prometheus_weights() {
+        assert_eq!(
+            accept_header(&ScrapeProtocol::DEFAULT, "allow-utf-8"),
+            "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.3"
+        );
+    }
+}
