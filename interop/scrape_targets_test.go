@@ -132,3 +132,18 @@ func randomTargetsFile(rng *rand.Rand) string {
 	}
 	return b.String()
 }
+
+// TestScrapeOffsetHostNameMatchesPrometheus: the host name in the offset
+// seed that spreads scrapes over their interval (with the target hashes
+// compared above, Ferrite and Prometheus on one host then scrape a target
+// at the same moments).
+func TestScrapeOffsetHostNameMatchesPrometheus(t *testing.T) {
+	prom := run(goCmdBin(t, "promtargets"), nil, "--fqdn")
+	fer := run(exampleBin(t, "TARGETSDUMP_BIN", "ferrite-scrape", "targetsdump"), nil, "--fqdn")
+	if prom.err != nil || fer.err != nil {
+		t.Fatalf("prometheus: %v %s; ferrite: %v %s", prom.err, prom.stderr, fer.err, fer.stderr)
+	}
+	if prom.stdout != fer.stdout {
+		t.Errorf("host name: prometheus %q, ferrite %q", prom.stdout, fer.stdout)
+	}
+}

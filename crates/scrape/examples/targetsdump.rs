@@ -3,8 +3,13 @@
 //! Prometheus' side; the output is described there): each file loaded and
 //! every job's static targets through [`ferrite_scrape::populate_labels`].
 //!
+//! Each target line ends with its scrape URL and the hash that places it
+//! in its interval. `targetsdump --fqdn` prints the host name the offset
+//! seed uses instead.
+//!
 //! ```text
 //! targetsdump FILE...
+//! targetsdump --fqdn
 //! ```
 
 #[path = "../../config/examples/dump/mod.rs"]
@@ -13,11 +18,18 @@ mod dump;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use ferrite_config::Config;
+use ferrite_config::{Config, ScrapeConfig};
 use ferrite_model::Labels;
+use ferrite_scrape::offset::target_hash;
 use ferrite_scrape::populate_labels;
+use ferrite_scrape::url::scrape_url;
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 2 && args[1] == "--fqdn" {
+        println!("{}", ferrite_scrape::offset::fqdn());
+        return;
+    }
     dump::each_file("targetsdump", |f, out| {
         let Ok(cfg) = Config::load(Path::new(f)) else {
             out.push_str("config error\n");
@@ -30,7 +42,7 @@ fn main() {
                     let _ = writeln!(
                         out,
                         "{}",
-                        line(populate_labels(&target, &group.labels, job))
+                        line(populate_labels(&target, &group.labels, job), job)
                     );
                 }
             }
@@ -39,7 +51,7 @@ fn main() {
 }
 
 /// The line for one target.
-fn line(result: Result<Option<Labels>, ferrite_scrape::TargetError>) -> String {
+fn line(result: Result<Option<Labels>, ferrite_scrape::TargetError>, job: &ScrapeConfig) -> String {
     match result {
         Err(e) => format!("error {e}"),
         Ok(None) => "dropped".to_string(),
@@ -48,7 +60,13 @@ fn line(result: Result<Option<Labels>, ferrite_scrape::TargetError>) -> String {
                 .iter()
                 .map(|l| format!("{}={}", dump::escape(&l.name), dump::escape(&l.value)))
                 .collect();
-            format!("target {}", parts.join(","))
+            let url = scrape_url(&ls, &job.params);
+            let hash = target_hash(&ls, &url);
+            format!(
+                "target {} url={} hash={hash:x}",
+                parts.join(","),
+                dump::escape(&url)
+            )
         }
     }
 }

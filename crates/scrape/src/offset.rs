@@ -4,8 +4,8 @@
 //! with the same external labels scrape it at the same moments.
 //!
 //! - a target's hash: FNV-1a (64) of its labels' hash (xxHash64 of each
-//!   name and value followed by `0xff`), written as a 16-digit decimal, then
-//!   of its scrape URL (Prometheus' `Target.hash`);
+//!   name and value with its length before it), written as a 16-digit
+//!   decimal, then of its scrape URL (Prometheus' `Target.hash`);
 //! - the server's seed: FNV-1a of the host's fully qualified name and the
 //!   external labels as `{a="1", b="2"}` (`Manager.setOffsetSeed`);
 //! - the first scrape is at the next instant, in absolute time, that is
@@ -43,15 +43,24 @@ impl Fnv64a {
     }
 }
 
-/// Prometheus' `labels.Labels.Hash()`: xxHash64 (seed 0) of every name and
-/// value, each followed by `0xff`.
+/// Prometheus' `labels.Labels.Hash()` as its release builds compute it
+/// (the default `stringlabels` form): xxHash64 (seed 0) of every name and
+/// value, each preceded by its length (one byte below 255, else 255 and
+/// three bytes little-endian).
 pub fn labels_hash(labels: &Labels) -> u64 {
     let mut h = xxhash_rust::xxh64::Xxh64::new(0);
+    let mut put = |s: &str| {
+        let n = s.len();
+        if n < 255 {
+            h.update(&[n as u8]);
+        } else {
+            h.update(&[255, n as u8, (n >> 8) as u8, (n >> 16) as u8]);
+        }
+        h.update(s.as_bytes());
+    };
     for l in labels.iter() {
-        h.update(l.name.as_bytes());
-        h.update(&[0xff]);
-        h.update(l.value.as_bytes());
-        h.update(&[0xff]);
+        put(&l.name);
+        put(&l.value);
     }
     h.digest()
 }
@@ -91,8 +100,8 @@ pub fn first_scrape_at(now: SystemTime, interval: Duration, hash: u64, seed: u64
 
 /// The host's fully qualified name as Go's `osutil.GetFQDN` finds it: the
 /// host name, resolved to addresses, the first IPv4 then IPv6 address
-/// resolved back to a name (kept with the trailing dot Go's resolver
-/// gives); the host name itself when none resolves.
+/// resolved back to a name (a dotted name with the trailing dot Go's
+/// resolver adds); the host name itself when none resolves.
 pub fn fqdn() -> String {
     let host = host_name();
     if host.is_empty() {
@@ -127,10 +136,11 @@ fn reverse_name(host: &str) -> Option<String> {
         .chain(addrs.iter().filter(|a| a.is_ipv6()));
     for addr in ordered {
         if let Some(name) = name_of(addr) {
-            return Some(if name.ends_with('.') {
-                name
-            } else {
+            // Go's resolver makes a dotted name absolute (`absDomainName`).
+            return Some(if name.contains('.') && !name.ends_with('.') {
                 format!("{name}.")
+            } else {
+                name
             });
         }
     }

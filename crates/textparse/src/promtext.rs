@@ -10,11 +10,23 @@
 //!
 //! What Prometheus accepts, this accepts (and the reverse), down to its
 //! quirks, which a user's exposition may depend on:
-//! - a label value may span lines, and may contain NUL bytes;
-//! - label pairs need no commas between them (`{a="1" b="2"}`);
+//! - a label value (and a quoted name) may span lines; a label value may
+//!   contain NUL bytes;
+//! - label pairs need no commas between them (`{a="1" b="2"}`), and blanks
+//!   may stand around every token in braces and between a name and `{`;
 //! - blanks before a series' name are part of the name;
-//! - a NUL byte at the start of a line, or at the start of a comment, ends
-//!   the input without an error;
+//! - NUL bytes right after a label value's closing quote are taken into the
+//!   value's token, which is then cut one byte short at each end
+//!   (`{b="x"\0}` gives `b` the value `x"`);
+//! - NUL bytes are stepped over inside the `HELP`/`TYPE` of a `# ` line and
+//!   the blanks after it, in the rest of a `# ` comment and in metadata
+//!   text (not at their first byte);
+//! - a NUL byte at the start of a line, right after `#` and its blanks, or
+//!   anywhere in a comment with no blank after its `#`, ends the input
+//!   without an error (right after a metadata name, it is an error:
+//!   `linebreak expected after metadata`);
+//! - the metadata text starts one byte after the name, whatever that byte
+//!   is (`# TYPE a  gauge` names type ` gauge`, an error);
 //! - timestamps are digits only (no sign), values anything Go's
 //!   `strconv.ParseFloat` reads except `p`, `P` and `_`;
 //! - `le` of a histogram and `quantile` of a summary are rewritten as floats
@@ -23,6 +35,13 @@
 //!
 //! Errors carry Prometheus' own messages, which a target's `lastError`
 //! shows.
+//!
+//! `interop/promtext_test.go` checks all of this against Prometheus' own
+//! parser, entry by entry. One difference is deliberate: a name given as a
+//! quoted string (the metric name in braces, or a label name) that is not
+//! UTF-8 is handed out by Prometheus, which rejects the series only when it
+//! validates its labels; here [`TextParser::labels`] returns an error for
+//! it, as labels are kept as `String`s.
 
 mod lexer;
 
@@ -45,8 +64,8 @@ pub enum TextEntry<'a> {
     },
     /// `# TYPE name type`.
     Type { metric: &'a [u8], kind: MetricType },
-    /// Any other `#` line.
-    Comment,
+    /// Any other `#` line: its text from the `#` to the end of the line.
+    Comment { text: &'a [u8] },
     /// A sample.
     Series(TextSeries<'a>),
 }
@@ -111,8 +130,9 @@ impl<'a> TextParser<'a> {
                 Token::Linebreak => continue,
                 t @ (Token::Help | Token::Type) => self.metadata(t)?,
                 Token::Comment => {
+                    let text = self.lexer.token_text();
                     self.expect_linebreak("linebreak expected after comment")?;
-                    TextEntry::Comment
+                    TextEntry::Comment { text }
                 }
                 Token::BraceOpen => {
                     self.label_pairs()?;
@@ -345,7 +365,10 @@ impl<'a> TextParser<'a> {
         let digits = self.lexer.token_text();
         let mut ts: i64 = 0;
         for &d in digits {
-            ts = match ts.checked_mul(10).and_then(|t| t.checked_add(i64::from(d - b'0'))) {
+            ts = match ts
+                .checked_mul(10)
+                .and_then(|t| t.checked_add(i64::from(d - b'0')))
+            {
                 Some(t) => t,
                 None => {
                     return Err(TextError(format!(

@@ -14,7 +14,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"os"
 	"strings"
 
 	"ferrite.dev/interop/internal/dumpfmt"
@@ -25,9 +28,19 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	_ "github.com/prometheus/prometheus/plugins" // every service discovery, as in the server
 	"github.com/prometheus/prometheus/scrape"
+	"github.com/prometheus/prometheus/util/osutil"
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--fqdn" {
+		name, err := osutil.GetFQDN()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(name)
+		return
+	}
 	logger := slog.New(slog.NewTextHandler(bytes.NewBuffer(nil), nil))
 	dumpfmt.EachFile("promtargets", func(f string, out *bytes.Buffer) {
 		cfg, err := config.LoadFile(f, false, logger)
@@ -65,5 +78,11 @@ func target(lb *labels.Builder, sc *config.ScrapeConfig, t, group model.LabelSet
 	ls.Range(func(l labels.Label) {
 		parts = append(parts, dumpfmt.Escape(l.Name)+"="+dumpfmt.Escape(l.Value))
 	})
-	return "target " + strings.Join(parts, ",")
+	// The scrape URL and the hash that places the target in its interval
+	// (Target.hash, unexported: FNV-1a of the labels' hash and the URL).
+	url := scrape.NewTarget(ls, sc, t, group).URL().String()
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%016d", ls.Hash())
+	h.Write([]byte(url))
+	return fmt.Sprintf("target %s url=%s hash=%x", strings.Join(parts, ","), dumpfmt.Escape(url), h.Sum64())
 }

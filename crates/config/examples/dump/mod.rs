@@ -1,5 +1,5 @@
 //! What Ferrite's cross-check examples (`configdump`, `relabeldump`,
-//! `targetsdump`, `omdump`) share with their Prometheus sides
+//! `targetsdump`, `omdump`, `promtextdump`) share with their Prometheus sides
 //! (`interop/internal/dumpfmt`): the escaping of label names and values,
 //! and the one-dump-per-file command line. Included by path.
 
@@ -11,7 +11,12 @@ use std::fmt::Write as _;
 /// Appends `s` with bytes outside `!`..`~`, and `\ " = , { }`, as `\xHH`,
 /// so a label prints on one line and splits unambiguously.
 pub fn escape_into(out: &mut String, s: &str) {
-    for &b in s.as_bytes() {
+    escape_bytes_into(out, s.as_bytes());
+}
+
+/// [`escape_into`] for bytes that need not be UTF-8.
+pub fn escape_bytes_into(out: &mut String, s: &[u8]) {
+    for &b in s {
         if (b'!'..=b'~').contains(&b) && !b"\\\"=,{}".contains(&b) {
             out.push(char::from(b));
         } else {

@@ -190,7 +190,10 @@ impl<'a> Lexer<'a> {
             self.i = self.len;
             return 0;
         }
-        if matches!(self.state, State::LabelValue | State::Meta2 | State::Comment) {
+        if matches!(
+            self.state,
+            State::LabelValue | State::Meta2 | State::Comment
+        ) {
             while self.i < self.len && self.byte(self.i) == 0 {
                 self.i += 1;
             }

@@ -55,9 +55,17 @@ fn samples_metadata_and_comments() {
             kind: MetricType::Counter
         }
     );
-    assert_eq!(es[3], TextEntry::Comment);
+    assert_eq!(
+        es[3],
+        TextEntry::Comment {
+            text: b"# free comment"
+        }
+    );
     let s = series(body);
-    assert_eq!(s[0], ("go_gc".into(), pairs(&[("__name__", "go_gc")]), 4.0, None));
+    assert_eq!(
+        s[0],
+        ("go_gc".into(), pairs(&[("__name__", "go_gc")]), 4.0, None)
+    );
     assert_eq!(
         s[1],
         (
@@ -78,7 +86,10 @@ fn prometheus_quirks() {
     assert_eq!(series(b"  a 1\n")[0].1, pairs(&[("__name__", "  a")]));
     // A quoted name in braces; values span lines and keep NULs.
     let s = series(b"{\"my.metric\",x=\"a\nb\0c\"} 2\n");
-    assert_eq!(s[0].1, pairs(&[("__name__", "my.metric"), ("x", "a\nb\0c")]));
+    assert_eq!(
+        s[0].1,
+        pairs(&[("__name__", "my.metric"), ("x", "a\nb\0c")])
+    );
     // Escapes: \\ \" \n unescaped, others kept.
     let s = series(b"a{x=\"\\\\ \\\" \\n \\t\"} 1\n");
     assert_eq!(s[0].1[1].1, "\\ \" \n \\t");
@@ -140,7 +151,52 @@ fn errors_read_as_prometheus_writes_them() {
         "expected metric name after HELP, got \"\\n\" (\"INVALID\") while parsing: \"# HELP \\n\""
     );
     // `# HELP` without a blank after it is a comment.
-    assert_eq!(entries(b"# HELP\n").expect("parses"), vec![TextEntry::Comment]);
+    assert_eq!(
+        entries(b"# HELP\n").expect("parses"),
+        vec![TextEntry::Comment { text: b"# HELP" }]
+    );
+}
+
+#[test]
+fn nul_quirks() {
+    // NULs after a label value's closing quote: the value is cut short.
+    let s = series(b"a{b=\"x\"\0\0,c=\"y\"} 1\n");
+    assert_eq!(
+        s[0].1,
+        pairs(&[("__name__", "a"), ("b", "x\"\0"), ("c", "y")])
+    );
+    // Stepped over in keywords, comments and help text.
+    let es = entries(b"# HE\0LP a \0x\n# c\0d\n").expect("parses");
+    assert_eq!(
+        es,
+        vec![
+            TextEntry::Help {
+                metric: b"a",
+                text: Cow::Borrowed(b"\0x")
+            },
+            TextEntry::Comment { text: b"# c\0d" }
+        ]
+    );
+    // A NUL in a comment without a blank after `#` ends the input.
+    assert_eq!(entries(b"#x\0y\na 1\n").expect("parses"), vec![]);
+    // Right after a metadata name: an error.
+    assert_eq!(
+        err(b"# HELP a\0 x\n"),
+        "linebreak expected after metadata, got \"\\x00 \" (\"EOF\") while parsing: \"# HELP a\\x00 \""
+    );
+}
+
+#[test]
+fn names_that_are_not_utf8() {
+    // Prometheus hands these out and rejects the series when it validates
+    // it; here labels() says so (the known difference).
+    for body in [&b"{\"\xff\"} 1\n"[..], b"a{\"b\xff\"=\"c\"} 1\n"] {
+        let mut p = TextParser::new(body);
+        assert!(matches!(p.next_entry(), Ok(Some(TextEntry::Series(_)))));
+        let mut out = Vec::new();
+        let e = p.labels(&mut out).expect_err("not UTF-8");
+        assert!(e.0.contains("not valid UTF-8"), "{e}");
+    }
 }
 
 proptest::proptest! {
