@@ -139,13 +139,24 @@ pub fn append_body(
         b.cache.iter_done(false);
         return result.map(|()| AppendCounts::default());
     }
-    select_parser(content_type, b.settings.fallback_media_type)?;
+    crate::format::select_parser(content_type, b.settings.fallback_media_type)?;
     let mut counts = AppendCounts::default();
     let mut limit = SampleLimit::new(b.settings.sample_limit, now_ms + MAX_AHEAD_MS);
     let mut parser = TextParser::new(body);
     while let Some(entry) = parser.next_entry()? {
-        let TextEntry::Series(series) = entry else {
-            continue;
+        let series = match entry {
+            TextEntry::Series(series) => series,
+            TextEntry::Help { metric, text } => {
+                let iter = b.cache.iter();
+                lock(&b.cache.metadata).set_help(metric, &text, iter);
+                continue;
+            }
+            TextEntry::Type { metric, kind } => {
+                let iter = b.cache.iter();
+                lock(&b.cache.metadata).set_type(metric, kind, iter);
+                continue;
+            }
+            TextEntry::Comment { .. } => continue,
         };
         counts.total += 1;
         let explicit = series.timestamp.filter(|_| b.settings.honor_timestamps);
@@ -163,6 +174,12 @@ pub fn append_body(
     write_stale_markers(b, app, ts)?;
     b.cache.iter_done(true);
     Ok(counts)
+}
+
+fn lock(
+    m: &crate::metadata::SharedMetadata,
+) -> std::sync::MutexGuard<'_, crate::metadata::TargetMetadata> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One series line's sample.
@@ -395,64 +412,6 @@ fn write_stale_markers(
         }
     }
     Ok(())
-}
-
-/// The parser for a body's `Content-Type` (Prometheus' `textparse.New`);
-/// only the Prometheus text format is parsed so far, so only it is asked
-/// for (see `http::accept_header`).
-fn select_parser(content_type: &str, fallback: Option<&'static str>) -> Result<(), BodyError> {
-    let media_type = match media_type(content_type) {
-        Ok(mt) => mt,
-        Err(why) => match fallback {
-            Some(f) => f.to_owned(),
-            None => return Err(BodyError::ContentType(why)),
-        },
-    };
-    match media_type.as_str() {
-        "text/plain" => Ok(()),
-        other => Err(BodyError::ContentType(format!(
-            "received Content-Type {} which Ferrite does not parse yet (only the Prometheus text format is)",
-            ferrite_model::goquote::quote(other)
-        ))),
-    }
-}
-
-/// The media type of a `Content-Type` Prometheus would parse, or its
-/// message when there is none.
-fn media_type(content_type: &str) -> Result<String, String> {
-    if content_type.is_empty() {
-        return Err("non-compliant scrape target sending blank Content-Type and no fallback_scrape_protocol specified for target".into());
-    }
-    let mt = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    let token = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|c| c.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?=".contains(&c))
-    };
-    let well_formed = match mt.split_once('/') {
-        Some((a, b)) => token(a) && token(b),
-        None => false,
-    };
-    if !well_formed {
-        return Err(format!(
-            "cannot parse Content-Type {} and no fallback_scrape_protocol for target",
-            ferrite_model::goquote::quote(content_type)
-        ));
-    }
-    match mt.as_str() {
-        "application/openmetrics-text" | "application/vnd.google.protobuf" | "text/plain" => {
-            Ok(mt)
-        }
-        _ => Err(format!(
-            "received unsupported Content-Type {} and no fallback_scrape_protocol specified for target",
-            ferrite_model::goquote::quote(content_type)
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ use std::collections::HashMap;
 
 use ferrite_model::Labels;
 
+use crate::metadata::SharedMetadata;
+
 type Map<V> = HashMap<Box<[u8]>, V, foldhash::fast::RandomState>;
 
 /// What the cache knows of one series line.
@@ -41,6 +43,8 @@ pub struct ScrapeCache {
     dropped: Map<u64>,
     /// The cache's size after the last successful scrape.
     successful_count: usize,
+    /// The metric families' metadata (shared with the APIs).
+    pub metadata: SharedMetadata,
 }
 
 /// A line found in the cache.
@@ -118,6 +122,11 @@ impl ScrapeCache {
             .filter(move |e| prev > 0 && e.tracked_iter == prev)
     }
 
+    /// The current scrape's number.
+    pub fn iter(&self) -> u64 {
+        self.iter
+    }
+
     /// Ends a scrape: after a successful one (or when failures let the
     /// cache grow too much), forgets the lines it did not see.
     pub fn iter_done(&mut self, successful: bool) {
@@ -130,6 +139,10 @@ impl ScrapeCache {
             let iter = self.iter;
             self.series.retain(|_, e| e.last_iter == iter);
             self.dropped.retain(|_, seen| *seen == iter);
+            self.metadata
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .forget_old(iter);
         }
         self.iter += 1;
     }

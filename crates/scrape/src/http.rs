@@ -4,16 +4,11 @@
 //! other than 200 as an error, a gzip body decoded, and `body_size_limit`
 //! on the decoded size.
 //!
-//! Only the Prometheus text format is parsed so far, so the `Accept`
-//! header offers the job's text protocols only (Prometheus' weights and
-//! escaping parameter kept); a target offering nothing else answers with
-//! what it would send Prometheus. Plain HTTP only: TLS and the job's HTTP
-//! client settings (authentication, proxies) are not read yet.
+//! Plain HTTP only: TLS and the job's HTTP client settings
+//! (authentication, proxies) are not read yet.
 
 use std::io::Read;
 use std::time::Duration;
-
-use ferrite_config::ScrapeProtocol;
 
 /// `User-Agent` of scrape requests.
 pub const USER_AGENT: &str = concat!("Ferrite/", env!("CARGO_PKG_VERSION"));
@@ -50,30 +45,6 @@ pub struct Fetched {
     pub body: Vec<u8>,
     /// The response's `Content-Type` ("" if none).
     pub content_type: String,
-}
-
-/// The `Accept` header for `protocols` (Prometheus' `acceptHeader`): each
-/// protocol's media type, the escaping scheme on the newer text formats,
-/// falling weights, then `*/*`. Protocols Ferrite does not parse yet are
-/// left out (their weights too, so the others keep Prometheus' weights).
-pub fn accept_header(protocols: &[ScrapeProtocol], escaping: &str) -> String {
-    let mut parts = Vec::new();
-    let mut weight = 7;
-    for &p in protocols {
-        let header = match p {
-            ScrapeProtocol::PrometheusText004 => Some("text/plain;version=0.0.4".to_string()),
-            ScrapeProtocol::PrometheusText100 => {
-                Some(format!("text/plain;version=1.0.0;escaping={escaping}"))
-            }
-            _ => None,
-        };
-        if let Some(header) = header {
-            parts.push(format!("{header};q=0.{weight}"));
-        }
-        weight -= 1;
-    }
-    parts.push(format!("*/*;q=0.{weight}"));
-    parts.join(",")
 }
 
 /// Fetches `url` within `timeout`.
@@ -186,17 +157,4 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn accept_header_offers_text_protocols_with_prometheus_weights() {
-        assert_eq!(
-            accept_header(&ScrapeProtocol::DEFAULT, "allow-utf-8"),
-            "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.3"
-        );
-    }
 }

@@ -16,8 +16,10 @@
 
 pub mod append;
 pub mod cache;
+pub mod format;
 pub mod http;
 pub mod manager;
+pub mod metadata;
 pub mod offset;
 pub mod pool;
 pub mod report;

@@ -22,7 +22,8 @@ use tracing::warn;
 
 use crate::append::AppendSettings;
 use crate::cache::ScrapeCache;
-use crate::http::accept_header;
+use crate::format::accept_header;
+use crate::metadata::SharedMetadata;
 use crate::offset::{first_scrape_at, target_hash};
 use crate::scrape_loop::{LoopSettings, ScrapeLoop, StopReason, TargetStatus};
 use crate::storage::ScrapeStorage;
@@ -45,6 +46,8 @@ pub struct ActiveTarget {
     pub timeout: Duration,
     /// The outcome of its last scrape.
     pub status: Arc<Mutex<TargetStatus>>,
+    /// Its metric families' metadata.
+    pub metadata: SharedMetadata,
     /// An error every scrape fails with instead of fetching (the job's
     /// `target_limit` exceeded).
     forced_error: Arc<Mutex<Option<String>>>,
@@ -260,6 +263,7 @@ fn start(
     let settings = Arc::new(loop_settings(cfg, &t, interval, timeout));
     let status = Arc::new(Mutex::new(TargetStatus::default()));
     let forced_error = Arc::new(Mutex::new(None));
+    let metadata = cache.metadata.clone();
     let (stop, stopped) = watch::channel(StopReason::Running);
     let scrape_loop = ScrapeLoop {
         settings,
@@ -278,6 +282,7 @@ fn start(
         interval,
         timeout,
         status,
+        metadata,
         forced_error,
         stop,
         task,
