@@ -103,8 +103,60 @@ impl ScrapeManager {
         }
     }
 
-    /// Runs `f` over the pools by job name (for the targets APIs).
-    pub async fn with_pools<R>(&self, f: impl FnOnce(&BTreeMap<String, ScrapePool>) -> R) -> R {
-        f(&*self.pools.lock().await)
+    /// What every pool scrapes, by job name (for the targets APIs).
+    pub async fn snapshot(&self) -> Vec<PoolSnapshot> {
+        let pools = self.pools.lock().await;
+        pools
+            .iter()
+            .map(|(job, pool)| {
+                let mut active: Vec<TargetSnapshot> = pool
+                    .active
+                    .values()
+                    .map(|t| TargetSnapshot {
+                        discovered: t.discovered.clone(),
+                        labels: t.labels.clone(),
+                        url: t.url.clone(),
+                        status: t.status.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                        metadata: t.metadata.clone(),
+                    })
+                    .collect();
+                active.sort_by(|a, b| a.url.cmp(&b.url).then_with(|| a.labels.cmp(&b.labels)));
+                PoolSnapshot {
+                    job: job.clone(),
+                    active,
+                    dropped: pool.dropped.clone(),
+                    dropped_count: pool.dropped_count,
+                }
+            })
+            .collect()
     }
+}
+
+/// A pool's targets at one moment.
+#[derive(Debug, Clone)]
+pub struct PoolSnapshot {
+    /// The job's name.
+    pub job: String,
+    /// Its targets, by scrape URL.
+    pub active: Vec<TargetSnapshot>,
+    /// Discovered labels of targets relabeling dropped (as many as
+    /// `keep_dropped_targets` keeps).
+    pub dropped: Vec<ferrite_model::Labels>,
+    /// How many targets relabeling dropped.
+    pub dropped_count: usize,
+}
+
+/// A target at one moment.
+#[derive(Debug, Clone)]
+pub struct TargetSnapshot {
+    /// Its labels before relabeling.
+    pub discovered: ferrite_model::Labels,
+    /// Its final labels (`__` labels included).
+    pub labels: ferrite_model::Labels,
+    /// Its scrape URL.
+    pub url: String,
+    /// Its last scrape's outcome.
+    pub status: crate::scrape_loop::TargetStatus,
+    /// Its metric families' metadata.
+    pub metadata: crate::metadata::SharedMetadata,
 }

@@ -113,8 +113,8 @@ pub fn fqdn() -> String {
     }
 }
 
-/// `gethostname(2)`.
-fn host_name() -> String {
+/// The host name (`gethostname(2)`, Go's `os.Hostname`).
+pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is writable for its length; gethostname writes a
     // NUL-terminated name (truncated if longer).

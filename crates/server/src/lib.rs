@@ -19,9 +19,11 @@
 //! - [`scrape`]: scraping (`ferrite-scrape`) wired to the database: started
 //!   with the configuration, re-applied on reload, stopped before the
 //!   database closes;
-//! - [`unconfigured`]: rules, alerts, targets and exemplars, of which
-//!   Ferrite has none;
-//! - [`metrics`]: `/metrics` (Ferrite's own metrics), `/api/v1/metadata`;
+//! - [`targets`]: `/api/v1/targets`, `/api/v1/scrape_pools`,
+//!   `/api/v1/targets/metadata`, `/api/v1/metadata`;
+//! - [`unconfigured`]: rules, alerts and exemplars, of which Ferrite has
+//!   none yet;
+//! - [`metrics`]: `/metrics` (Ferrite's own metrics);
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
 pub mod admin;
@@ -33,6 +35,7 @@ pub mod read;
 pub mod scrape;
 pub mod selector;
 pub mod status;
+pub mod targets;
 pub mod unconfigured;
 pub mod web;
 pub mod write;
@@ -120,6 +123,8 @@ pub struct WebOptions {
     pub read_timeout: Duration,
     /// `--query.max-concurrency`: queries beyond it wait for a slot.
     pub max_concurrent_queries: usize,
+    /// `--web.external-url` as given ("" when not).
+    pub external_url: String,
 }
 
 impl Default for WebOptions {
@@ -130,6 +135,7 @@ impl Default for WebOptions {
             max_connections: 512,
             read_timeout: Duration::from_secs(300),
             max_concurrent_queries: 20,
+            external_url: String::new(),
         }
     }
 }
@@ -160,6 +166,8 @@ pub struct AppState {
     /// The runtime the server runs on (reloads from blocking threads
     /// apply the scrape configuration through it).
     pub runtime: tokio::runtime::Handle,
+    /// How targets on this host are reached from elsewhere (`globalUrl`).
+    pub global_url: targets::GlobalUrl,
 }
 
 /// The outcome of the last configuration (re)load, for `/metrics` and
@@ -294,7 +302,12 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/config", get(status::config))
         .route("/api/v1/rules", get(unconfigured::rules))
         .route("/api/v1/alerts", get(unconfigured::alerts))
-        .route("/api/v1/targets", get(unconfigured::targets))
+        .route("/api/v1/targets", get(targets::targets))
+        .route("/api/v1/scrape_pools", get(targets::scrape_pools))
+        .route(
+            "/api/v1/targets/metadata",
+            get(targets::target_metadata).post(targets::target_metadata),
+        )
         .route(
             "/api/v1/query_exemplars",
             get(unconfigured::query_exemplars).post(unconfigured::query_exemplars),
@@ -317,7 +330,10 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/api/v1/series", get(query::series).post(query::series))
         .route("/api/v1/labels", get(query::labels).post(query::labels))
         .route("/api/v1/label/{name}/values", get(query::label_values))
-        .route("/api/v1/metadata", get(metrics::metadata))
+        .route(
+            "/api/v1/metadata",
+            get(targets::metric_metadata).post(targets::metric_metadata),
+        )
         .route("/metrics", get(metrics::metrics))
         .route(
             "/api/v1/admin/tsdb/snapshot",
@@ -358,6 +374,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     ));
     scrape.apply_config(&opts.config).await;
     let opts_config = opts.config.clone();
+    let global_url = targets::GlobalUrl::new(&opts.web.external_url, addr.port());
     let state = Arc::new(AppState {
         db: db.clone(),
         engine: opts.engine.clone(),
@@ -372,6 +389,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         config: std::sync::RwLock::new(opts_config),
         scrape: scrape.clone(),
         runtime,
+        global_url,
     });
     let app = router(state.clone());
     let mut compaction_stop = stop.subscribe();

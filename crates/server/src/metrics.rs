@@ -1,4 +1,4 @@
-//! `GET /metrics`, Ferrite's own metrics, and `GET /api/v1/metadata`.
+//! `GET /metrics`, Ferrite's own metrics.
 //!
 //! The metrics are written by hand in the Prometheus text format 0.0.4
 //! (`# HELP`, `# TYPE`, `name{label="value"} value`), which every Prometheus
@@ -9,20 +9,15 @@
 //! `prometheus_build_info`, `process_*`, ...). Counters Ferrite does not keep
 //! (compactions run, remote write requests received) are left out rather
 //! than reported as zero.
-//!
-//! `/api/v1/metadata` answers an empty object: Prometheus builds it from its
-//! scrape targets' metadata, and Ferrite neither scrapes nor stores the
-//! metadata that remote write may carry (yet).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Json, Response};
+use axum::response::{IntoResponse, Response};
 use ferrite_model::gofloat::format_f;
-use serde_json::json;
 
 use crate::AppState;
 
@@ -307,32 +302,6 @@ pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
         Ok(text) => ([(header::CONTENT_TYPE, TEXT_CONTENT_TYPE)], text).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
     }
-}
-
-/// `GET /api/v1/metadata`: always `{}` (see the module docs), after
-/// checking `limit` and `limit_per_metric` as Prometheus does.
-pub async fn metadata(RawQuery(q): RawQuery) -> Response {
-    let params: Vec<(String, String)> = q
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
-    for name in ["limit", "limit_per_metric"] {
-        let bad = params
-            .iter()
-            .find(|(k, _)| k == name)
-            .is_some_and(|(_, v)| !v.is_empty() && v.parse::<i64>().is_err());
-        if bad {
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(json!({
-                    "status": "error",
-                    "errorType": "bad_data",
-                    "error": format!("{name} must be a number"),
-                })),
-            )
-                .into_response();
-        }
-    }
-    Json(json!({ "status": "success", "data": {} })).into_response()
 }
 
 #[cfg(test)]

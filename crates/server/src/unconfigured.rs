@@ -1,6 +1,6 @@
 //! Endpoints for what a Prometheus server runs from `prometheus.yml` and
-//! Ferrite does not run: scrape targets, recording and alerting rules, and
-//! the exemplar storage (off by default in Prometheus too).
+//! Ferrite does not run yet: recording and alerting rules, and the
+//! exemplar storage (off by default in Prometheus too).
 //!
 //! Ferrite has none of them, and answers as a Prometheus with none of them
 //! configured answers (empty lists, the same parameter checks), so that
@@ -35,15 +35,6 @@ pub async fn rules(State(_): State<Arc<AppState>>, p: Params) -> Result<Json<Val
 /// `/api/v1/alerts`: no active alerts.
 pub async fn alerts() -> Json<Value> {
     success(json!({ "alerts": [] }))
-}
-
-/// `/api/v1/targets`: no scrape targets.
-pub async fn targets() -> Json<Value> {
-    success(json!({
-        "activeTargets": [],
-        "droppedTargets": [],
-        "droppedTargetCounts": {},
-    }))
 }
 
 /// `/api/v1/query_exemplars`: the parameters checked as Prometheus checks

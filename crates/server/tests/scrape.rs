@@ -89,7 +89,8 @@ async fn scrapes_targets_writes_reports_and_stale_markers() {
     let job = format!(
         "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n\
          scrape_configs:\n  - job_name: app\n    static_configs:\n      \
-         - targets: [\"{live_addr}\", \"{dead_addr}\"]\n        labels: {{env: test}}\n"
+         - targets: [\"{live_addr}\", \"{dead_addr}\", \"drop.me:1\"]\n        labels: {{env: test}}\n    \
+         relabel_configs:\n      - {{source_labels: [__address__], regex: 'drop.me:1', action: drop}}\n"
     );
     std::fs::write(&config_path, &job).unwrap();
     let mut opts = ServerOptions::new(tmp.path().join("data"), "127.0.0.1:0".parse().unwrap());
@@ -154,6 +155,59 @@ async fn scrapes_targets_writes_reports_and_stale_markers() {
     assert!(header("user-agent").starts_with("Ferrite/"));
     assert_eq!(header("x-prometheus-scrape-timeout-seconds"), "0.15");
     assert_eq!(header("accept-encoding"), "gzip");
+
+    // The targets API.
+    let api = |path: &str| {
+        let url = format!("http://{addr}{path}");
+        async move {
+            reqwest::get(url)
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let t = api("/api/v1/targets").await;
+    let active = t["data"]["activeTargets"].as_array().unwrap();
+    assert_eq!(active.len(), 2, "{t}");
+    for a in active {
+        assert_eq!(a["scrapePool"], "app");
+        assert_eq!(a["labels"]["env"], "test");
+        assert_eq!(a["labels"]["job"], "app");
+        assert!(a["labels"].get("__address__").is_none());
+        assert!(a["discoveredLabels"]["__address__"].is_string());
+        assert_eq!(a["scrapeInterval"], "200ms");
+        assert_eq!(a["scrapeTimeout"], "150ms");
+        assert_ne!(a["lastScrape"], "0001-01-01T00:00:00Z");
+        let url = a["scrapeUrl"].as_str().unwrap();
+        if url == format!("http://{live_addr}/metrics") {
+            assert_eq!(a["health"], "up", "{a}");
+            assert_eq!(a["lastError"], "");
+        } else {
+            assert_eq!(url, format!("http://{dead_addr}/metrics"));
+            assert_eq!(a["health"], "down", "{a}");
+            let e = a["lastError"].as_str().unwrap();
+            assert!(e.starts_with(&format!("Get \"{url}\": ")), "{e}");
+        }
+    }
+    let dropped = t["data"]["droppedTargets"].as_array().unwrap();
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(dropped[0]["discoveredLabels"]["__address__"], "drop.me:1");
+    assert_eq!(t["data"]["droppedTargetCounts"]["app"], 1);
+    let t = api("/api/v1/targets?state=dropped").await;
+    assert!(t["data"]["activeTargets"].as_array().unwrap().is_empty());
+    let t = api("/api/v1/targets?scrapePool=other").await;
+    assert!(t["data"]["activeTargets"].as_array().unwrap().is_empty());
+    assert_eq!(
+        api("/api/v1/scrape_pools").await["data"]["scrapePools"],
+        serde_json::json!(["app"])
+    );
+    let md = api("/api/v1/targets/metadata?metric=c").await;
+    assert_eq!(md["data"][0]["type"], "counter", "{md}");
+    assert_eq!(md["data"][0]["target"]["instance"], live_addr.to_string());
+    let md = api("/api/v1/metadata").await;
+    assert_eq!(md["data"]["c"][0]["type"], "counter", "{md}");
 
     // Reload without the job: its targets stop and their series go stale.
     std::fs::write(&config_path, "global:\n  scrape_interval: 200ms\n").unwrap();

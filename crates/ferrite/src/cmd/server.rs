@@ -654,6 +654,7 @@ impl ServerFlags {
             read_timeout: Duration::from_millis(self.duration_ms("web.read-timeout")?.max(0) as u64),
             max_concurrent_queries: usize::try_from(self.int("query.max-concurrency")?.max(1))
                 .unwrap_or(usize::MAX),
+            external_url: external_url.clone(),
         };
         if web.route_prefix.contains(['{', '}', '*']) {
             bail!(
