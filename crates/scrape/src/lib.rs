@@ -20,6 +20,7 @@ pub mod format;
 pub mod http;
 pub mod manager;
 pub mod metadata;
+pub mod metrics;
 pub mod offset;
 pub mod pool;
 pub mod report;

@@ -15,6 +15,7 @@ use ferrite_config::Config;
 use tokio::sync::Mutex;
 use tracing::{error, info};
 
+use crate::metrics::ScrapeMetrics;
 use crate::offset::{fqdn, offset_seed};
 use crate::pool::{PoolContext, ScrapePool, StoppingLoop};
 use crate::scrape_loop::StopReason;
@@ -30,6 +31,8 @@ pub struct ScrapeManager {
     pools: Mutex<BTreeMap<String, ScrapePool>>,
     /// Loops told to stop that may still be writing stale markers.
     stopping: Mutex<Vec<StoppingLoop>>,
+    /// Scraping's counters.
+    metrics: Arc<ScrapeMetrics>,
 }
 
 impl ScrapeManager {
@@ -42,7 +45,13 @@ impl ScrapeManager {
             fqdn: fqdn(),
             pools: Mutex::new(BTreeMap::new()),
             stopping: Mutex::new(Vec::new()),
+            metrics: Arc::new(ScrapeMetrics::default()),
         }
+    }
+
+    /// Scraping's counters.
+    pub fn metrics(&self) -> &ScrapeMetrics {
+        &self.metrics
     }
 
     /// Brings the pools in line with `cfg`'s `scrape_configs`.
@@ -51,6 +60,7 @@ impl ScrapeManager {
             storage: self.storage.clone(),
             offset_seed: offset_seed(&self.fqdn, &cfg.global.external_labels),
             runtime: self.runtime.clone(),
+            metrics: self.metrics.clone(),
         };
         let mut pools = self.pools.lock().await;
         let mut stopped = Vec::new();
@@ -74,14 +84,20 @@ impl ScrapeManager {
             let groups = &job.static_configs;
             match pools.get_mut(&job.job_name) {
                 Some(pool) if pool.config == *job => stopped.extend(pool.sync(&ctx, groups)),
-                Some(pool) => stopped.extend(pool.reload(&ctx, job.clone(), groups).await),
+                Some(pool) => {
+                    ScrapeMetrics::inc(&self.metrics.pool_reloads);
+                    stopped.extend(pool.reload(&ctx, job.clone(), groups).await);
+                }
                 None => match ScrapePool::new(job.clone()) {
                     Ok(mut pool) => {
+                        ScrapeMetrics::inc(&self.metrics.pools_created);
                         stopped.extend(pool.sync(&ctx, groups));
                         pools.insert(job.job_name.clone(), pool);
                     }
                     Err(e) => {
-                        error!(job = %job.job_name, error = %e, "creating the scrape pool failed")
+                        ScrapeMetrics::inc(&self.metrics.pools_created);
+                        ScrapeMetrics::inc(&self.metrics.pools_failed);
+                        error!(job = %job.job_name, error = %e, "creating the scrape pool failed");
                     }
                 },
             }
@@ -123,6 +139,7 @@ impl ScrapeManager {
                 active.sort_by(|a, b| a.url.cmp(&b.url).then_with(|| a.labels.cmp(&b.labels)));
                 PoolSnapshot {
                     job: job.clone(),
+                    target_limit: pool.config.limits.target_limit,
                     active,
                     dropped: pool.dropped.clone(),
                     dropped_count: pool.dropped_count,
@@ -137,6 +154,8 @@ impl ScrapeManager {
 pub struct PoolSnapshot {
     /// The job's name.
     pub job: String,
+    /// Its `target_limit` (0: none).
+    pub target_limit: u64,
     /// Its targets, by scrape URL.
     pub active: Vec<TargetSnapshot>,
     /// Discovered labels of targets relabeling dropped (as many as

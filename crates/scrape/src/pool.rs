@@ -24,6 +24,7 @@ use crate::append::AppendSettings;
 use crate::cache::ScrapeCache;
 use crate::format::accept_header;
 use crate::metadata::SharedMetadata;
+use crate::metrics::ScrapeMetrics;
 use crate::offset::{first_scrape_at, target_hash};
 use crate::scrape_loop::{LoopSettings, ScrapeLoop, StopReason, TargetStatus};
 use crate::storage::ScrapeStorage;
@@ -94,6 +95,8 @@ pub struct PoolContext {
     pub offset_seed: u64,
     /// The runtime loops run on.
     pub runtime: tokio::runtime::Handle,
+    /// The counters loops and pools add to.
+    pub metrics: Arc<ScrapeMetrics>,
 }
 
 /// One job's targets and loops; see the module documentation.
@@ -145,7 +148,7 @@ impl ScrapePool {
                 slot.insert(started);
             }
         }
-        self.apply_target_limit();
+        self.apply_target_limit(ctx);
         stopping
     }
 
@@ -181,7 +184,7 @@ impl ScrapePool {
             let started = start(ctx, &self.config, &self.client, t, h, cache);
             self.active.insert(h, started);
         }
-        self.apply_target_limit();
+        self.apply_target_limit(ctx);
         stopping
     }
 
@@ -192,11 +195,14 @@ impl ScrapePool {
 
     /// `target_limit`: over it, every target fails its scrapes with
     /// Prometheus' error (and writes the stale markers of a failed scrape).
-    fn apply_target_limit(&self) {
+    fn apply_target_limit(&self, ctx: &PoolContext) {
         let limit = self.config.limits.target_limit;
         let n = self.active.len();
         let forced = (limit > 0 && n as u64 > limit)
             .then(|| format!("target_limit exceeded (number of targets: {n}, limit: {limit})"));
+        if forced.is_some() {
+            ScrapeMetrics::inc(&ctx.metrics.exceeded_target_limit);
+        }
         for t in self.active.values() {
             *t.forced_error.lock().unwrap_or_else(|p| p.into_inner()) = forced.clone();
         }
@@ -272,6 +278,7 @@ fn start(
         cache,
         status: status.clone(),
         forced_error: forced_error.clone(),
+        metrics: ctx.metrics.clone(),
         first_scrape: first_scrape_at(SystemTime::now(), interval, hash, ctx.offset_seed),
     };
     let task = ctx.runtime.spawn(scrape_loop.run(stopped));

@@ -22,9 +22,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use crate::append::{append_body, AppendCounts, AppendSettings, BodyAppender};
+use crate::append::{
+    append_body, AppendCounts, AppendSettings, BodyAppender, BodyError, SkippedSamples,
+};
 use crate::cache::ScrapeCache;
 use crate::http::{fetch, FetchError};
+use crate::metrics::ScrapeMetrics;
 use crate::report::{append_report, append_stale_report, ExtraReport, ScrapeReport};
 use crate::storage::{ScrapeAppender, ScrapeStorage};
 
@@ -119,6 +122,8 @@ pub struct ScrapeLoop {
     pub forced_error: Arc<Mutex<Option<String>>>,
     /// When the first scrape is (the target's phase).
     pub first_scrape: SystemTime,
+    /// The counters it adds to.
+    pub metrics: Arc<ScrapeMetrics>,
 }
 
 impl ScrapeLoop {
@@ -184,9 +189,10 @@ impl ScrapeLoop {
         };
         let ts_ms = millis(ts);
         let storage = self.storage.clone();
+        let metrics = self.metrics.clone();
         let mut cache = std::mem::take(&mut self.cache);
         let task = tokio::task::spawn_blocking(move || {
-            let outcome = append_scrape(&storage, &mut cache, &s, fetched, ts_ms, start);
+            let outcome = append_scrape(&storage, &mut cache, &s, fetched, ts_ms, start, &metrics);
             (cache, outcome)
         });
         match task.await {
@@ -276,6 +282,7 @@ fn append_scrape(
     fetched: Result<crate::http::Fetched, FetchError>,
     ts: i64,
     start: Instant,
+    metrics: &ScrapeMetrics,
 ) -> ScrapeOutcome {
     let now = millis(SystemTime::now());
     let mut app = storage.appender();
@@ -284,9 +291,20 @@ fn append_scrape(
         Ok(f) => {
             body_bytes = f.body.len() as i64;
             let mut b = BodyAppender::new(cache, &s.append);
-            match append_body(&mut b, &mut *app, &f.body, &f.content_type, ts, now) {
+            let appended = append_body(&mut b, &mut *app, &f.body, &f.content_type, ts, now);
+            count_skipped(metrics, &b.skipped);
+            match appended {
                 Ok(c) => (c, None),
                 Err(e) => {
+                    match e {
+                        BodyError::SampleLimit => {
+                            ScrapeMetrics::inc(&metrics.exceeded_sample_limit)
+                        }
+                        BodyError::LabelLimit(_) => {
+                            ScrapeMetrics::inc(&metrics.exceeded_label_limits)
+                        }
+                        _ => {}
+                    }
                     debug!(url = %s.url, error = %e, "append failed");
                     app.rollback();
                     app = storage.appender();
@@ -299,6 +317,7 @@ fn append_scrape(
         Err(e) => {
             if matches!(e, FetchError::BodySizeLimit) {
                 body_bytes = -1;
+                ScrapeMetrics::inc(&metrics.exceeded_body_size_limit);
             }
             debug!(url = %s.url, error = %e, "scrape failed");
             let mut b = BodyAppender::new(cache, &s.append);
@@ -327,6 +346,20 @@ fn append_scrape(
         warn!(url = %s.url, error = %e, "scrape commit failed");
     }
     ScrapeOutcome { error }
+}
+
+/// Adds a scrape's skipped samples to the counters.
+fn count_skipped(metrics: &ScrapeMetrics, skipped: &SkippedSamples) {
+    use std::sync::atomic::Ordering::Relaxed;
+    metrics
+        .sample_out_of_order
+        .fetch_add(skipped.out_of_order, Relaxed);
+    metrics
+        .sample_duplicate
+        .fetch_add(skipped.duplicate, Relaxed);
+    metrics
+        .sample_out_of_bounds
+        .fetch_add(skipped.out_of_bounds, Relaxed);
 }
 
 /// The stale markers a failed scrape writes (every series of the last

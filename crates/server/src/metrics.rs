@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use ferrite_model::gofloat::format_f;
 
 use crate::AppState;
+use ferrite_scrape::manager::PoolSnapshot;
 
 /// The content type of the text format 0.0.4.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -76,10 +77,40 @@ fn go_arch() -> &'static str {
     }
 }
 
+/// Scraping's metrics: its counters, then each pool's targets and
+/// target limit.
+fn scrape_metrics(e: &mut Exposition, s: &AppState, pools: &[PoolSnapshot]) {
+    for c in s.scrape.metrics().counters() {
+        e.single(c.name, "counter", c.help, c.value as f64);
+    }
+    if pools.is_empty() {
+        return;
+    }
+    let name = "prometheus_target_scrape_pool_target_limit";
+    e.family(
+        name,
+        "gauge",
+        "Maximum number of targets allowed in this scrape pool.",
+    );
+    for p in pools {
+        e.sample(name, &[("scrape_job", &p.job)], p.target_limit as f64);
+    }
+    let name = "prometheus_target_scrape_pool_targets";
+    e.family(
+        name,
+        "gauge",
+        "Current number of targets in this scrape pool.",
+    );
+    for p in pools {
+        e.sample(name, &[("scrape_job", &p.job)], p.active.len() as f64);
+    }
+}
+
 /// The whole exposition.
-pub fn render(s: &AppState) -> String {
+pub fn render(s: &AppState, pools: &[PoolSnapshot]) -> String {
     use std::sync::atomic::Ordering::Relaxed;
     let mut e = Exposition { out: String::new() };
+    scrape_metrics(&mut e, s, pools);
     let head = s.db.head();
     let stats = &head.stats;
     let float = [("type", "float")];
@@ -297,8 +328,9 @@ fn proc_stats() -> Option<ProcStats> {
 
 /// `GET /metrics`.
 pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
+    let pools = s.scrape.snapshot().await;
     // Reads /proc: off the async threads.
-    match tokio::task::spawn_blocking(move || render(&s)).await {
+    match tokio::task::spawn_blocking(move || render(&s, &pools)).await {
         Ok(text) => ([(header::CONTENT_TYPE, TEXT_CONTENT_TYPE)], text).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
     }

@@ -208,6 +208,17 @@ async fn scrapes_targets_writes_reports_and_stale_markers() {
     assert_eq!(md["data"][0]["target"]["instance"], live_addr.to_string());
     let md = api("/api/v1/metadata").await;
     assert_eq!(md["data"]["c"][0]["type"], "counter", "{md}");
+    let metrics = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("prometheus_target_scrape_pool_targets{scrape_job=\"app\"} 2\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("prometheus_target_scrape_pools_total 1\n"));
 
     // Reload without the job: its targets stop and their series go stale.
     std::fs::write(&config_path, "global:\n  scrape_interval: 200ms\n").unwrap();
