@@ -11,12 +11,31 @@
 //! skipped and counted; any other error fails the whole scrape: the caller
 //! rolls the appender back and calls [`append_body`] again with an empty
 //! body, which writes the stale markers of a failed scrape.
+//!
+//! The body is read as its `Content-Type` says ([`crate::format`]): the
+//! Prometheus text format, or OpenMetrics as Prometheus' scrape loop reads
+//! it by default (`_created` series appended as ordinary series, no
+//! `__type__`/`__unit__` labels; `# UNIT` goes to the target's metadata).
+//! OpenMetrics exemplars are parsed and checked (a malformed one fails the
+//! scrape with Prometheus' message) but not stored: Ferrite has no exemplar
+//! storage. Converting classic histograms to native histograms with custom
+//! buckets (`convert_classic_histograms_to_nhcb`) is not supported: with
+//! [`AppendSettings::convert_classic_histograms_to_nhcb`] set, a scrape fails
+//! at the first series Prometheus would convert, rather than store other
+//! series than Prometheus would.
+
+use std::borrow::Cow;
 
 use ferrite_config::relabel::{apply as relabel, RelabelConfig};
+use ferrite_model::gofloat::parse_go_float;
+use ferrite_model::goquote::quote_bytes;
 use ferrite_model::{Labels, ValidationScheme, METRIC_NAME, STALE_NAN};
-use ferrite_textparse::promtext::{TextEntry, TextError, TextParser};
+use ferrite_textparse::omtext::{OmEntry, OmParser};
+use ferrite_textparse::promtext::{TextEntry, TextError, TextParser, TextSeries};
+use ferrite_textparse::MetricType;
 
 use crate::cache::ScrapeCache;
+use crate::format::{select_parser, Format};
 use crate::storage::{AppendFailure, ScrapeAppender};
 
 /// How far ahead of now a sample's timestamp may be (Prometheus'
@@ -48,6 +67,11 @@ pub struct AppendSettings {
     pub label_value_length_limit: u64,
     /// The media type of `fallback_scrape_protocol`, if set.
     pub fallback_media_type: Option<&'static str>,
+    /// The job's `convert_classic_histograms_to_nhcb` (false by default).
+    /// Ferrite cannot convert, so a body with a classic histogram
+    /// Prometheus would convert fails to append with
+    /// [`BodyError::Unsupported`].
+    pub convert_classic_histograms_to_nhcb: bool,
 }
 
 /// The counts of one scrape, for the report series.
@@ -86,6 +110,9 @@ pub enum BodyError {
     /// The storage refused a sample for a reason that fails the scrape.
     #[error(transparent)]
     Storage(AppendFailure),
+    /// The job asks for something Ferrite cannot do with this body.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Samples the storage skipped, by reason (for the scrape metrics).
@@ -107,6 +134,9 @@ pub struct BodyAppender<'a> {
     pub settings: &'a AppendSettings,
     /// Skipped samples, added to as appends go.
     pub skipped: SkippedSamples,
+    /// The counts of the last [`append_body`], also when it failed (the
+    /// report of a failed scrape gives them, as Prometheus' does).
+    pub counts: AppendCounts,
     /// The parsed labels of a line the cache does not know (reused).
     pairs: Vec<(String, String)>,
 }
@@ -118,7 +148,60 @@ impl<'a> BodyAppender<'a> {
             cache,
             settings,
             skipped: SkippedSamples::default(),
+            counts: AppendCounts::default(),
             pairs: Vec::new(),
+        }
+    }
+}
+
+/// The parser the body's `Content-Type` chose.
+enum BodyParser<'b> {
+    Text(TextParser<'b>),
+    OpenMetrics(OmParser<'b>),
+}
+
+/// An entry of either format.
+enum BodyEntry<'b> {
+    Series(TextSeries<'b>),
+    Help(&'b [u8], Cow<'b, [u8]>),
+    Type(&'b [u8], MetricType),
+    Unit(&'b [u8], &'b [u8]),
+    Comment,
+}
+
+impl<'b> BodyParser<'b> {
+    fn new(format: Format, body: &'b [u8]) -> Self {
+        match format {
+            Format::PrometheusText => BodyParser::Text(TextParser::new(body)),
+            Format::OpenMetrics => BodyParser::OpenMetrics(OmParser::new(body)),
+        }
+    }
+
+    fn next_entry(&mut self) -> Result<Option<BodyEntry<'b>>, TextError> {
+        Ok(Some(match self {
+            BodyParser::Text(p) => match p.next_entry()? {
+                None => return Ok(None),
+                Some(TextEntry::Series(s)) => BodyEntry::Series(s),
+                Some(TextEntry::Help { metric, text }) => BodyEntry::Help(metric, text),
+                Some(TextEntry::Type { metric, kind }) => BodyEntry::Type(metric, kind),
+                Some(TextEntry::Comment { .. }) => BodyEntry::Comment,
+            },
+            // Exemplars were checked by next_entry; they are not read.
+            BodyParser::OpenMetrics(p) => match p.next_entry()? {
+                None => return Ok(None),
+                Some(OmEntry::Series(s)) => BodyEntry::Series(s),
+                Some(OmEntry::Help { metric, text }) => BodyEntry::Help(metric, text),
+                Some(OmEntry::Type { metric, kind }) => BodyEntry::Type(metric, kind),
+                Some(OmEntry::Unit { metric, unit }) => BodyEntry::Unit(metric, unit),
+            },
+        }))
+    }
+
+    /// The labels of the last series.
+    fn labels(&self, out: &mut Vec<(String, String)>) -> Result<(), TextError> {
+        match self {
+            BodyParser::Text(p) => p.labels(out),
+            BodyParser::OpenMetrics(p) => p.labels(out),
         }
     }
 }
@@ -134,30 +217,56 @@ pub fn append_body(
     ts: i64,
     now_ms: i64,
 ) -> Result<AppendCounts, BodyError> {
+    let mut counts = AppendCounts::default();
+    let result = append_entries(b, app, body, content_type, ts, now_ms, &mut counts);
+    b.counts = counts;
+    result.map(|()| counts)
+}
+
+/// [`append_body`]'s work, counting into `counts` as it goes.
+fn append_entries(
+    b: &mut BodyAppender<'_>,
+    app: &mut dyn ScrapeAppender,
+    body: &[u8],
+    content_type: &str,
+    ts: i64,
+    now_ms: i64,
+    counts: &mut AppendCounts,
+) -> Result<(), BodyError> {
     if body.is_empty() {
         let result = write_stale_markers(b, app, ts);
         b.cache.iter_done(false);
-        return result.map(|()| AppendCounts::default());
+        return result;
     }
-    crate::format::select_parser(content_type, b.settings.fallback_media_type)?;
-    let mut counts = AppendCounts::default();
+    let format = select_parser(content_type, b.settings.fallback_media_type)?;
     let mut limit = SampleLimit::new(b.settings.sample_limit, now_ms + MAX_AHEAD_MS);
-    let mut parser = TextParser::new(body);
+    let mut parser = BodyParser::new(format, body);
+    // The last `# TYPE` line, for the NHCB check.
+    let mut last_type: (&[u8], MetricType) = (b"", MetricType::Unknown);
     while let Some(entry) = parser.next_entry()? {
         let series = match entry {
-            TextEntry::Series(series) => series,
-            TextEntry::Help { metric, text } => {
+            BodyEntry::Series(series) => series,
+            BodyEntry::Help(metric, text) => {
                 let iter = b.cache.iter();
                 lock(&b.cache.metadata).set_help(metric, &text, iter);
                 continue;
             }
-            TextEntry::Type { metric, kind } => {
+            BodyEntry::Type(metric, kind) => {
                 let iter = b.cache.iter();
                 lock(&b.cache.metadata).set_type(metric, kind, iter);
+                last_type = (metric, kind);
                 continue;
             }
-            TextEntry::Comment { .. } => continue,
+            BodyEntry::Unit(metric, unit) => {
+                let iter = b.cache.iter();
+                lock(&b.cache.metadata).set_unit(metric, unit, iter);
+                continue;
+            }
+            BodyEntry::Comment => continue,
         };
+        if b.settings.convert_classic_histograms_to_nhcb && last_type.1 == MetricType::Histogram {
+            refuse_nhcb(b, &parser, last_type.0)?;
+        }
         counts.total += 1;
         let explicit = series.timestamp.filter(|_| b.settings.honor_timestamps);
         let sample = Sample {
@@ -166,14 +275,14 @@ pub fn append_body(
             v: series.value,
             explicit: explicit.is_some(),
         };
-        append_sample(b, &parser, app, &mut limit, sample, &mut counts)?;
+        append_sample(b, &parser, app, &mut limit, sample, counts)?;
     }
     if limit.exceeded {
         return Err(BodyError::SampleLimit);
     }
     write_stale_markers(b, app, ts)?;
     b.cache.iter_done(true);
-    Ok(counts)
+    Ok(())
 }
 
 fn lock(
@@ -233,7 +342,7 @@ enum Refused {
 
 fn append_sample(
     b: &mut BodyAppender<'_>,
-    parser: &TextParser<'_>,
+    parser: &BodyParser<'_>,
     app: &mut dyn ScrapeAppender,
     limit: &mut SampleLimit,
     s: Sample<'_>,
@@ -293,7 +402,7 @@ fn append_sample(
 /// relabeling dropped it.
 fn new_series_labels(
     b: &mut BodyAppender<'_>,
-    parser: &TextParser<'_>,
+    parser: &BodyParser<'_>,
 ) -> Result<Option<Labels>, BodyError> {
     let s = b.settings;
     if let Err(e) = parser.labels(&mut b.pairs) {
@@ -314,6 +423,47 @@ fn new_series_labels(
     }
     verify_label_limits(&labels, s)?;
     Ok(Some(labels))
+}
+
+/// Fails the scrape at a series Prometheus' NHCB conversion would take
+/// (the last `# TYPE` named `family` a histogram): `family_bucket` with an
+/// `le` that is a number, `family_count` or `family_sum`.
+fn refuse_nhcb(
+    b: &mut BodyAppender<'_>,
+    parser: &BodyParser<'_>,
+    family: &[u8],
+) -> Result<(), BodyError> {
+    if parser.labels(&mut b.pairs).is_err() {
+        return Ok(()); // Not a series Prometheus appends either.
+    }
+    let get = |name: &str| {
+        b.pairs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let name = get(METRIC_NAME).unwrap_or_default();
+    let converted = if let Some(base) = name.strip_suffix("_bucket") {
+        base.as_bytes() == family
+            && get("le")
+                .and_then(|le| parse_go_float(le.as_bytes()).ok())
+                .is_some_and(|le| !le.is_nan())
+    } else if let Some(base) = name.strip_suffix("_sum") {
+        base.as_bytes() == family
+    } else if let Some(base) = name.strip_suffix("_count") {
+        base.as_bytes() == family
+    } else {
+        false
+    };
+    if !converted {
+        return Ok(());
+    }
+    Err(BodyError::Unsupported(format!(
+        "convert_classic_histograms_to_nhcb is set, but Ferrite cannot convert classic histograms \
+         to native histograms with custom buckets: not appending histogram {} rather than \
+         storing other series than Prometheus would",
+        quote_bytes(family)
+    )))
 }
 
 /// The target's labels over a sample's (Prometheus' `mutateSampleLabels`),

@@ -341,6 +341,7 @@ fn loop_settings(
             label_name_length_limit: cfg.limits.label_name_length_limit,
             label_value_length_limit: cfg.limits.label_value_length_limit,
             fallback_media_type: cfg.fallback_scrape_protocol.map(media_type),
+            convert_classic_histograms_to_nhcb: cfg.convert_classic_histograms_to_nhcb,
         },
     }
 }

@@ -306,11 +306,13 @@ fn append_scrape(
                         _ => {}
                     }
                     debug!(url = %s.url, error = %e, "append failed");
+                    // The report gives what was counted up to the failure.
+                    let counts = b.counts;
                     app.rollback();
                     app = storage.appender();
                     let mut b = BodyAppender::new(cache, &s.append);
                     failed_scrape_staleness(&mut b, &mut *app, ts);
-                    (AppendCounts::default(), Some(e.to_string()))
+                    (counts, Some(e.to_string()))
                 }
             }
         }

@@ -1,6 +1,14 @@
 //! The text exposition formats, parsed as Prometheus parses them:
-//! OpenMetrics for backfill (below), and the Prometheus text format
-//! (0.0.4) for scraping ([`promtext`]).
+//! OpenMetrics for backfill (below), and for scraping the Prometheus text
+//! format (0.0.4, [`promtext`]) and OpenMetrics (1.0.0 and 0.0.1,
+//! [`omtext`]).
+//!
+//! The two scrape parsers stream entries without allocating per sample and
+//! hand out each series' raw bytes for the scrape cache, reading labels
+//! only when asked; their errors are Prometheus' messages. The backfill
+//! parser below reads whole owned samples with line numbers. They share
+//! unescaping, metric types, `le`/`quantile` rewriting and Go's float
+//! syntax; [`omtext`]'s documentation says why OpenMetrics has two.
 //!
 //! # OpenMetrics, parsed as Prometheus v3.9.1 parses it for backfill
 //!
@@ -83,6 +91,7 @@
 
 pub mod backfill;
 mod error;
+pub mod omtext;
 mod parser;
 pub mod promtext;
 

@@ -505,7 +505,8 @@ impl<'a> Parser<'a> {
             };
             let mut value = String::from_utf8_lossy(&unescape(raw_value)).into_owned();
             if !exemplar {
-                value = self.normalize(&label_name, value);
+                let mtype = self.mtype.unwrap_or(MetricType::Unknown);
+                value = normalize_label_value(mtype, &label_name, value);
             }
             pairs.push(Label::new(label_name, value));
             p = end;
@@ -594,20 +595,6 @@ impl<'a> Parser<'a> {
             .map_err(|_| self.error_at(at, ErrorKind::NonUtf8Name(what)))
     }
 
-    /// Prometheus rewrites `le` of histograms and `quantile` of summaries.
-    fn normalize(&self, name: &str, value: String) -> String {
-        let applies = matches!(
-            (self.mtype, name),
-            (Some(MetricType::Histogram), "le") | (Some(MetricType::Summary), "quantile")
-        );
-        if applies {
-            if let Ok(f) = parse_go_float(value.as_bytes()) {
-                return format_om_float(f);
-            }
-        }
-        value
-    }
-
     /// The end (after the closing quote) of the quoted string at `at`.
     fn scan_quoted(&self, at: usize, kind: Quoted) -> Result<usize, Error> {
         let b = self.buf;
@@ -651,6 +638,22 @@ impl Iterator for Parser<'_> {
         }
         self.next_entry().transpose()
     }
+}
+
+/// `le` of histograms and `quantile` of summaries (by the type of the last
+/// `# TYPE` line) rewritten as OpenMetrics floats when they parse as Go
+/// floats, as Prometheus' text parsers do (`1` becomes `1.0`).
+pub(crate) fn normalize_label_value(mtype: MetricType, name: &str, value: String) -> String {
+    let applies = matches!(
+        (mtype, name),
+        (MetricType::Histogram, "le") | (MetricType::Summary, "quantile")
+    );
+    if applies {
+        if let Ok(f) = parse_go_float(value.as_bytes()) {
+            return format_om_float(f);
+        }
+    }
+    value
 }
 
 /// Unescapes `\\`, `\"` and `\n`; any other backslash stays as it is.

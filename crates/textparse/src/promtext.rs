@@ -50,7 +50,7 @@ use std::borrow::Cow;
 use ferrite_model::gofloat::{parse_prom_float, FloatError, NORMAL_NAN_BITS};
 use ferrite_model::goquote::quote_bytes;
 
-use crate::parser::{unescape, MetricType};
+use crate::parser::{normalize_label_value, unescape, MetricType};
 use lexer::{Lexer, Token};
 
 /// One entry of an exposition.
@@ -178,7 +178,7 @@ impl<'a> TextParser<'a> {
         for l in &self.labels {
             let name = self.owned(l.name.0, l.name.1, "label name")?;
             let value = self.owned(l.value.0, l.value.1, "label value")?;
-            let value = normalize(self.mtype, &name, value);
+            let value = normalize_label_value(self.mtype, &name, value);
             out.push((name, value));
         }
         Ok(())
@@ -383,16 +383,7 @@ impl<'a> TextParser<'a> {
     }
 
     fn float_error(&self, e: FloatError) -> TextError {
-        let text = self.lexer.token_text();
-        let cause = if text.iter().any(|&c| matches!(c, b'p' | b'P' | b'_')) {
-            "unsupported character in float".to_owned()
-        } else {
-            let why = match e {
-                FloatError::Syntax => "invalid syntax",
-                FloatError::Range => "value out of range",
-            };
-            format!("strconv.ParseFloat: parsing {}: {why}", quote_bytes(text))
-        };
+        let cause = float_cause(self.lexer.token_text(), e);
         TextError(format!(
             "{cause} while parsing: {}",
             self.lexer.quoted_text(self.start, self.lexer.i)
@@ -437,19 +428,17 @@ fn unescape_help(text: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// `le` of histograms and `quantile` of summaries written as OpenMetrics
-/// floats, when they parse as floats.
-fn normalize(mtype: MetricType, name: &str, value: String) -> String {
-    let applies = matches!(
-        (mtype, name),
-        (MetricType::Histogram, "le") | (MetricType::Summary, "quantile")
-    );
-    if applies {
-        if let Ok(f) = ferrite_model::gofloat::parse_go_float(value.as_bytes()) {
-            return ferrite_model::gofloat::format_om_float(f);
-        }
+/// Why a value or timestamp is not a float, as Prometheus' `parseFloat`
+/// says it (the text is what came after the token's leading blank).
+pub(crate) fn float_cause(text: &[u8], e: FloatError) -> String {
+    if text.iter().any(|&c| matches!(c, b'p' | b'P' | b'_')) {
+        return "unsupported character in float".to_owned();
     }
-    value
+    let why = match e {
+        FloatError::Syntax => "invalid syntax",
+        FloatError::Range => "value out of range",
+    };
+    format!("strconv.ParseFloat: parsing {}: {why}", quote_bytes(text))
 }
 
 #[cfg(test)]

@@ -69,19 +69,35 @@ impl Target {
     /// One scrape as the loop runs it: on an error, roll back and append
     /// the empty body.
     fn scrape(&mut self, body: &str, ts: i64) -> Result<AppendCounts, BodyError> {
+        self.scrape_as(body, "text/plain; version=0.0.4", ts, false)
+    }
+
+    /// An OpenMetrics scrape.
+    fn scrape_om(&mut self, body: &str, ts: i64) -> Result<AppendCounts, BodyError> {
+        self.scrape_as(
+            body,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ts,
+            false,
+        )
+    }
+
+    /// A scrape of a body of `content_type`; `nhcb`: the job's
+    /// `convert_classic_histograms_to_nhcb`.
+    fn scrape_as(
+        &mut self,
+        body: &str,
+        content_type: &str,
+        ts: i64,
+        nhcb: bool,
+    ) -> Result<AppendCounts, BodyError> {
+        self.settings.convert_classic_histograms_to_nhcb = nhcb;
         let mut b = BodyAppender::new(&mut self.cache, &self.settings);
         let mut app = Box::new(MemoryAppender {
             mem: &mut self.mem,
             pending: Vec::new(),
         });
-        let res = append_body(
-            &mut b,
-            &mut *app,
-            body.as_bytes(),
-            "text/plain; version=0.0.4",
-            ts,
-            ts,
-        );
+        let res = append_body(&mut b, &mut *app, body.as_bytes(), content_type, ts, ts);
         match res {
             Ok(c) => {
                 app.commit().expect("commit");
@@ -310,4 +326,145 @@ fn content_types() {
     };
     let mut b = BodyAppender::new(&mut cache, &s);
     assert!(append_body(&mut b, &mut app, b"a 1\n", "text/html", 1, 1).is_ok());
+    // OpenMetrics bodies go to the OpenMetrics parser, a fallback too.
+    let om = b"a 1\n# EOF\n";
+    assert!(append_body(&mut b, &mut app, om, "application/openmetrics-text", 2, 2).is_ok());
+    let s = AppendSettings {
+        fallback_media_type: Some("application/openmetrics-text"),
+        ..settings()
+    };
+    let mut b = BodyAppender::new(&mut cache, &s);
+    assert!(append_body(&mut b, &mut app, om, "", 3, 3).is_ok());
+    let e = append_body(&mut b, &mut app, b"a 1\n", "", 4, 4).expect_err("not OpenMetrics");
+    assert_eq!(e.to_string(), "data does not end with # EOF");
+}
+
+#[test]
+fn openmetrics_scrapes_like_prometheus() {
+    let mut t = Target::new(settings());
+    let body = "# HELP req Requests.\n# TYPE req counter\n# UNIT req_seconds seconds\n\
+        req_total{code=\"200\"} 3 # {trace_id=\"abc\"} 1 1.5\n\
+        req_created{code=\"200\"} 1700000000\n\
+        up 1\n# EOF\n";
+    let c = t.scrape_om(body, 1000).expect("ok");
+    // _created is an ordinary series, as in Prometheus by default.
+    assert_eq!((c.total, c.added, c.series_added), (3, 3, 3));
+    assert_eq!(
+        t.series("{__name__=\"req_total\", code=\"200\", instance=\"h:1\", job=\"j\"}"),
+        vec![(1000, "3".into())]
+    );
+    assert_eq!(
+        t.series("{__name__=\"req_created\", code=\"200\", instance=\"h:1\", job=\"j\"}"),
+        vec![(1000, "1700000000".into())]
+    );
+    // The exemplar was read and dropped: only the three series are stored.
+    assert_eq!(t.mem.samples.len(), 3);
+    // HELP, TYPE and UNIT are the target's metadata.
+    let meta = lock(&t.cache.metadata).list();
+    let names: Vec<(&str, &str, &str, &str)> = meta
+        .iter()
+        .map(|m| {
+            (
+                m.metric.as_str(),
+                m.kind.as_str(),
+                m.help.as_str(),
+                m.unit.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("req", "counter", "Requests.", ""),
+            ("req_seconds", "unknown", "", "seconds")
+        ]
+    );
+
+    // The second scrape finds every series in the cache: appends by ref.
+    let c = t
+        .scrape_om(body.replace(" 3 #", " 4 #").as_str(), 2000)
+        .expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (3, 3, 0));
+    assert_eq!(t.mem.by_ref, 3, "all three went by ref");
+
+    // A series that goes away gets a stale marker.
+    t.scrape_om("up 1\n# EOF\n", 3000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"req_total\", code=\"200\", instance=\"h:1\", job=\"j\"}"),
+        vec![
+            (1000, "3".into()),
+            (2000, "4".into()),
+            (3000, "stale".into())
+        ]
+    );
+
+    // Explicit timestamps are seconds.
+    t.scrape_om("up 1\nlate 1 3.5\n# EOF\n", 4000).expect("ok");
+    assert_eq!(
+        t.series("{__name__=\"late\", instance=\"h:1\", job=\"j\"}"),
+        vec![(3500, "1".into())]
+    );
+}
+
+#[test]
+fn openmetrics_errors_fail_the_scrape() {
+    let mut t = Target::new(settings());
+    t.scrape_om("a 1\n# EOF\n", 1000).expect("ok");
+    // A bad exemplar fails the scrape as in Prometheus (and a failed
+    // scrape marks everything stale).
+    let e = t
+        .scrape_om("a 1 # {\"x\"} 1\n# EOF\n", 2000)
+        .expect_err("bad exemplar");
+    assert_eq!(
+        e.to_string(),
+        "expected label name, got \"} \" (\"BCLOSE\") while parsing: \"a 1 # {\\\"x\\\"} \""
+    );
+    assert_eq!(
+        t.series("{__name__=\"a\", instance=\"h:1\", job=\"j\"}"),
+        vec![(1000, "1".into()), (2000, "stale".into())]
+    );
+    let e = t.scrape_om("a 1\n", 3000).expect_err("no # EOF");
+    assert_eq!(e.to_string(), "data does not end with # EOF");
+    let e = t
+        .scrape_om("a 1\n# EOF\nb 1\n", 4000)
+        .expect_err("data after # EOF");
+    assert_eq!(e.to_string(), "unexpected data after # EOF");
+    // The text format is not OpenMetrics: without `# EOF` it fails.
+    assert!(t.scrape_om("# TYPE a untyped\na 1\n", 5000).is_err());
+    // OpenMetrics 2.0 is refused, as Prometheus refuses it without its
+    // feature flag.
+    let e = t
+        .scrape_as(
+            "a 1\n# EOF\n",
+            "application/openmetrics-text; version=2.0.0",
+            6000,
+            false,
+        )
+        .expect_err("OpenMetrics 2.0");
+    assert!(e
+        .to_string()
+        .starts_with("received OpenMetrics 2.0 Content-Type"));
+}
+
+#[test]
+fn nhcb_conversion_is_refused_not_ignored() {
+    let body = "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_count 2\nh_sum 3\n# EOF\n";
+    let mut t = Target::new(settings());
+    // Without the option, a classic histogram is appended as it is.
+    assert_eq!(t.scrape_om(body, 1000).expect("ok").added, 4);
+    let e = t
+        .scrape_as(body, "application/openmetrics-text", 2000, true)
+        .expect_err("cannot convert");
+    assert!(matches!(e, BodyError::Unsupported(_)));
+    assert!(e.to_string().contains("histogram \"h\""), "{e}");
+    // Nothing Prometheus would convert: the option changes nothing.
+    let plain =
+        "# TYPE h histogram\nother 1\nh_bucket{le=\"x\"} 1\n# TYPE g gauge\ng_count 1\n# EOF\n";
+    assert!(t
+        .scrape_as(plain, "application/openmetrics-text", 3000, true)
+        .is_ok());
+    // The text format too.
+    assert!(t
+        .scrape_as("# TYPE h histogram\nh_sum 1\n", "text/plain", 4000, true)
+        .is_err());
 }

@@ -1,0 +1,476 @@
+package interop_test
+
+// Scraping side by side: a real Prometheus v3.16.0 and Ferrite run the same
+// prometheus.yml against the same scripted targets (served by this test),
+// then their data directories are read back with Prometheus' own TSDB code
+// and compared, and so are their /api/v1/targets answers.
+//
+// Each scraper gets its own copy of every target's payload sequence (the
+// n-th scrape of a target by Prometheus gets the same body as Ferrite's
+// n-th), so the data must be equal scrape for scrape: the same series, the
+// same values, the same stale markers (vanished series, failed scrapes),
+// the same report series. Timestamps are compared through their phase in
+// the interval: both must scrape each target at the same moments (the same
+// hash-derived offset) within a few milliseconds (Prometheus' own timer
+// latency).
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"ferrite.dev/interop/internal/e2e"
+	"ferrite.dev/interop/internal/promtsdb"
+)
+
+const sideBySideInterval = time.Second
+
+// scriptedTargets serves every test target; each scraper (told apart by
+// its User-Agent) walks its own copy of each target's payload sequence.
+type scriptedTargets struct {
+	mu    sync.Mutex
+	count map[string]int // scraper + URL → scrapes so far
+	base  int64          // explicit timestamps start here (ms)
+}
+
+func (s *scriptedTargets) next(r *http.Request) int {
+	who := "ferrite"
+	if strings.HasPrefix(r.UserAgent(), "Prometheus/") {
+		who = "prometheus"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := who + " " + r.URL.String()
+	n := s.count[key]
+	s.count[key] = n + 1
+	return n
+}
+
+// payload is the exposition of scrape n: a counter, gauges with awkward
+// label values, series that come and go, a NaN, and labels that collide
+// with the target's.
+func payload(n int) string {
+	var b strings.Builder
+	b.WriteString("# HELP c_total A counter.\n# TYPE c_total counter\n")
+	fmt.Fprintf(&b, "c_total{path=\"/\"} %d\n", n*10)
+	fmt.Fprintf(&b, "c_total{path=\"/x\",job=\"inner\",instance=\"in:1\"} %d\n", n)
+	b.WriteString("# TYPE g gauge\n")
+	fmt.Fprintf(&b, "g{k=\"quote \\\" and \\\\ and \\n\",e=\"\"} %g\n", float64(n)/3)
+	fmt.Fprintf(&b, "g{k=\"utf8 ü ✓\"} -%d\n", n)
+	if n%3 != 2 {
+		fmt.Fprintf(&b, "vanishing{i=\"%d\"} 1\n", n%2)
+	}
+	b.WriteString("nan_value NaN\n")
+	fmt.Fprintf(&b, "# TYPE h histogram\nh_bucket{le=\"1\"} %d\nh_bucket{le=\"+Inf\"} %d\nh_sum %d\nh_count %d\n", n, 2*n, 3*n, 2*n)
+	return b.String()
+}
+
+func (s *scriptedTargets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := s.next(r)
+	text := "text/plain; version=0.0.4; charset=utf-8"
+	switch r.URL.Path {
+	case "/plain":
+		w.Header().Set("Content-Type", text)
+		fmt.Fprint(w, payload(n))
+	case "/gzip":
+		w.Header().Set("Content-Type", text)
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprint(zw, payload(n))
+			zw.Close()
+			return
+		}
+		fmt.Fprint(w, payload(n))
+	case "/errors":
+		if n%4 == 2 {
+			http.Error(w, "scripted failure", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", text)
+		fmt.Fprint(w, payload(n))
+	case "/timestamps":
+		w.Header().Set("Content-Type", text)
+		fmt.Fprintf(w, "stamped %d %d\nunstamped %d\n", n, s.base+int64(n)*1000, n)
+	case "/html":
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, payload(n))
+	case "/broken":
+		w.Header().Set("Content-Type", text)
+		if n%2 == 1 {
+			fmt.Fprint(w, "ok 1\nbroken{ 2\n")
+			return
+		}
+		fmt.Fprint(w, "ok 1\n")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func sideBySideConfig(target string) string {
+	job := func(name, path string, extra string) string {
+		return fmt.Sprintf("  - job_name: %s\n    metrics_path: %s\n    static_configs: [{targets: [%q], labels: {env: side}}]\n%s", name, path, target, extra)
+	}
+	return "global:\n  scrape_interval: 1s\n  scrape_timeout: 800ms\nscrape_configs:\n" +
+		job("plain", "/plain", "") +
+		job("honor", "/plain", "    honor_labels: true\n    params: {copy: [honor]}\n") +
+		job("relabel", "/plain", "    params: {copy: [relabel]}\n    metric_relabel_configs:\n"+
+			"      - {source_labels: [__name__], regex: g, action: drop}\n"+
+			"      - {source_labels: [path], target_label: route, replacement: 'r$1'}\n") +
+		job("limited", "/plain", "    params: {copy: [limited]}\n    sample_limit: 5\n") +
+		job("gzip", "/gzip", "") +
+		job("errors", "/errors", "") +
+		job("timestamps", "/timestamps", "") +
+		job("html", "/html", "") +
+		job("fallback", "/html", "    params: {copy: [fallback]}\n    fallback_scrape_protocol: PrometheusText0.0.4\n") +
+		job("broken", "/broken", "") +
+		"  - job_name: dead\n    static_configs: [{targets: [\"127.0.0.1:1\"]}]\n" +
+		"  - job_name: dropper\n    static_configs: [{targets: [\"a:1\", \"b:2\"]}]\n" +
+		"    relabel_configs: [{source_labels: [__address__], regex: 'a:1', action: drop}]\n"
+}
+
+// sample is one stored sample, its value as bits (stale markers apart).
+type sample struct {
+	t    int64
+	bits uint64
+}
+
+// readSamples opens a data directory with Prometheus' TSDB (WAL replayed)
+// and returns every float sample by series.
+func readSamples(t *testing.T, dir string) map[string][]sample {
+	t.Helper()
+	scratch := filepath.Join(t.TempDir(), "copy")
+	if err := promtsdb.CopyDir(dir, scratch); err != nil {
+		t.Fatal(err)
+	}
+	db, err := tsdb.OpenDBReadOnly(scratch, "", promtsdb.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	out := map[string][]sample{}
+	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	var it chunkenc.Iterator
+	for ss.Next() {
+		s := ss.At()
+		key := s.Labels().String()
+		it = s.Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				t.Fatalf("%s: a %v sample", key, vt)
+			}
+			ts, v := it.At()
+			out[key] = append(out[key], sample{ts, math.Float64bits(v)})
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// scrapeIndexed turns one server's samples into (scrape number, value)
+// by series: a sample's scrape is counted from its target's first `up`.
+// Explicitly stamped samples keep their own time. Report values that
+// measure the scraper (durations) are left out.
+func scrapeIndexed(t *testing.T, name, target string, data map[string][]sample) (map[string]map[int]uint64, map[string]int64, int) {
+	t.Helper()
+	first := map[string]int64{} // job/instance → first scrape time
+	lastIndex := math.MaxInt
+	for key, ss := range data {
+		if strings.HasPrefix(key, "{__name__=\"up\"") {
+			lbls := seriesTarget(key)
+			first[lbls] = ss[0].t
+			if n := len(ss) - 1; n < lastIndex {
+				lastIndex = n
+			}
+		}
+	}
+	interval := sideBySideInterval.Milliseconds()
+	out := map[string]map[int]uint64{}
+	for key, ss := range data {
+		if strings.HasPrefix(key, "{__name__=\"scrape_duration_seconds\"") {
+			continue
+		}
+		start, ok := first[seriesTarget(key)]
+		if !ok && strings.Contains(key, `job="inner"`) {
+			// The honor_labels job keeps the exposition's job and instance.
+			start, ok = first["\"honor\"/\""+target+"\""]
+		}
+		if !ok {
+			t.Fatalf("%s: %s has no up series", name, key)
+		}
+		m := map[int]uint64{}
+		for _, s := range ss {
+			idx := int(s.t)
+			if !strings.HasPrefix(key, "{__name__=\"stamped\"") {
+				d := s.t - start
+				idx = int((d + interval/2) / interval)
+				if off := d - int64(idx)*interval; off < -50 || off > 50 {
+					t.Errorf("%s: %s at %d is %d ms off its scrape grid", name, key, s.t, off)
+				}
+			}
+			m[idx] = s.bits
+		}
+		out[key] = m
+	}
+	return out, first, lastIndex
+}
+
+// seriesTarget is the job and instance a series was scraped from.
+func seriesTarget(key string) string {
+	var job, inst string
+	for _, part := range strings.Split(strings.Trim(key, "{}"), ", ") {
+		if v, ok := strings.CutPrefix(part, "job="); ok {
+			job = v
+		}
+		if v, ok := strings.CutPrefix(part, "instance="); ok {
+			inst = v
+		}
+	}
+	return job + "/" + inst
+}
+
+func TestScrapeSideBySideWithPrometheus(t *testing.T) {
+	fer := ferriteBin(t)
+	prom, _ := e2eBinaries(t)
+	targets := &scriptedTargets{count: map[string]int{}, base: time.Now().UnixMilli()}
+	srv := httptest.NewServer(targets)
+	defer srv.Close()
+	target := strings.TrimPrefix(srv.URL, "http://")
+
+	tmp := t.TempDir()
+	cfg := filepath.Join(tmp, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(sideBySideConfig(target)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ports := make([]int, 2)
+	for i := range ports {
+		p, err := e2e.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	if ports[0] == ports[1] {
+		t.Skip("no two free ports")
+	}
+	ferDir, promDir := filepath.Join(tmp, "ferrite-data"), filepath.Join(tmp, "prom-data")
+	ferProc, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, "ferrite.log"), "--config.file="+cfg,
+		"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ferProc.Kill()
+	promProc, err := e2e.Start("prometheus", prom, tmp, filepath.Join(tmp, "prometheus.log"), "--config.file="+cfg,
+		"--storage.tsdb.path="+promDir, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ports[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer promProc.Kill()
+	ferURL, promURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	for _, p := range []struct {
+		proc *e2e.Proc
+		url  string
+	}{{ferProc, ferURL}, {promProc, promURL}} {
+		if err := p.proc.WaitReady(p.url+"/-/ready", 60*time.Second); err != nil {
+			t.Fatalf("%v\n%s", err, p.proc.LogTail(20))
+		}
+	}
+
+	// Both have scraped every target several times (more than the
+	// vanishing and failing cycles). Prometheus starts its scrapes up to
+	// 5 s late: its discovery hands out targets every 5 s
+	// (--scrape.discovery-reload-interval).
+	time.Sleep(15 * time.Second)
+	compareTargetsAPI(t, ferURL, promURL)
+
+	if err := ferProc.Stop(30 * time.Second); err != nil {
+		t.Fatalf("ferrite: %v\n%s", err, ferProc.LogTail(20))
+	}
+	if err := promProc.Stop(30 * time.Second); err != nil {
+		t.Fatalf("prometheus: %v", err)
+	}
+	ferData, promData := readSamples(t, ferDir), readSamples(t, promDir)
+	fer2, ferFirst, ferLast := scrapeIndexed(t, "ferrite", target, ferData)
+	prom2, promFirst, promLast := scrapeIndexed(t, "prometheus", target, promData)
+	last := min(ferLast, promLast) - 1 // the last scrape may have raced the stop
+	if last < 6 {
+		t.Fatalf("only %d common scrapes", last)
+	}
+
+	// The same moments in the interval, target by target.
+	for tgt, f := range ferFirst {
+		p, ok := promFirst[tgt]
+		if !ok {
+			t.Errorf("target %s: scraped by Ferrite only", tgt)
+			continue
+		}
+		interval := sideBySideInterval.Milliseconds()
+		phase := ((f-p)%interval + interval) % interval
+		if phase > 10 && phase < interval-10 {
+			t.Errorf("target %s: Ferrite scrapes %d ms off Prometheus' phase (first scrapes at %d and %d)", tgt, phase, f, p)
+		}
+	}
+	// The same series, and scrape for scrape the same values.
+	keys := map[string]bool{}
+	for k := range fer2 {
+		keys[k] = true
+	}
+	for k := range prom2 {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	bad := 0
+	for _, k := range sorted {
+		f, p := fer2[k], prom2[k]
+		if diff := compareScrapes(k, f, p, last); diff != "" {
+			bad++
+			if bad <= 15 {
+				t.Errorf("%s", diff)
+			}
+		}
+	}
+	if bad > 15 {
+		t.Errorf("... %d series differ in all", bad)
+	}
+	t.Logf("%d series, %d common scrapes each", len(sorted), last+1)
+}
+
+// compareScrapes compares one series' values scrape by scrape up to
+// scrape `last` (explicitly stamped series: every common timestamp).
+func compareScrapes(key string, f, p map[int]uint64, last int) string {
+	stamped := strings.HasPrefix(key, "{__name__=\"stamped\"")
+	show := func(m map[int]uint64) string {
+		var idx []int
+		for i := range m {
+			if stamped || i <= last {
+				idx = append(idx, i)
+			}
+		}
+		sort.Ints(idx)
+		var b bytes.Buffer
+		for _, i := range idx {
+			v := math.Float64frombits(m[i])
+			if value.IsStaleNaN(v) {
+				fmt.Fprintf(&b, " %d:stale", i)
+			} else {
+				fmt.Fprintf(&b, " %d:%g", i, v)
+			}
+		}
+		return b.String()
+	}
+	if stamped {
+		// Explicit timestamps: compare the stamps both have up to the
+		// earlier one's last.
+		lastF, lastP := math.MinInt, math.MinInt
+		for i := range f {
+			lastF = max(lastF, i)
+		}
+		for i := range p {
+			lastP = max(lastP, i)
+		}
+		cut := min(lastF, lastP)
+		trim := func(m map[int]uint64) map[int]uint64 {
+			o := map[int]uint64{}
+			for i, v := range m {
+				if i <= cut {
+					o[i] = v
+				}
+			}
+			return o
+		}
+		f, p, last = trim(f), trim(p), math.MaxInt
+	}
+	if fs, ps := show(f), show(p); fs != ps {
+		return fmt.Sprintf("%s:\n  prometheus:%s\n  ferrite:   %s", key, ps, fs)
+	}
+	return ""
+}
+
+// compareTargetsAPI compares /api/v1/targets of both servers once times,
+// durations and the URL under which each server is reached are dropped;
+// a scrape landing between the two requests is retried.
+func compareTargetsAPI(t *testing.T, ferURL, promURL string) {
+	t.Helper()
+	var ferText, promText string
+	for attempt := 0; attempt < 10; attempt++ {
+		ferText, promText = normalizedTargets(t, ferURL), normalizedTargets(t, promURL)
+		if ferText == promText {
+			return
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	t.Errorf("/api/v1/targets differ:\nprometheus:\n%s\nferrite:\n%s", promText, ferText)
+}
+
+func normalizedTargets(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			ActiveTargets       []map[string]any `json:"activeTargets"`
+			DroppedTargets      []map[string]any `json:"droppedTargets"`
+			DroppedTargetCounts map[string]int   `json:"droppedTargetCounts"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, a := range body.Data.ActiveTargets {
+		for _, k := range []string{"lastScrape", "lastScrapeDuration", "globalUrl"} {
+			delete(a, k)
+		}
+		// Connection errors are worded by each HTTP client.
+		if e, _ := a["lastError"].(string); strings.HasPrefix(e, "Get \"") {
+			a["lastError"] = "request failed"
+		}
+		// Targets that fail every other scrape: the two servers may be one
+		// scrape apart at any moment (their data is compared scrape by
+		// scrape below).
+		if pool := a["scrapePool"]; pool == "broken" || pool == "errors" {
+			delete(a, "health")
+			delete(a, "lastError")
+		}
+		b, _ := json.Marshal(a)
+		lines = append(lines, "active "+string(b))
+	}
+	for _, d := range body.Data.DroppedTargets {
+		b, _ := json.Marshal(d)
+		lines = append(lines, "dropped "+string(b))
+	}
+	sort.Strings(lines)
+	counts, _ := json.Marshal(body.Data.DroppedTargetCounts)
+	return strings.Join(lines, "\n") + "\ncounts " + string(counts)
+}
