@@ -4,8 +4,8 @@ package interop_test
 // own config.LoadFile: the same files through `configdump` (Rust, from
 // CONFIGDUMP_BIN) and `promconfig` (Go, built here) must give the same
 // settings for what Ferrite models (the `global:` section, `rule_files`,
-// `scrape_config_files` and the scrape jobs but for their HTTP client and
-// discoveries other than `static_configs`), or both
+// `scrape_config_files` and the scrape jobs with their HTTP client
+// settings, but for discoveries other than `static_configs`), or both
 // refuse the file. Messages are compared exactly, except where either is a
 // YAML decoding message (`yaml: ...`: a value of the wrong type, a
 // duplicate key): Ferrite's YAML reader words those otherwise, and yaml.v2
@@ -254,7 +254,9 @@ func randomScrapeFile(rng *rand.Rand) string {
 				"      - {action: hashmod, target_label: s, source_labels: [a], modulus: 4}\n",
 			}, "      - null\n", "      - {action: hashmod, target_label: s, source_labels: [a]}\n"))
 		}
-		if rng.Intn(8) == 0 {
+		if rng.Intn(3) == 0 {
+			b.WriteString(randomHTTPClient(rng))
+		} else if rng.Intn(8) == 0 {
 			b.WriteString(maybeBad([]string{"    tls_config: {insecure_skip_verify: true}\n", "    file_sd_configs: [{files: [a.json]}]\n",
 				"    basic_auth: {username: u, password: p}\n"}, "    unknown_field: 1\n"))
 		}
@@ -299,6 +301,96 @@ func validishGlobal(rng *rand.Rand) string {
 	}
 	if rng.Intn(4) == 0 {
 		fmt.Fprintf(&b, "  scrape_failure_log_file: %s\n", pick("g.log", "/var/g.log"))
+	}
+	return b.String()
+}
+
+// randomHTTPClient is a job's HTTP client settings, each key now and then:
+// mostly valid, with the conflicts and bad values Prometheus refuses
+// (two sources of one secret, two kinds of authentication, a bad TLS
+// version, proxy URL or header) once in a while. File names are relative
+// half the time, to check they are made relative to the file.
+func randomHTTPClient(rng *rand.Rand) string {
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	var b strings.Builder
+	field := func(n int, key, value string) {
+		if rng.Intn(n) == 0 {
+			fmt.Fprintf(&b, "    %s: %s\n", key, value)
+		}
+	}
+	// Inner keys of a mapping, each now and then.
+	inner := func(n int, kvs ...string) string {
+		var parts []string
+		for i := 0; i+1 < len(kvs); i += 2 {
+			if rng.Intn(n) == 0 {
+				parts = append(parts, kvs[i]+": "+kvs[i+1])
+			}
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	file := func(name string) string { return pick(name, "/etc/secrets/"+name, "sub/../"+name, `""`) }
+	// A mapping's keys without its braces.
+	unwrap := func(s string) string { return strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}") }
+	auth := rng.Intn(8)
+	switch auth {
+	case 0:
+		field(1, "basic_auth", pick("null", inner(2, "username", pick("u", "12", `""`), "username_file", file("user"),
+			"password", pick("p", "3.0", `"s e c"`), "password_file", file("pw"), "username_ref", "r")))
+	case 1:
+		field(1, "authorization", pick("null", "{}", inner(2, "type", pick("Bearer", "Custom", `" basic "`, `""`, "Basic"),
+			"credentials", pick("c", "123"), "credentials_file", file("token"))))
+	case 2:
+		field(1, "bearer_token", pick("t", `""`))
+		field(3, "bearer_token_file", file("token"))
+	case 3:
+		required := pick("client_id: id, token_url: https://auth/token, ", "client_id: id, token_url: https://auth/token, ",
+			"client_id: id, token_url: https://auth/token, ", "client_id: id, ", "token_url: t, ", "")
+		field(1, "oauth2", pick("null", "{}", "{"+strings.TrimSuffix(required+unwrap(inner(2, "client_secret", "s", "client_secret_file", file("cs"),
+			"scopes", pick("[a, b]", "[]", "[null]"),
+			"endpoint_params", pick("{aud: x}", "{a: null}"), "grant_type", pick("client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+			"signature_algorithm", pick("RS256", "HS256"), "client_certificate_key_file", file("key.pem"), "claims", "{a: 1}",
+			"tls_config", pick("{ca_file: ca.pem}", "{insecure_skip_verify: true}"),
+			"proxy_url", pick("http://p:8080", `":bad"`), "proxy_from_environment", pick("true", "false"))), ", ")+"}"))
+	}
+	if rng.Intn(10) == 0 {
+		// A second kind of authentication: mostly refused.
+		second := []string{"basic_auth: {username: u}", "authorization: {credentials: c}",
+			"bearer_token: t", "oauth2: {client_id: i, token_url: t}"}
+		if k := rng.Intn(len(second)); k != auth {
+			fmt.Fprintf(&b, "    %s\n", second[k])
+		}
+	}
+	if rng.Intn(3) == 0 {
+		versions := []string{"TLS12", "TLS13", "TLS10", "TLS11", `""`, "TLS14"}
+		// A CA and a client certificate with its key, now and then
+		// two of a kind or a certificate without its key.
+		ca := pick("", "ca: CA", "ca_file: "+file("ca.pem"), "ca: CA, ca_file: ca.pem")
+		pair := pick("", "", "cert: CERT, key: KEY", "cert_file: "+file("cert.pem")+", key_file: "+file("key.pem"),
+			"cert: CERT", "key_file: k.pem", "cert: C, cert_file: c.pem, key: K")
+		rest := inner(3, "server_name", pick("example.com", `""`), "insecure_skip_verify", pick("true", "false", "null"),
+			"min_version", pick(versions...), "max_version", pick(versions...))
+		var parts []string
+		for _, p := range []string{ca, pair, unwrap(rest)} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		fmt.Fprintf(&b, "    tls_config: %s\n", pick("null", "{"+strings.Join(parts, ", ")+"}"))
+	}
+	field(5, "follow_redirects", pick("true", "false", "null"))
+	field(5, "enable_http2", pick("true", "false", "null"))
+	if rng.Intn(4) == 0 {
+		urls := []string{"http://proxy:3128", "https://u:p%40w@proxy:3128/", `""`, "null", "socks5://[::1]:1080",
+			`"http://[::1"`, `":x"`, `"http://a b"`, "http://h:x", `"%zz"`, "5", "HTTP://Proxy"}
+		field(1, "proxy_url", pick(urls...))
+	}
+	field(12, "no_proxy", pick("localhost,10.0.0.0/8", `""`))
+	field(8, "proxy_from_environment", pick("true", "false"))
+	field(20, "proxy_connect_header", pick("{X-A: [s]}", "{X-A: null}", "{}"))
+	if rng.Intn(5) == 0 {
+		names := []string{"X-Tenant", "x-scope-orgid", "authorization", "User-Agent", "X-Prometheus-Scrape-Timeout-Seconds", "Accept"}
+		fmt.Fprintf(&b, "    http_headers: %s\n", pick("null", "{}", "{"+pick(names...)+": "+
+			pick("null", inner(2, "values", "[a, b]", "secrets", "[s]", "files", "["+file("h")+"]"))+"}"))
 	}
 	return b.String()
 }

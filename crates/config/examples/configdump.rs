@@ -1,7 +1,8 @@
 //! Ferrite's side of the configuration cross-check against Prometheus
 //! (`interop/config_load_test.go`, whose `cmd/promconfig` is Prometheus'
 //! side; the output is described there): each file loaded with
-//! [`ferrite_config::Config::load`] and its modelled settings printed.
+//! [`ferrite_config::Config::load`] and its modelled settings printed
+//! (secrets as the first 8 hex digits of their MD5 sum).
 //!
 //! ```text
 //! configdump FILE...
@@ -13,8 +14,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use dump::escape;
+use ferrite_config::http_client::{HttpClientConfig, ProxyConfig, Secret, TlsConfig};
 use ferrite_config::{Config, GlobalConfig, ScrapeConfig, ScrapeLimits};
 use ferrite_model::ValidationScheme;
+use md5::{Digest, Md5};
 
 fn main() {
     dump::each_file("configdump", |f, out| match Config::load(Path::new(f)) {
@@ -218,4 +221,157 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
             format!("{} {{{}}}", targets.join(","), labels.join(",")),
         );
     }
+    dump_http(out, &c.http_client);
+}
+
+/// A secret's stand-in: the start of its MD5 sum ("" when empty).
+fn secret_text(s: &str) -> String {
+    if s.is_empty() {
+        return String::new();
+    }
+    let sum = Md5::digest(s.as_bytes());
+    sum.iter().take(4).map(|b| format!("{b:02x}")).collect()
+}
+
+fn secret(s: &Secret) -> String {
+    secret_text(s.expose())
+}
+
+fn dump_tls(t: &TlsConfig) -> String {
+    let version = |v: Option<ferrite_config::http_client::TlsVersion>| v.map_or("", |v| v.name());
+    format!(
+        "ca={},ca_file={},ca_ref={},cert={},cert_file={},cert_ref={},key={},key_file={},key_ref={},server_name={},insecure_skip_verify={},min_version={},max_version={}",
+        secret_text(&t.ca),
+        escape(&t.ca_file),
+        escape(&t.ca_ref),
+        secret_text(&t.cert),
+        escape(&t.cert_file),
+        escape(&t.cert_ref),
+        secret(&t.key),
+        escape(&t.key_file),
+        escape(&t.key_ref),
+        escape(&t.server_name),
+        t.insecure_skip_verify,
+        version(t.min_version),
+        version(t.max_version),
+    )
+}
+
+fn dump_proxy(c: &ProxyConfig) -> String {
+    let url = match &c.proxy_url {
+        None => "nil".to_string(),
+        Some(u) if u.is_empty() => "empty".to_string(),
+        Some(u) => {
+            let user = match u.user() {
+                None => String::new(),
+                Some((name, None)) => format!("{}@", escape(name)),
+                Some((name, Some(pw))) => format!("{}:{}@", escape(name), secret_text(pw)),
+            };
+            format!("{}://{user}{}", escape(u.scheme()), escape(u.host()))
+        }
+    };
+    let headers: Vec<String> = c
+        .proxy_connect_header
+        .iter()
+        .map(|(k, vs)| {
+            let vs: Vec<String> = vs.iter().map(secret).collect();
+            format!("{}:{}", escape(k), vs.join("|"))
+        })
+        .collect();
+    format!(
+        "url={url},no_proxy={},from_environment={},connect_header={}",
+        escape(&c.no_proxy),
+        c.proxy_from_environment,
+        headers.join(";")
+    )
+}
+
+fn dump_http(out: &mut String, c: &HttpClientConfig) {
+    let mut p = |k: &str, v: String| {
+        let _ = writeln!(out, "job.http.{k}={v}");
+    };
+    let e = |s: &str| escape(s);
+    p(
+        "basic_auth",
+        c.basic_auth.as_ref().map_or("nil".to_string(), |b| {
+            format!(
+                "username={},username_file={},username_ref={},password={},password_file={},password_ref={}",
+                e(&b.username),
+                e(&b.username_file),
+                e(&b.username_ref),
+                secret(&b.password),
+                e(&b.password_file),
+                e(&b.password_ref)
+            )
+        }),
+    );
+    p(
+        "authorization",
+        c.authorization.as_ref().map_or("nil".to_string(), |a| {
+            format!(
+                "type={},credentials={},credentials_file={},credentials_ref={}",
+                e(&a.auth_type),
+                secret(&a.credentials),
+                e(&a.credentials_file),
+                e(&a.credentials_ref)
+            )
+        }),
+    );
+    p("bearer_token", ",".to_string());
+    match &c.oauth2 {
+        None => p("oauth2", "nil".to_string()),
+        Some(o) => {
+            let scopes: Vec<String> = o.scopes.iter().map(|s| e(s)).collect();
+            let params: Vec<String> = o
+                .endpoint_params
+                .iter()
+                .map(|(k, v)| format!("{}:{}", e(k), e(v)))
+                .collect();
+            p(
+                "oauth2",
+                format!(
+                    "client_id={},client_secret={},client_secret_file={},client_secret_ref={},key_id={},key={},key_file={},key_ref={},grant_type={},signature_algorithm={},iss={},audience={},claims={},scopes={},token_url={},endpoint_params={}",
+                    e(&o.client_id),
+                    secret(&o.client_secret),
+                    e(&o.client_secret_file),
+                    e(&o.client_secret_ref),
+                    e(&o.client_certificate_key_id),
+                    secret(&o.client_certificate_key),
+                    e(&o.client_certificate_key_file),
+                    e(&o.client_certificate_key_ref),
+                    e(&o.grant_type),
+                    e(&o.signature_algorithm),
+                    e(&o.iss),
+                    e(&o.audience),
+                    o.has_claims,
+                    scopes.join("|"),
+                    e(&o.token_url),
+                    params.join("|")
+                ),
+            );
+            p("oauth2.tls", dump_tls(&o.tls_config));
+            p("oauth2.proxy", dump_proxy(&o.proxy));
+        }
+    }
+    p("tls", dump_tls(&c.tls_config));
+    p("follow_redirects", c.follow_redirects.to_string());
+    p("enable_http2", c.enable_http2.to_string());
+    p("proxy", dump_proxy(&c.proxy));
+    let headers = c.http_headers.as_ref().map_or("nil".to_string(), |hs| {
+        hs.iter()
+            .map(|(k, h)| {
+                let list = |xs: &[String]| xs.iter().map(|x| e(x)).collect::<Vec<_>>().join("|");
+                let secrets: Vec<String> = h.secrets.iter().map(secret).collect();
+                format!(
+                    "{}:values={};secrets={};files={}",
+                    e(k),
+                    list(&h.values),
+                    secrets.join("|"),
+                    list(&h.files)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    p("headers", headers);
 }

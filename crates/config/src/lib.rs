@@ -12,9 +12,9 @@
 //!   file);
 //! - [`scrape`]: `scrape_configs`, each job read and validated with its
 //!   defaults from `global:` (intervals, protocols, limits, name
-//!   validation and escaping, `static_configs`, both relabeling lists);
-//!   the HTTP client settings and the other service discoveries are
-//!   accepted but not read yet;
+//!   validation and escaping, `static_configs`, both relabeling lists,
+//!   the HTTP client settings of [`http_client`]); the other service
+//!   discoveries are accepted but not read yet;
 //! - `rule_files` and `scrape_config_files`: their patterns checked and
 //!   made relative to the file (the files themselves are not read yet);
 //! - [`relabel`]: relabeling rules, read, validated and applied as
@@ -47,8 +47,10 @@
 
 #![deny(clippy::unwrap_used, missing_docs)]
 
+pub mod discovery;
 mod error;
 pub mod global;
+pub mod http_client;
 pub mod relabel;
 pub mod scrape;
 pub mod storage;
@@ -60,6 +62,7 @@ use serde::Deserialize;
 
 pub use error::ConfigError;
 pub use global::{GlobalConfig, ScrapeLimits, ScrapeProtocol};
+pub use http_client::HttpClientConfig;
 pub use scrape::{ScrapeConfig, TargetGroup};
 pub use storage::{
     ExemplarsConfig, FloatChunkEncoding, RetentionConfig, StorageConfig, TsdbConfig,
@@ -144,8 +147,8 @@ struct TopLevel {
 
 impl Config {
     /// Reads and validates the file at `path`. Relative file names in it
-    /// (`query_log_file`, `scrape_failure_log_file`) become relative to
-    /// the file's directory, as in Prometheus.
+    /// (`query_log_file`, `scrape_failure_log_file`, a job's HTTP client
+    /// files) become relative to the file's directory, as in Prometheus.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let source = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
@@ -163,11 +166,11 @@ impl Config {
         .into_iter()
         .chain(cfg.rule_files.iter_mut())
         .chain(cfg.scrape_config_files.iter_mut())
-        .chain(
-            cfg.scrape_configs
-                .iter_mut()
-                .map(|j| &mut j.scrape_failure_log_file),
-        );
+        .chain(cfg.scrape_configs.iter_mut().flat_map(|j| {
+            let mut files = j.http_client.files_mut();
+            files.push(&mut j.scrape_failure_log_file);
+            files
+        }));
         for file in files {
             *file = join_dir(dir, file);
         }

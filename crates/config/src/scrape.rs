@@ -16,9 +16,10 @@
 //! ```
 //!
 //! Read and validated: every setting of the job itself, `static_configs`,
-//! and both relabeling lists. Not read yet: the HTTP client settings
-//! (`basic_auth`, `authorization`, `oauth2`, `tls_config`, proxies,
-//! `http_headers`, ...) and the other service discoveries
+//! both relabeling lists, and the HTTP client settings (`basic_auth`,
+//! `authorization`, `oauth2`, `tls_config`, proxies, `http_headers`, ...:
+//! see [`crate::http_client`], checked right after the job's name, as
+//! Prometheus checks them). Not read yet: the other service discoveries
 //! (`file_sd_configs`, `kubernetes_sd_configs`, ...): their keys are
 //! accepted, their contents neither checked nor used.
 
@@ -32,6 +33,10 @@ use ferrite_model::Labels;
 use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeLimits, ScrapeProtocol};
 use ferrite_model::ValidationScheme;
 
+use crate::http_client::{
+    Authorization, BasicAuth, HeaderConfig, HttpClientConfig, OAuth2, ProxyUrl, RawHttpClient,
+    Secret, TlsConfig,
+};
 use crate::relabel::{go_quote, RelabelConfig};
 use crate::yaml::{present, Base2Bytes, DurationMs, GoString, LabelNameField, SchemeField};
 
@@ -98,13 +103,15 @@ pub struct ScrapeConfig {
     pub metric_relabel_configs: Vec<RelabelConfig>,
     /// `static_configs`.
     pub static_configs: Vec<TargetGroup>,
+    /// The HTTP client settings (`basic_auth`, `tls_config`, proxies, ...).
+    pub http_client: HttpClientConfig,
 }
 
 /// A job as written, checked as far as Prometheus checks it while
 /// decoding (see [`ScrapeSection::deserialize`]).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-// The HTTP client and discovery keys are only accepted, never read.
+// The discovery keys are only accepted, never read.
 #[allow(dead_code)]
 struct RawScrape {
     job_name: Option<GoString>,
@@ -142,20 +149,22 @@ struct RawScrape {
     relabel_configs: Option<Vec<Option<RelabelConfig>>>,
     metric_relabel_configs: Option<Vec<Option<RelabelConfig>>>,
     static_configs: Option<Vec<RawTargetGroup>>,
-    // The HTTP client's settings: accepted, not read yet.
-    basic_auth: Option<IgnoredAny>,
-    authorization: Option<IgnoredAny>,
-    oauth2: Option<IgnoredAny>,
-    bearer_token: Option<IgnoredAny>,
-    bearer_token_file: Option<IgnoredAny>,
-    tls_config: Option<IgnoredAny>,
-    follow_redirects: Option<IgnoredAny>,
-    enable_http2: Option<IgnoredAny>,
-    http_headers: Option<IgnoredAny>,
-    proxy_url: Option<IgnoredAny>,
-    no_proxy: Option<IgnoredAny>,
-    proxy_from_environment: Option<IgnoredAny>,
-    proxy_connect_header: Option<IgnoredAny>,
+    // The HTTP client's settings (crate::http_client).
+    basic_auth: Option<BasicAuth>,
+    authorization: Option<Authorization>,
+    oauth2: Option<OAuth2>,
+    bearer_token: Option<Secret>,
+    bearer_token_file: Option<GoString>,
+    tls_config: Option<TlsConfig>,
+    #[serde(default, deserialize_with = "present")]
+    follow_redirects: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present")]
+    enable_http2: Option<Option<bool>>,
+    http_headers: Option<BTreeMap<GoString, Option<HeaderConfig>>>,
+    proxy_url: Option<ProxyUrl>,
+    no_proxy: Option<GoString>,
+    proxy_from_environment: Option<bool>,
+    proxy_connect_header: Option<BTreeMap<GoString, Option<Vec<Option<Secret>>>>>,
     // The other service discoveries of a Prometheus v3.16.0 server:
     // accepted, not read yet.
     aws_sd_configs: Option<IgnoredAny>,
@@ -209,6 +218,7 @@ pub(crate) struct ScrapeSection {
     relabel_configs: Vec<RelabelConfig>,
     metric_relabel_configs: Vec<RelabelConfig>,
     static_configs: Vec<TargetGroup>,
+    http_client: HttpClientConfig,
 }
 
 impl<'de> Deserialize<'de> for ScrapeSection {
@@ -223,6 +233,22 @@ impl<'de> Deserialize<'de> for ScrapeSection {
         if job_empty {
             return Err(de::Error::custom("job_name is empty"));
         }
+        let http_client = crate::http_client::validate(RawHttpClient {
+            basic_auth: raw.basic_auth.take(),
+            authorization: raw.authorization.take(),
+            oauth2: raw.oauth2.take(),
+            bearer_token: raw.bearer_token.take(),
+            bearer_token_file: raw.bearer_token_file.take(),
+            tls_config: raw.tls_config.take(),
+            follow_redirects: raw.follow_redirects.take(),
+            enable_http2: raw.enable_http2.take(),
+            http_headers: raw.http_headers.take(),
+            proxy_url: raw.proxy_url.take(),
+            no_proxy: raw.no_proxy.take(),
+            proxy_from_environment: raw.proxy_from_environment.take(),
+            proxy_connect_header: raw.proxy_connect_header.take(),
+        })
+        .map_err(de::Error::custom)?;
         let relabels = raw.relabel_configs.take().unwrap_or_default();
         if relabels.is_empty() {
             for target in static_configs.iter().flat_map(|g| &g.targets) {
@@ -254,6 +280,7 @@ impl<'de> Deserialize<'de> for ScrapeSection {
             relabel_configs,
             metric_relabel_configs,
             static_configs,
+            http_client,
         })
     }
 }
@@ -374,6 +401,7 @@ impl ScrapeSection {
             relabel_configs: self.relabel_configs,
             metric_relabel_configs: self.metric_relabel_configs,
             static_configs: self.static_configs,
+            http_client: self.http_client,
         })
     }
 }

@@ -52,9 +52,16 @@ fn go_type_of(keys: &[&str]) -> &'static str {
         "config.ExemplarsConfig"
     } else if has("tsdb") && has("exemplars") {
         "config.StorageConfig"
+    } else if has("job_name") {
+        "config.ScrapeConfig"
+    } else if has("credentials_file") && has("type") {
+        "config.Authorization"
+    } else if has("values") && has("secrets") {
+        "config.Header"
     } else {
-        // The top level, `storage.tsdb` and `storage.tsdb.retention`
-        // decode through a local `plain` type.
+        // The top level, `storage.tsdb`, `storage.tsdb.retention`,
+        // `tls_config`, `basic_auth` and `oauth2` decode through a local
+        // `plain` type.
         "config.plain"
     }
 }

@@ -4,11 +4,17 @@
 //! other than 200 as an error, a gzip body decoded, and `body_size_limit`
 //! on the decoded size.
 //!
-//! Plain HTTP only: TLS and the job's HTTP client settings
-//! (authentication, proxies) are not read yet.
+//! The request goes through the job's [`ScrapeClient`]
+//! ([`crate::client::JobClient`]): TLS (`https` targets), proxies,
+//! redirects and HTTP/2 as its settings say, and its credentials and
+//! `http_headers` added to each request; a failure there (a credentials
+//! file that does not read) fails the scrape as `Get "<url>": <reason>`,
+//! as in Prometheus.
 
 use std::io::Read;
 use std::time::Duration;
+
+use crate::client::ScrapeClient;
 
 /// `User-Agent` of scrape requests.
 pub const USER_AGENT: &str = concat!("Ferrite/", env!("CARGO_PKG_VERSION"));
@@ -47,20 +53,25 @@ pub struct Fetched {
     pub content_type: String,
 }
 
-/// Fetches `url` within `timeout`.
-pub async fn fetch(
-    client: &reqwest::Client,
+/// Fetches `url` within `timeout` through the job's client (its
+/// credentials and headers added after the scrape's own headers, as
+/// Prometheus' round trippers add them).
+pub async fn fetch<C: ScrapeClient + ?Sized>(
+    client: &C,
     url: &str,
     accept: &str,
     compression: bool,
     timeout: Duration,
     body_size_limit: u64,
 ) -> Result<Fetched, FetchError> {
-    let request_error = |e: reqwest::Error| FetchError::Request {
+    let failed = |reason: String| FetchError::Request {
         url: url.to_string(),
-        reason: error_chain(&e),
+        reason,
     };
-    let response = client
+    let request_error = |e: reqwest::Error| failed(error_chain(&e));
+    let request = client
+        .http()
+        .map_err(failed)?
         .get(url)
         .header("Accept", accept)
         .header(
@@ -72,7 +83,11 @@ pub async fn fetch(
             "X-Prometheus-Scrape-Timeout-Seconds",
             ferrite_model::gofloat::format_f(timeout.as_secs_f64()),
         )
-        .timeout(timeout)
+        .timeout(timeout);
+    let response = client
+        .prepare(request, timeout)
+        .await
+        .map_err(failed)?
         .send()
         .await
         .map_err(request_error)?;
@@ -145,7 +160,7 @@ fn gunzip(raw: &[u8], limit: u64) -> Result<Vec<u8>, FetchError> {
 }
 
 /// An error with its causes, `: `-separated.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -16,6 +16,8 @@
 
 pub mod append;
 pub mod cache;
+pub mod client;
+pub mod discovery;
 pub mod format;
 pub mod http;
 pub mod manager;

@@ -103,7 +103,7 @@ pub struct PoolContext {
 pub struct ScrapePool {
     /// The job's settings.
     pub config: ScrapeConfig,
-    client: reqwest::Client,
+    client: crate::client::JobClient,
     /// The running targets, by hash.
     pub active: HashMap<u64, ActiveTarget>,
     /// Discovered labels of targets relabeling dropped (at most
@@ -115,8 +115,8 @@ pub struct ScrapePool {
 
 impl ScrapePool {
     /// A pool for `config` with no targets yet.
-    pub fn new(config: ScrapeConfig) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder().no_proxy().build()?;
+    pub fn new(config: ScrapeConfig) -> Result<Self, crate::client::ClientError> {
+        let client = crate::client::JobClient::new_as(&config.http_client)?;
         Ok(ScrapePool {
             config,
             client,
@@ -160,7 +160,7 @@ impl ScrapePool {
         config: ScrapeConfig,
         groups: &[TargetGroup],
     ) -> Vec<StoppingLoop> {
-        match reqwest::Client::builder().no_proxy().build() {
+        match crate::client::JobClient::new_as(&config.http_client) {
             Ok(c) => self.client = c,
             Err(e) => warn!(job = %config.job_name, error = %e, "keeping the job's HTTP client"),
         }
@@ -259,7 +259,7 @@ struct NewTarget {
 fn start(
     ctx: &PoolContext,
     cfg: &ScrapeConfig,
-    client: &reqwest::Client,
+    client: &crate::client::JobClient,
     t: NewTarget,
     hash: u64,
     cache: ScrapeCache,

@@ -112,7 +112,7 @@ pub struct ScrapeLoop {
     /// Where samples go.
     pub storage: Arc<dyn ScrapeStorage>,
     /// The job's HTTP client.
-    pub client: reqwest::Client,
+    pub client: crate::client::JobClient,
     /// The target's cache (carried over from the loop it replaces).
     pub cache: ScrapeCache,
     /// The outcome of the last scrape, shared with the APIs.

@@ -3,7 +3,7 @@
 // with Prometheus' own config.LoadFile (every service discovery registered,
 // as in the server) and prints the settings Ferrite models so far (the
 // `global:` section, `rule_files`, `scrape_config_files`, each scrape job
-// but its HTTP client and discoveries other than `static_configs`), one
+// with its HTTP client but discoveries other than `static_configs`), one
 // per line, after `== FILE`:
 //
 //	ok
@@ -15,10 +15,14 @@
 // pairs joined by commas, with bytes outside `!`..`~`, and
 // `\ " = , { }`, written `\xHH`. External labels whose value expands to
 // nothing are left out (Ferrite's label sets hold no empty values).
+// Secrets print as the first 8 hex digits of their MD5 sum ("" when
+// empty), proxy URLs as scheme, user and host.
 package main
 
 import (
 	"bytes"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -26,6 +30,7 @@ import (
 	"time"
 
 	"ferrite.dev/interop/internal/dumpfmt"
+	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
 	"github.com/prometheus/prometheus/config"
@@ -169,6 +174,7 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 			p("static", strings.Join(targets, ",")+" {"+strings.Join(ls, ",")+"}")
 		}
 	}
+	dumpHTTP(out, c.HTTPClientConfig)
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {
@@ -178,4 +184,109 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
+}
+
+// secret is a secret's stand-in: the start of its MD5 sum.
+func secret[S ~string](s S) string {
+	if s == "" {
+		return ""
+	}
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+func dumpTLS(t config_util.TLSConfig) string {
+	e := dumpfmt.Escape
+	return fmt.Sprintf("ca=%s,ca_file=%s,ca_ref=%s,cert=%s,cert_file=%s,cert_ref=%s,key=%s,key_file=%s,key_ref=%s,server_name=%s,insecure_skip_verify=%v,min_version=%s,max_version=%s",
+		secret(t.CA), e(t.CAFile), e(t.CARef), secret(t.Cert), e(t.CertFile), e(t.CertRef),
+		secret(t.Key), e(t.KeyFile), e(t.KeyRef), e(t.ServerName), t.InsecureSkipVerify,
+		t.MinVersion.String(), t.MaxVersion.String())
+}
+
+func dumpProxy(c config_util.ProxyConfig) string {
+	u := "nil"
+	if c.ProxyURL.URL != nil {
+		u = "empty"
+		if c.ProxyURL.String() != "" {
+			u = dumpfmt.Escape(c.ProxyURL.Scheme) + "://"
+			if c.ProxyURL.User != nil {
+				u += dumpfmt.Escape(c.ProxyURL.User.Username())
+				if pw, ok := c.ProxyURL.User.Password(); ok {
+					u += ":" + secret(pw)
+				}
+				u += "@"
+			}
+			u += dumpfmt.Escape(c.ProxyURL.Host)
+		}
+	}
+	var hs []string
+	for _, k := range sortedKeys(c.ProxyConnectHeader) {
+		var vs []string
+		for _, v := range c.ProxyConnectHeader[k] {
+			vs = append(vs, secret(v))
+		}
+		hs = append(hs, dumpfmt.Escape(k)+":"+strings.Join(vs, "|"))
+	}
+	return fmt.Sprintf("url=%s,no_proxy=%s,from_environment=%v,connect_header=%s",
+		u, dumpfmt.Escape(c.NoProxy), c.ProxyFromEnvironment, strings.Join(hs, ";"))
+}
+
+func dumpHTTP(out *bytes.Buffer, c config_util.HTTPClientConfig) {
+	p := func(k string, v any) { fmt.Fprintf(out, "job.http.%s=%v\n", k, v) }
+	e := dumpfmt.Escape
+	if b := c.BasicAuth; b == nil {
+		p("basic_auth", "nil")
+	} else {
+		p("basic_auth", fmt.Sprintf("username=%s,username_file=%s,username_ref=%s,password=%s,password_file=%s,password_ref=%s",
+			e(b.Username), e(b.UsernameFile), e(b.UsernameRef), secret(b.Password), e(b.PasswordFile), e(b.PasswordRef)))
+	}
+	if a := c.Authorization; a == nil {
+		p("authorization", "nil")
+	} else {
+		p("authorization", fmt.Sprintf("type=%s,credentials=%s,credentials_file=%s,credentials_ref=%s",
+			e(a.Type), secret(a.Credentials), e(a.CredentialsFile), e(a.CredentialsRef)))
+	}
+	p("bearer_token", secret(c.BearerToken)+","+e(c.BearerTokenFile))
+	if o := c.OAuth2; o == nil {
+		p("oauth2", "nil")
+	} else {
+		var scopes, params []string
+		for _, s := range o.Scopes {
+			scopes = append(scopes, e(s))
+		}
+		for _, k := range sortedKeys(o.EndpointParams) {
+			params = append(params, e(k)+":"+e(o.EndpointParams[k]))
+		}
+		p("oauth2", fmt.Sprintf("client_id=%s,client_secret=%s,client_secret_file=%s,client_secret_ref=%s,key_id=%s,key=%s,key_file=%s,key_ref=%s,grant_type=%s,signature_algorithm=%s,iss=%s,audience=%s,claims=%v,scopes=%s,token_url=%s,endpoint_params=%s",
+			e(o.ClientID), secret(o.ClientSecret), e(o.ClientSecretFile), e(o.ClientSecretRef),
+			e(o.ClientCertificateKeyID), secret(o.ClientCertificateKey), e(o.ClientCertificateKeyFile), e(o.ClientCertificateKeyRef),
+			e(o.GrantType), e(o.SignatureAlgorithm), e(o.Iss), e(o.Audience), o.Claims != nil,
+			strings.Join(scopes, "|"), e(o.TokenURL), strings.Join(params, "|")))
+		p("oauth2.tls", dumpTLS(o.TLSConfig))
+		p("oauth2.proxy", dumpProxy(o.ProxyConfig))
+	}
+	p("tls", dumpTLS(c.TLSConfig))
+	p("follow_redirects", c.FollowRedirects)
+	p("enable_http2", c.EnableHTTP2)
+	p("proxy", dumpProxy(c.ProxyConfig))
+	if c.HTTPHeaders == nil {
+		p("headers", "nil")
+	} else {
+		var hs []string
+		for _, k := range sortedKeys(c.HTTPHeaders.Headers) {
+			h := c.HTTPHeaders.Headers[k]
+			var vs, ss, fs []string
+			for _, v := range h.Values {
+				vs = append(vs, e(v))
+			}
+			for _, v := range h.Secrets {
+				ss = append(ss, secret(v))
+			}
+			for _, v := range h.Files {
+				fs = append(fs, e(v))
+			}
+			hs = append(hs, e(k)+":values="+strings.Join(vs, "|")+";secrets="+strings.Join(ss, "|")+";files="+strings.Join(fs, "|"))
+		}
+		p("headers", strings.Join(hs, ","))
+	}
 }

@@ -145,11 +145,23 @@ fn urls_are_fine_as_targets_when_the_job_relabels() {
 }
 
 #[test]
-fn http_client_and_other_discoveries_are_accepted() {
+fn http_client_is_read_and_other_discoveries_are_accepted() {
     let j = job(
         "scrape_configs:\n  - job_name: a\n    tls_config: {insecure_skip_verify: true}\n    basic_auth: {username: u}\n    file_sd_configs: [{files: [x.json]}]\n    kubernetes_sd_configs: [{role: pod}]\n",
     );
     assert_eq!(j.job_name, "a");
+    assert!(j.http_client.tls_config.insecure_skip_verify);
+    assert_eq!(
+        j.http_client
+            .basic_auth
+            .as_ref()
+            .map(|b| b.username.as_str()),
+        Some("u")
+    );
+    assert_eq!(
+        err("scrape_configs:\n  - job_name: a\n    foo: 1\n"),
+        "yaml: unmarshal errors:\n  line 3: field foo not found in type config.ScrapeConfig"
+    );
     assert!(err("scrape_configs:\n  - job_name: a\n    tls_confg: {}\n")
         .contains("field tls_confg not found"));
 }
