@@ -139,7 +139,9 @@ impl<'de> Deserialize<'de> for DnsSdConfig {
                 "DNS-SD config must contain at least one SRV record name",
             ));
         }
-        let typ = raw.record_type.map_or_else(|| "SRV".to_string(), |GoString(t)| t);
+        let typ = raw
+            .record_type
+            .map_or_else(|| "SRV".to_string(), |GoString(t)| t);
         let port = raw.port.unwrap_or(0);
         let record_type = match typ.to_uppercase().as_str() {
             "SRV" => DnsRecordType::Srv,
@@ -224,7 +226,12 @@ pub fn read_target_groups(path: &Path, text: &str) -> Result<Vec<TargetGroup>, S
             let g = g.ok_or_else(|| "nil target group item found".to_string())?;
             let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
             Ok(TargetGroup {
-                targets: g.targets.unwrap_or_default().into_iter().map(text).collect(),
+                targets: g
+                    .targets
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(text)
+                    .collect(),
                 labels: Labels::new(
                     g.labels
                         .unwrap_or_default()
@@ -242,7 +249,13 @@ mod tests {
 
     #[test]
     fn file_sd_names() {
-        for ok in ["a.json", "dir/*.yml", "/abs/x*y.YAML", "a/b/c.yaml", "*.json"] {
+        for ok in [
+            "a.json",
+            "dir/*.yml",
+            "/abs/x*y.YAML",
+            "a/b/c.yaml",
+            "*.json",
+        ] {
             assert!(is_file_sd_name(ok), "{ok}");
         }
         for bad in ["a.txt", "a", "*/x.json", "a*b*c.json", "x.json/"] {
@@ -266,10 +279,13 @@ mod tests {
         )
         .expect("yaml");
         assert_eq!(groups[0].targets, ["c:3"]);
-        assert!(read_target_groups(Path::new("t.yml"), "").expect("empty").is_empty());
+        assert!(read_target_groups(Path::new("t.yml"), "")
+            .expect("empty")
+            .is_empty());
         let e = read_target_groups(Path::new("t.json"), "[null]").expect_err("an error");
         assert_eq!(e, "nil target group item found");
-        let e = read_target_groups(Path::new("t.yml"), "- labels: {\"\": x}\n").expect_err("an error");
+        let e =
+            read_target_groups(Path::new("t.yml"), "- labels: {\"\": x}\n").expect_err("an error");
         assert!(e.contains("is not a valid label name"), "{e}");
         assert!(read_target_groups(Path::new("t.yml"), "- targets: [a]\n  bogus: 1\n").is_err());
     }
