@@ -254,6 +254,25 @@ func randomScrapeFile(rng *rand.Rand) string {
 				"      - {action: hashmod, target_label: s, source_labels: [a], modulus: 4}\n",
 			}, "      - null\n", "      - {action: hashmod, target_label: s, source_labels: [a]}\n"))
 		}
+		if rng.Intn(10) == 0 {
+			// The discoveries Ferrite runs, valid and not.
+			b.WriteString(pick(
+				"    file_sd_configs: [{files: [a.json, 'dir/*.yml']}]\n",
+				"    file_sd_configs: [{files: [a.yaml], refresh_interval: 1m}]\n",
+				"    file_sd_configs: [{files: []}]\n",
+				"    file_sd_configs: [{files: [a.txt]}]\n",
+				"    file_sd_configs: [{files: ['*/x.json']}]\n",
+				"    file_sd_configs: [null]\n",
+				"    file_sd_configs: [{files: [a.json], bogus: 1}]\n",
+				"    dns_sd_configs: [{names: [_x._tcp.example.org]}]\n",
+				"    dns_sd_configs: [{names: [a.example.org], type: A, port: 9100}]\n",
+				"    dns_sd_configs: [{names: [a.example.org], type: aaaa}]\n",
+				"    dns_sd_configs: [{names: []}]\n",
+				"    dns_sd_configs: [{names: [x], type: TXT, port: 1}]\n",
+				"    dns_sd_configs: [{names: [x], refresh_interval: 10s, port: 53, type: NS}]\n",
+				"    dns_sd_configs: [null]\n",
+			))
+		}
 		if rng.Intn(3) == 0 {
 			b.WriteString(randomHTTPClient(rng))
 		} else if rng.Intn(8) == 0 {

@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use dump::escape;
+use ferrite_config::discovery::DnsRecordType;
 use ferrite_config::http_client::{HttpClientConfig, ProxyConfig, Secret, TlsConfig};
 use ferrite_config::{Config, GlobalConfig, ScrapeConfig, ScrapeLimits};
 use ferrite_model::ValidationScheme;
@@ -209,6 +210,30 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
         "metric_relabel_configs",
         c.metric_relabel_configs.len().to_string(),
     );
+    for d in &c.dns_sd_configs {
+        let typ = match d.record_type {
+            DnsRecordType::Srv => "SRV",
+            DnsRecordType::A => "A",
+            DnsRecordType::Aaaa => "AAAA",
+            DnsRecordType::Mx => "MX",
+            DnsRecordType::Ns => "NS",
+        };
+        p(
+            "dns",
+            format!(
+                "{} {typ} {} {}",
+                d.names.join(","),
+                d.port,
+                d.refresh_interval_ms
+            ),
+        );
+    }
+    for f in &c.file_sd_configs {
+        p(
+            "file",
+            format!("{} {}", f.files.join(","), f.refresh_interval_ms),
+        );
+    }
     for g in &c.static_configs {
         let targets: Vec<String> = g.targets.iter().map(|t| escape(t)).collect();
         let labels: Vec<String> = g

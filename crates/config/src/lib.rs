@@ -174,6 +174,13 @@ impl Config {
         for file in files {
             *file = join_dir(dir, file);
         }
+        for sd in cfg
+            .scrape_configs
+            .iter_mut()
+            .flat_map(|j| j.file_sd_configs.iter_mut())
+        {
+            sd.set_directory(dir);
+        }
         cfg.path = Some(path.to_path_buf());
         Ok(cfg)
     }

@@ -33,6 +33,7 @@ use ferrite_model::Labels;
 use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeLimits, ScrapeProtocol};
 use ferrite_model::ValidationScheme;
 
+use crate::discovery::{DnsSdConfig, FileSdConfig};
 use crate::http_client::{
     Authorization, BasicAuth, HeaderConfig, HttpClientConfig, OAuth2, ProxyUrl, RawHttpClient,
     Secret, TlsConfig,
@@ -103,6 +104,13 @@ pub struct ScrapeConfig {
     pub metric_relabel_configs: Vec<RelabelConfig>,
     /// `static_configs`.
     pub static_configs: Vec<TargetGroup>,
+    /// `file_sd_configs`.
+    pub file_sd_configs: Vec<FileSdConfig>,
+    /// `dns_sd_configs`.
+    pub dns_sd_configs: Vec<DnsSdConfig>,
+    /// The keys of the job's other service discoveries (`kubernetes_sd_configs`,
+    /// ...), which Ferrite does not run: read, not used.
+    pub unsupported_discovery: Vec<&'static str>,
     /// The HTTP client settings (`basic_auth`, `tls_config`, proxies, ...).
     pub http_client: HttpClientConfig,
 }
@@ -166,19 +174,20 @@ struct RawScrape {
     proxy_from_environment: Option<bool>,
     proxy_connect_header: Option<BTreeMap<GoString, Option<Vec<Option<Secret>>>>>,
     // The other service discoveries of a Prometheus v3.16.0 server:
-    // accepted, not read yet.
+    // accepted and named in `ScrapeConfig::unsupported_discovery` (the
+    // server refuses to run a job that needs them).
     aws_sd_configs: Option<IgnoredAny>,
     azure_sd_configs: Option<IgnoredAny>,
     consul_sd_configs: Option<IgnoredAny>,
     digitalocean_sd_configs: Option<IgnoredAny>,
-    dns_sd_configs: Option<IgnoredAny>,
+    dns_sd_configs: Option<Vec<Option<DnsSdConfig>>>,
     docker_sd_configs: Option<IgnoredAny>,
     dockerswarm_sd_configs: Option<IgnoredAny>,
     ec2_sd_configs: Option<IgnoredAny>,
     ecs_sd_configs: Option<IgnoredAny>,
     elasticache_sd_configs: Option<IgnoredAny>,
     eureka_sd_configs: Option<IgnoredAny>,
-    file_sd_configs: Option<IgnoredAny>,
+    file_sd_configs: Option<Vec<Option<FileSdConfig>>>,
     gce_sd_configs: Option<IgnoredAny>,
     hetzner_sd_configs: Option<IgnoredAny>,
     http_sd_configs: Option<IgnoredAny>,
@@ -218,7 +227,78 @@ pub(crate) struct ScrapeSection {
     relabel_configs: Vec<RelabelConfig>,
     metric_relabel_configs: Vec<RelabelConfig>,
     static_configs: Vec<TargetGroup>,
+    file_sd_configs: Vec<FileSdConfig>,
+    dns_sd_configs: Vec<DnsSdConfig>,
+    unsupported_discovery: Vec<&'static str>,
     http_client: HttpClientConfig,
+}
+
+/// The entries of a discovery list, or Prometheus' error for a null one.
+fn discovery_list<T>(list: Option<Vec<Option<T>>>, key: &str) -> Result<Vec<T>, String> {
+    list.unwrap_or_default()
+        .into_iter()
+        .map(|c| c.ok_or_else(|| format!("empty or null section in {key}")))
+        .collect()
+}
+
+impl RawScrape {
+    /// The service discoveries present in the job that Ferrite does not
+    /// run, by their keys.
+    fn unsupported_discovery(&self) -> Vec<&'static str> {
+        let present = [
+            ("aws_sd_configs", self.aws_sd_configs.is_some()),
+            ("azure_sd_configs", self.azure_sd_configs.is_some()),
+            ("consul_sd_configs", self.consul_sd_configs.is_some()),
+            (
+                "digitalocean_sd_configs",
+                self.digitalocean_sd_configs.is_some(),
+            ),
+            ("docker_sd_configs", self.docker_sd_configs.is_some()),
+            (
+                "dockerswarm_sd_configs",
+                self.dockerswarm_sd_configs.is_some(),
+            ),
+            ("ec2_sd_configs", self.ec2_sd_configs.is_some()),
+            ("ecs_sd_configs", self.ecs_sd_configs.is_some()),
+            (
+                "elasticache_sd_configs",
+                self.elasticache_sd_configs.is_some(),
+            ),
+            ("eureka_sd_configs", self.eureka_sd_configs.is_some()),
+            ("gce_sd_configs", self.gce_sd_configs.is_some()),
+            ("hetzner_sd_configs", self.hetzner_sd_configs.is_some()),
+            ("http_sd_configs", self.http_sd_configs.is_some()),
+            ("ionos_sd_configs", self.ionos_sd_configs.is_some()),
+            (
+                "kubernetes_sd_configs",
+                self.kubernetes_sd_configs.is_some(),
+            ),
+            ("kuma_sd_configs", self.kuma_sd_configs.is_some()),
+            ("lightsail_sd_configs", self.lightsail_sd_configs.is_some()),
+            ("linode_sd_configs", self.linode_sd_configs.is_some()),
+            ("marathon_sd_configs", self.marathon_sd_configs.is_some()),
+            ("msk_sd_configs", self.msk_sd_configs.is_some()),
+            ("nerve_sd_configs", self.nerve_sd_configs.is_some()),
+            ("nomad_sd_configs", self.nomad_sd_configs.is_some()),
+            ("oci_sd_configs", self.oci_sd_configs.is_some()),
+            ("openstack_sd_configs", self.openstack_sd_configs.is_some()),
+            ("outscale_sd_configs", self.outscale_sd_configs.is_some()),
+            ("ovhcloud_sd_configs", self.ovhcloud_sd_configs.is_some()),
+            ("puppetdb_sd_configs", self.puppetdb_sd_configs.is_some()),
+            ("rds_sd_configs", self.rds_sd_configs.is_some()),
+            ("scaleway_sd_configs", self.scaleway_sd_configs.is_some()),
+            ("serverset_sd_configs", self.serverset_sd_configs.is_some()),
+            ("stackit_sd_configs", self.stackit_sd_configs.is_some()),
+            ("triton_sd_configs", self.triton_sd_configs.is_some()),
+            ("uyuni_sd_configs", self.uyuni_sd_configs.is_some()),
+            ("vultr_sd_configs", self.vultr_sd_configs.is_some()),
+        ];
+        present
+            .into_iter()
+            .filter(|(_, p)| *p)
+            .map(|(k, _)| k)
+            .collect()
+    }
 }
 
 impl<'de> Deserialize<'de> for ScrapeSection {
@@ -229,6 +309,11 @@ impl<'de> Deserialize<'de> for ScrapeSection {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut raw = RawScrape::deserialize(d)?;
         let static_configs = target_groups(raw.static_configs.take().unwrap_or_default());
+        let dns_sd_configs = discovery_list(raw.dns_sd_configs.take(), "dns_sd_configs")
+            .map_err(de::Error::custom)?;
+        let file_sd_configs = discovery_list(raw.file_sd_configs.take(), "file_sd_configs")
+            .map_err(de::Error::custom)?;
+        let unsupported_discovery = raw.unsupported_discovery();
         let job_empty = raw.job_name.as_ref().is_none_or(|GoString(j)| j.is_empty());
         if job_empty {
             return Err(de::Error::custom("job_name is empty"));
@@ -280,6 +365,9 @@ impl<'de> Deserialize<'de> for ScrapeSection {
             relabel_configs,
             metric_relabel_configs,
             static_configs,
+            file_sd_configs,
+            dns_sd_configs,
+            unsupported_discovery,
             http_client,
         })
     }
@@ -401,6 +489,9 @@ impl ScrapeSection {
             relabel_configs: self.relabel_configs,
             metric_relabel_configs: self.metric_relabel_configs,
             static_configs: self.static_configs,
+            file_sd_configs: self.file_sd_configs,
+            dns_sd_configs: self.dns_sd_configs,
+            unsupported_discovery: self.unsupported_discovery,
             http_client: self.http_client,
         })
     }

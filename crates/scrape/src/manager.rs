@@ -7,14 +7,22 @@
 //! ones (their targets write stale markers). Stopping the manager (the
 //! server shutting down) ends every loop without stale markers, as
 //! Prometheus does, and waits for them.
+//!
+//! A job with `file_sd_configs` or `dns_sd_configs` has a discovery task
+//! ([`crate::discovery::run`]); each change it reports re-syncs the job's
+//! pool to its static targets plus the discovered ones. A reload restarts
+//! the discovery tasks but keeps the groups last discovered until the new
+//! tasks report, so no target blinks out across a reload.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ferrite_config::Config;
-use tokio::sync::Mutex;
+use ferrite_config::{Config, ScrapeConfig, TargetGroup};
+use tokio::sync::{watch, Mutex};
+use tokio::task::JoinHandle;
 use tracing::{error, info};
 
+use crate::discovery::DiscoveryConfigs;
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{fqdn, offset_seed};
 use crate::pool::{PoolContext, ScrapePool, StoppingLoop};
@@ -28,11 +36,21 @@ pub struct ScrapeManager {
     /// The host's name, for the offset seed.
     fqdn: String,
     /// The pools by job name.
-    pools: Mutex<BTreeMap<String, ScrapePool>>,
+    pools: Arc<Mutex<BTreeMap<String, ScrapePool>>>,
     /// Loops told to stop that may still be writing stale markers.
-    stopping: Mutex<Vec<StoppingLoop>>,
+    stopping: Arc<Mutex<Vec<StoppingLoop>>>,
     /// Scraping's counters.
     metrics: Arc<ScrapeMetrics>,
+    /// The groups each job's discovery last reported.
+    discovered: Arc<std::sync::Mutex<HashMap<String, Vec<TargetGroup>>>>,
+    /// The running discovery tasks.
+    discoveries: std::sync::Mutex<Vec<RunningDiscovery>>,
+}
+
+/// A job's discovery task and the task syncing its pool to it.
+struct RunningDiscovery {
+    stop: watch::Sender<bool>,
+    tasks: [JoinHandle<()>; 2],
 }
 
 impl ScrapeManager {
@@ -43,10 +61,17 @@ impl ScrapeManager {
             storage,
             runtime,
             fqdn: fqdn(),
-            pools: Mutex::new(BTreeMap::new()),
-            stopping: Mutex::new(Vec::new()),
+            pools: Arc::new(Mutex::new(BTreeMap::new())),
+            stopping: Arc::new(Mutex::new(Vec::new())),
             metrics: Arc::new(ScrapeMetrics::default()),
+            discovered: Arc::new(std::sync::Mutex::new(HashMap::new())),
+            discoveries: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// A job's static groups and those its discovery last reported.
+    fn groups_of(&self, job: &ScrapeConfig) -> Vec<TargetGroup> {
+        job_groups(&self.discovered, job)
     }
 
     /// Scraping's counters.
@@ -80,8 +105,9 @@ impl ScrapeManager {
                 stopped.extend(pool.stop_all(StopReason::TargetGone));
             }
         }
+        self.restart_discovery(cfg, &ctx);
         for job in &cfg.scrape_configs {
-            let groups = &job.static_configs;
+            let groups = &self.groups_of(job);
             match pools.get_mut(&job.job_name) {
                 Some(pool) if pool.config == *job => stopped.extend(pool.sync(&ctx, groups)),
                 Some(pool) => {
@@ -107,8 +133,65 @@ impl ScrapeManager {
         stopping.extend(stopped);
     }
 
+    /// Stops the discovery tasks and starts one for each job of `cfg` that
+    /// discovers targets (the groups already discovered are kept).
+    fn restart_discovery(&self, cfg: &Config, ctx: &PoolContext) {
+        let mut running = self.discoveries.lock().unwrap_or_else(|p| p.into_inner());
+        for d in running.drain(..) {
+            let _ = d.stop.send(true);
+        }
+        let jobs: Vec<&str> = cfg
+            .scrape_configs
+            .iter()
+            .map(|j| j.job_name.as_str())
+            .collect();
+        self.discovered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|job, _| jobs.contains(&job.as_str()));
+        for job in &cfg.scrape_configs {
+            let configs = DiscoveryConfigs {
+                file: job.file_sd_configs.clone(),
+                dns: job.dns_sd_configs.clone(),
+            };
+            if configs.is_empty() {
+                continue;
+            }
+            let (stop, stopped) = watch::channel(false);
+            let (groups_tx, groups_rx) = watch::channel(None);
+            let discover = self
+                .runtime
+                .spawn(crate::discovery::run(configs, groups_tx, stopped));
+            let sync = self.runtime.spawn(sync_on_discovery(
+                job.clone(),
+                groups_rx,
+                ctx.clone(),
+                self.pools.clone(),
+                self.stopping.clone(),
+                self.discovered.clone(),
+            ));
+            running.push(RunningDiscovery {
+                stop,
+                tasks: [discover, sync],
+            });
+        }
+    }
+
     /// Ends every loop (no stale markers) and waits for them.
     pub async fn stop(&self) {
+        let discoveries: Vec<RunningDiscovery> = self
+            .discoveries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect();
+        for d in discoveries {
+            let _ = d.stop.send(true);
+            for t in d.tasks {
+                t.abort();
+                let _ = t.await;
+            }
+        }
         let mut all = Vec::new();
         for pool in self.pools.lock().await.values_mut() {
             all.extend(pool.stop_all(StopReason::Shutdown));
@@ -146,6 +229,51 @@ impl ScrapeManager {
                 }
             })
             .collect()
+    }
+}
+
+/// A job's static groups and those its discovery last reported.
+fn job_groups(
+    discovered: &std::sync::Mutex<HashMap<String, Vec<TargetGroup>>>,
+    job: &ScrapeConfig,
+) -> Vec<TargetGroup> {
+    let mut groups = job.static_configs.clone();
+    if let Some(found) = discovered
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&job.job_name)
+    {
+        groups.extend(found.iter().cloned());
+    }
+    groups
+}
+
+/// Re-syncs a job's pool each time its discovery reports (until the
+/// discovery's sender goes away).
+async fn sync_on_discovery(
+    job: ScrapeConfig,
+    mut reports: watch::Receiver<Option<Vec<TargetGroup>>>,
+    ctx: PoolContext,
+    pools: Arc<Mutex<BTreeMap<String, ScrapePool>>>,
+    stopping: Arc<Mutex<Vec<StoppingLoop>>>,
+    discovered: Arc<std::sync::Mutex<HashMap<String, Vec<TargetGroup>>>>,
+) {
+    while reports.changed().await.is_ok() {
+        let Some(found) = reports.borrow_and_update().clone() else {
+            continue;
+        };
+        discovered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(job.job_name.clone(), found);
+        let groups = job_groups(&discovered, &job);
+        let stopped = match pools.lock().await.get_mut(&job.job_name) {
+            Some(pool) => pool.sync(&ctx, &groups),
+            None => continue,
+        };
+        let mut stopping = stopping.lock().await;
+        stopping.retain(|l| !l.is_finished());
+        stopping.extend(stopped);
     }
 }
 

@@ -29,7 +29,7 @@ use ferrite_tsdb::DbOptions;
 #[error("{setting}: {reason}")]
 pub struct UnsupportedSetting {
     /// The setting's path in the file.
-    pub setting: &'static str,
+    pub setting: String,
     /// Why it is refused.
     pub reason: &'static str,
 }
@@ -39,15 +39,36 @@ pub fn check_supported(cfg: &Config) -> Result<(), UnsupportedSetting> {
     let tsdb = &cfg.storage.tsdb;
     if tsdb.retention.as_ref().is_some_and(|r| r.percentage > 0.0) {
         return Err(UnsupportedSetting {
-            setting: "storage.tsdb.retention.percentage",
+            setting: "storage.tsdb.retention.percentage".into(),
             reason: "retention by percentage of the disk is not supported by Ferrite; use storage.tsdb.retention.size",
         });
     }
     if tsdb.stale_series_compaction_threshold > 0.0 {
         return Err(UnsupportedSetting {
-            setting: "storage.tsdb.stale_series_compaction_threshold",
+            setting: "storage.tsdb.stale_series_compaction_threshold".into(),
             reason: "stale series compaction is not supported by Ferrite; remove the setting (or set it to 0) to run",
         });
+    }
+    check_scrape_jobs(cfg)
+}
+
+/// Refuses a job Ferrite cannot scrape as asked: a service discovery it
+/// does not run (its targets would silently be missing), or an HTTP client
+/// setting it cannot honour.
+fn check_scrape_jobs(cfg: &Config) -> Result<(), UnsupportedSetting> {
+    for job in &cfg.scrape_configs {
+        if let Some(sd) = job.unsupported_discovery.first() {
+            return Err(UnsupportedSetting {
+                setting: format!("scrape_configs[job_name={:?}].{sd}", job.job_name),
+                reason: "this service discovery is not supported by Ferrite yet (file_sd_configs, dns_sd_configs and static_configs are)",
+            });
+        }
+        if let Some((setting, reason)) = job.http_client.unsupported() {
+            return Err(UnsupportedSetting {
+                setting: format!("scrape_configs[job_name={:?}].{setting}", job.job_name),
+                reason,
+            });
+        }
     }
     Ok(())
 }

@@ -247,3 +247,65 @@ async fn scrapes_targets_writes_reports_and_stale_markers() {
     );
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_discovery_adds_and_removes_targets() {
+    let live = Arc::new(Mutex::new(TargetState {
+        body: "a_metric 1\n".into(),
+        ..TargetState::default()
+    }));
+    let live_addr = start_target(live.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let targets_file = tmp.path().join("targets").join("app.json");
+    std::fs::create_dir_all(targets_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &targets_file,
+        format!(r#"[{{"targets": ["{live_addr}"], "labels": {{"team": "t1"}}}}]"#),
+    )
+    .unwrap();
+    let config_path = tmp.path().join("prometheus.yml");
+    std::fs::write(
+        &config_path,
+        "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n\
+         scrape_configs:\n  - job_name: files\n    file_sd_configs:\n      - files: [targets/*.json]\n",
+    )
+    .unwrap();
+    let mut opts = ServerOptions::new(tmp.path().join("data"), "127.0.0.1:0".parse().unwrap());
+    opts.config = ferrite_config::Config::load(&config_path).unwrap();
+    let server = start(opts).await.unwrap();
+    let addr = server.addr;
+
+    wait_for("a scrape of the discovered target", || {
+        live.lock().unwrap().scrapes >= 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let up = query(addr, "up").await;
+    assert_eq!(up.len(), 1, "{up:?}");
+    assert_eq!(up[0]["metric"]["team"], "t1");
+    assert_eq!(up[0]["metric"]["job"], "files");
+    let t: Value = reqwest::get(format!("http://{addr}/api/v1/targets"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let discovered = &t["data"]["activeTargets"][0]["discoveredLabels"];
+    assert_eq!(
+        discovered["__meta_filepath"],
+        targets_file.display().to_string()
+    );
+
+    // The file empties: the target goes, its series go stale.
+    std::fs::write(&targets_file, "[]").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !query(addr, "up").await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the removed target's up never went stale"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(query(addr, "a_metric").await.is_empty());
+    server.shutdown().await.unwrap();
+}

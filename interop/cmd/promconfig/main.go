@@ -35,6 +35,8 @@ import (
 
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/discovery/dns"
+	"github.com/prometheus/prometheus/discovery/file"
 	"github.com/prometheus/prometheus/model/labels"
 	_ "github.com/prometheus/prometheus/plugins" // every service discovery, as in the server
 )
@@ -155,6 +157,15 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 	p("metric_name_escaping_scheme", c.MetricNameEscapingScheme)
 	p("relabel_configs", len(c.RelabelConfigs))
 	p("metric_relabel_configs", len(c.MetricRelabelConfigs))
+	for _, sd := range c.ServiceDiscoveryConfigs {
+		switch d := sd.(type) {
+		case *dns.SDConfig:
+			p("dns", fmt.Sprintf("%s %s %d %d", strings.Join(d.Names, ","), strings.ToUpper(d.Type), d.Port,
+				time.Duration(d.RefreshInterval).Milliseconds()))
+		case *file.SDConfig:
+			p("file", fmt.Sprintf("%s %d", strings.Join(d.Files, ","), time.Duration(d.RefreshInterval).Milliseconds()))
+		}
+	}
 	for _, sd := range c.ServiceDiscoveryConfigs {
 		static, ok := sd.(discovery.StaticConfig)
 		if !ok {
