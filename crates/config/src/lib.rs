@@ -51,6 +51,7 @@ pub mod discovery;
 mod error;
 pub mod global;
 pub mod http_client;
+pub mod redact;
 pub mod relabel;
 pub mod scrape;
 pub mod storage;

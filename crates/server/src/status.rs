@@ -36,11 +36,12 @@ pub async fn buildinfo() -> Json<Value> {
     }))
 }
 
-/// `/api/v1/status/config`: the configuration in force, as the file that
-/// loaded it reads (Prometheus writes its parsed form back out instead,
-/// with every default filled in; both parse to the same configuration).
-pub async fn config(State(s): State<Arc<AppState>>) -> Json<Value> {
-    success(json!({ "yaml": s.current_config().source }))
+/// `/api/v1/status/config`: the configuration in force, its secrets
+/// replaced by `<secret>` (see [`ferrite_config::redact`]).
+pub async fn config(State(s): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let yaml = ferrite_config::redact::redacted_yaml(&s.current_config().source)
+        .map_err(|e| ApiError::internal(format!("writing the configuration: {e}")))?;
+    Ok(success(json!({ "yaml": yaml })))
 }
 
 pub async fn runtimeinfo(State(s): State<Arc<AppState>>) -> Json<Value> {
