@@ -54,10 +54,9 @@ fn redact_map(map: &mut Map<String, Value>, parent: Option<&str>) {
     for (key, value) in map.iter_mut() {
         let secret = SECRET_KEYS.contains(&key.as_str())
             || (key == "key" && parent == Some("tls_config"))
-            || key == "secrets";
-        if secret && !value.is_null() {
-            hide(value);
-        } else if parent == Some("proxy_connect_header") {
+            || key == "secrets"
+            || parent == Some("proxy_connect_header");
+        if secret {
             hide(value);
         } else if key.ends_with("url") {
             if let Value::String(url) = value {
