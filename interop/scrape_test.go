@@ -109,6 +109,22 @@ func (s *scriptedTargets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/timestamps":
 		w.Header().Set("Content-Type", text)
 		fmt.Fprintf(w, "stamped %d %d\nunstamped %d\n", n, s.base+int64(n)*1000, n)
+	case "/om":
+		// OpenMetrics with units, created series and exemplars; what a
+		// scraper that asks for it gets.
+		if !strings.Contains(r.Header.Get("Accept"), "application/openmetrics-text") {
+			http.Error(w, "asked for no OpenMetrics", http.StatusNotAcceptable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+		fmt.Fprintf(w, "# TYPE req counter\n# UNIT req requests\n# HELP req Requests.\n")
+		fmt.Fprintf(w, "req_total{code=\"200\"} %d # {trace_id=\"t%d\"} 1 %d.5\n", n*3, n, s.base/1000)
+		fmt.Fprintf(w, "req_created{code=\"200\"} %d\n", s.base/1000)
+		fmt.Fprintf(w, "# TYPE temp_celsius gauge\n# UNIT temp_celsius celsius\ntemp_celsius %g\n", 20+float64(n)/4)
+		if n%2 == 0 {
+			fmt.Fprintf(w, "# TYPE info_thing info\ninfo_thing_info{version=\"v%d\"} 1\n", n%3)
+		}
+		fmt.Fprint(w, "# EOF\n")
 	case "/html":
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, payload(n))
@@ -136,6 +152,7 @@ func sideBySideConfig(target string) string {
 			"      - {source_labels: [path], target_label: route, replacement: 'r$1'}\n") +
 		job("limited", "/plain", "    params: {copy: [limited]}\n    sample_limit: 5\n") +
 		job("gzip", "/gzip", "") +
+		job("openmetrics", "/om", "") +
 		job("errors", "/errors", "") +
 		job("timestamps", "/timestamps", "") +
 		job("html", "/html", "") +
