@@ -107,7 +107,13 @@ mod tests {
         for secret in ["hunter2", "tok", "PRIVATE", "pw@", "s1", "s2", "p1"] {
             assert!(!out.contains(secret), "{secret} in:\n{out}");
         }
-        for kept in ["username: u", "cert_file: c.pem", "http://me:xxxxx@proxy:3128/", "h:1", "<secret>"] {
+        for kept in [
+            "username: u",
+            "cert_file: c.pem",
+            "http://me:xxxxx@proxy:3128/",
+            "h:1",
+            "<secret>",
+        ] {
             assert!(out.contains(kept), "{kept} missing in:\n{out}");
         }
         // The result reads back as the same configuration.
