@@ -18,8 +18,6 @@ package interop_test
 import (
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -321,126 +319,43 @@ func TestOMTextMatchesPrometheus(t *testing.T) {
 				"\"} 1\n# TYPE s summary\ns{quantile=\"" + n + "\"} 1\n# EOF\n"})
 		}
 	}
-	var all []ptCase
-	all = append(all, hand...)
-	for i, in := range omTextKnownDifferences {
-		all = append(all, ptCase{name: fmt.Sprintf("known difference #%d", i), input: in})
-	}
-	all = append(all, random...)
+	all := withKnownDifferences(hand, omTextKnownDifferences, random)
+	pc := runParserCheck(t, ferBin, "promomtext", "om", all, 15)
 
-	dir := t.TempDir()
-	files := make([]string, len(all))
-	for i, c := range all {
-		files[i] = filepath.Join(dir, fmt.Sprintf("case%05d.om", i))
-		if err := os.WriteFile(files[i], []byte(c.input), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	prom := dumpResults(t, goCmdBin(t, "promomtext"), nil, files)
-	fer := dumpResults(t, ferBin, nil, files)
-
-	bad := 0
-	fail := func(c ptCase, i int, why string) {
-		bad++
-		if bad <= 15 {
-			t.Errorf("%s: %s\ninput: %q\nprometheus:\n%sferrite:\n%s", c.name, why, c.input, prom[i], fer[i])
-		}
-	}
 	// Hand-made cases: equal dumps, the quirk named still there, every
 	// error met.
-	errSeen := map[string]bool{}
-	for i, c := range hand {
-		if c.want != "" && !strings.Contains(prom[i], c.want) {
-			fail(c, i, fmt.Sprintf("Prometheus' dump lacks %q: the case no longer shows what it is named after", c.want))
+	errSeen := map[string]int{}
+	for i := range hand {
+		if !pc.handOK(i) {
 			continue
 		}
-		if strings.Contains(prom[i], "PANIC ") {
-			fail(c, i, "Prometheus panics")
-			continue
-		}
-		if prom[i] != fer[i] {
-			fail(c, i, "different dumps")
-		}
-		if e := omTextErrorKind(lastLine(prom[i])); e != "" {
-			errSeen[e] = true
+		if e := omTextErrorKind(lastLine(pc.prom[i])); e != "" {
+			errSeen[e]++
 		}
 	}
-	for _, e := range omTextErrors {
-		if !errSeen[e] {
-			t.Errorf("no hand-made case gets Prometheus' error %q", e)
-		}
-	}
+	checkHandErrors(t, omTextErrors, errSeen)
 	// The known differences still differ, and only as documented.
-	off := len(hand)
-	for i := range omTextKnownDifferences {
-		c, k := all[off+i], off+i
-		if prom[k] == fer[k] {
-			fail(c, k, "a known difference is gone: update the crate docs and this test")
-			continue
-		}
-		if n, ok := explainedByNames(prom[k], fer[k]); !ok || n == 0 {
-			fail(c, k, "not the known difference")
-		}
-	}
+	pc.knownDifferences(len(hand), len(omTextKnownDifferences))
 	// Random cases.
-	off += len(omTextKnownDifferences)
 	lines := map[string]int{}
 	errs := map[string]int{}
-	deviations, acceptedValid := 0, 0
-	for i, c := range random {
-		k := off + i
-		for _, l := range strings.Split(strings.TrimSuffix(prom[k], "\n"), "\n") {
-			if l == "" {
-				continue
-			}
-			kind, _, _ := strings.Cut(l, " ")
-			lines[kind]++
-		}
-		if e := omTextErrorKind(lastLine(prom[k])); e != "" {
+	deviations, acceptedValid := pc.random(len(hand)+len(omTextKnownDifferences), func(dump string) {
+		countLines(lines, dump, nil)
+		if e := omTextErrorKind(lastLine(dump)); e != "" {
 			errs[e]++
 		}
-		if strings.HasPrefix(c.name, "valid#") && !strings.Contains(prom[k], "ERR ") {
-			acceptedValid++
-		}
-		if strings.Contains(prom[k], "PANIC ") {
-			fail(c, k, "Prometheus panics")
-			continue
-		}
-		if prom[k] == fer[k] {
-			continue
-		}
-		if n, ok := explainedByNames(prom[k], fer[k]); ok && n > 0 {
-			deviations++
-			continue
-		}
-		fail(c, k, "different dumps")
-	}
-	if bad > 15 {
-		t.Errorf("... %d mismatches in all", bad)
-	}
+	})
+	pc.finish()
 	// The generator must mostly produce what Prometheus accepts, and the
 	// mutations must reach the errors.
 	if acceptedValid < nRandom*3/5 {
 		t.Errorf("Prometheus accepts only %d of %d generated expositions", acceptedValid, nRandom)
 	}
-	for _, kind := range []string{"HELP", "TYPE", "UNIT", "SERIES", "EXEMPLAR", "ERR"} {
-		if lines[kind] < 300 {
-			t.Errorf("only %d %s lines in the random cases", lines[kind], kind)
-		}
-	}
-	for _, e := range omTextErrors {
-		if errs[e] == 0 {
-			t.Logf("no random case gets error %q (the hand-made cases do)", e)
-		}
-	}
-	kinds := make([]string, 0, len(errs))
-	for e, n := range errs {
-		kinds = append(kinds, fmt.Sprintf("%s: %d", e, n))
-	}
-	sort.Strings(kinds)
+	checkLineKinds(t, lines, []string{"HELP", "TYPE", "UNIT", "SERIES", "EXEMPLAR", "ERR"}, 300, " in the random cases")
+	logRandomErrors(t, omTextErrors, errs)
 	t.Logf("%d hand-made, %d known differences, %d random cases (%d differ only by a name that is not UTF-8); "+
 		"Prometheus accepted %d of %d unmutated; lines %v; errors: %s",
-		len(hand), len(omTextKnownDifferences), len(random), deviations, acceptedValid, nRandom, lines, strings.Join(kinds, "; "))
+		len(hand), len(omTextKnownDifferences), len(random), deviations, acceptedValid, nRandom, lines, errorCounts(errs))
 }
 
 // lastLine is a dump's last line.

@@ -17,24 +17,12 @@ package interop_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
-
-// ptCase is an input and, for hand-made ones, text Prometheus' dump must
-// contain (so that the case still shows the quirk it is named after).
-type ptCase struct {
-	name  string
-	input string
-	want  string
-}
 
 // promTextErrors are the messages (their start) Prometheus' parser can
 // give; the hand-made cases must hit each one. ("expected text in HELP"
@@ -261,128 +249,46 @@ func TestPromTextMatchesPrometheus(t *testing.T) {
 				"\n# TYPE h histogram\nh{le=\"" + n + "\"} 1\n# TYPE s summary\ns{quantile=\"" + n + "\"} 1\n"})
 		}
 	}
-	var all []ptCase
-	all = append(all, hand...)
-	for i, in := range promTextKnownDifferences {
-		all = append(all, ptCase{name: fmt.Sprintf("known difference #%d", i), input: in})
-	}
-	all = append(all, random...)
+	all := withKnownDifferences(hand, promTextKnownDifferences, random)
+	pc := runParserCheck(t, ferBin, "prompromtext", "txt", all, 15)
 
-	dir := t.TempDir()
-	files := make([]string, len(all))
-	for i, c := range all {
-		files[i] = filepath.Join(dir, fmt.Sprintf("case%05d.txt", i))
-		if err := os.WriteFile(files[i], []byte(c.input), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	prom := dumpResults(t, goCmdBin(t, "prompromtext"), nil, files)
-	fer := dumpResults(t, ferBin, nil, files)
-
-	bad := 0
-	fail := func(c ptCase, i int, why string) {
-		bad++
-		if bad <= 15 {
-			t.Errorf("%s: %s\ninput: %q\nprometheus:\n%sferrite:\n%s", c.name, why, c.input, prom[i], fer[i])
-		}
-	}
 	// Hand-made cases: equal dumps, the quirk named still there, every
 	// error met.
-	errSeen := map[string]bool{}
-	for i, c := range hand {
-		if c.want != "" && !strings.Contains(prom[i], c.want) {
-			fail(c, i, fmt.Sprintf("Prometheus' dump lacks %q: the case no longer shows what it is named after", c.want))
+	errSeen := map[string]int{}
+	for i := range hand {
+		if !pc.handOK(i) {
 			continue
-		}
-		if strings.Contains(prom[i], "PANIC ") {
-			fail(c, i, "Prometheus panics")
-			continue
-		}
-		if prom[i] != fer[i] {
-			fail(c, i, "different dumps")
 		}
 		for _, e := range promTextErrors {
-			if strings.Contains(prom[i], "\nERR "+e) || strings.HasPrefix(prom[i], "ERR "+e) {
-				errSeen[e] = true
+			if strings.Contains(pc.prom[i], "\nERR "+e) || strings.HasPrefix(pc.prom[i], "ERR "+e) {
+				errSeen[e]++
 			}
 		}
 	}
-	for _, e := range promTextErrors {
-		if !errSeen[e] {
-			t.Errorf("no hand-made case gets Prometheus' error %q", e)
-		}
-	}
+	checkHandErrors(t, promTextErrors, errSeen)
 	// The known differences still differ, and only as documented.
-	off := len(hand)
-	for i := range promTextKnownDifferences {
-		c, k := all[off+i], off+i
-		if prom[k] == fer[k] {
-			fail(c, k, "a known difference is gone: update the crate docs and this test")
-			continue
-		}
-		if n, ok := explainedByNames(prom[k], fer[k]); !ok || n == 0 {
-			fail(c, k, "not the known difference")
-		}
-	}
+	pc.knownDifferences(len(hand), len(promTextKnownDifferences))
 	// Random cases.
-	off += len(promTextKnownDifferences)
 	lines := map[string]int{}
 	errs := map[string]int{}
-	deviations, acceptedValid := 0, 0
-	for i, c := range random {
-		k := off + i
-		for _, l := range strings.Split(strings.TrimSuffix(prom[k], "\n"), "\n") {
-			if l == "" {
-				continue
-			}
-			kind, rest, _ := strings.Cut(l, " ")
-			lines[kind]++
-			if kind == "ERR" {
+	deviations, acceptedValid := pc.random(len(hand)+len(promTextKnownDifferences), func(dump string) {
+		countLines(lines, dump, func(l string) {
+			if rest, ok := strings.CutPrefix(l, "ERR "); ok {
 				errs[promTextErrorKind(rest)]++
 			}
-		}
-		if strings.HasPrefix(c.name, "valid#") && !strings.Contains(prom[k], "ERR ") {
-			acceptedValid++
-		}
-		if strings.Contains(prom[k], "PANIC ") {
-			fail(c, k, "Prometheus panics")
-			continue
-		}
-		if prom[k] == fer[k] {
-			continue
-		}
-		if n, ok := explainedByNames(prom[k], fer[k]); ok && n > 0 {
-			deviations++
-			continue
-		}
-		fail(c, k, "different dumps")
-	}
-	if bad > 15 {
-		t.Errorf("... %d mismatches in all", bad)
-	}
+		})
+	})
+	pc.finish()
 	// The generator must mostly produce what Prometheus accepts, and the
 	// mutations must reach the errors.
 	if acceptedValid < nRandom*3/5 {
 		t.Errorf("Prometheus accepts only %d of %d generated expositions", acceptedValid, nRandom)
 	}
-	for _, kind := range []string{"HELP", "TYPE", "COMMENT", "SERIES", "ERR"} {
-		if lines[kind] < 300 {
-			t.Errorf("only %d %s lines in the random cases", lines[kind], kind)
-		}
-	}
-	for _, e := range promTextErrors {
-		if errs[e] == 0 {
-			t.Logf("no random case gets error %q (the hand-made cases do)", e)
-		}
-	}
-	kinds := make([]string, 0, len(errs))
-	for e, n := range errs {
-		kinds = append(kinds, fmt.Sprintf("%s: %d", e, n))
-	}
-	sort.Strings(kinds)
+	checkLineKinds(t, lines, []string{"HELP", "TYPE", "COMMENT", "SERIES", "ERR"}, 300, " in the random cases")
+	logRandomErrors(t, promTextErrors, errs)
 	t.Logf("%d hand-made, %d known differences, %d random cases (%d differ only by a name that is not UTF-8); "+
 		"Prometheus accepted %d of %d unmutated; lines %v; errors: %s",
-		len(hand), len(promTextKnownDifferences), len(random), deviations, acceptedValid, nRandom, lines, strings.Join(kinds, "; "))
+		len(hand), len(promTextKnownDifferences), len(random), deviations, acceptedValid, nRandom, lines, errorCounts(errs))
 }
 
 // promTextErrorKind is which of promTextErrors a message is.
@@ -465,14 +371,7 @@ const (
 	ptLabelRst  = ptLetters + "0123456789"
 )
 
-func (g *ptGen) plainName(first, rest string) string {
-	var b strings.Builder
-	b.WriteByte(first[g.rng.Intn(len(first))])
-	for i := g.rng.Intn(8); i > 0; i-- {
-		b.WriteByte(rest[g.rng.Intn(len(rest))])
-	}
-	return b.String()
-}
+func (g *ptGen) plainName(first, rest string) string { return genPlainName(g.rng, first, rest) }
 
 // text is random quoted-string content, escaped; newline allows raw
 // newlines, nul NUL bytes.
@@ -539,29 +438,7 @@ func (g *ptGen) blank() string {
 }
 
 func (g *ptGen) float() string {
-	switch g.rng.Intn(12) {
-	case 0:
-		return strconv.Itoa(g.rng.Intn(2000) - 1000)
-	case 1:
-		return strconv.FormatFloat(g.rng.NormFloat64()*1e3, 'g', -1, 64)
-	case 2:
-		return strconv.FormatFloat(g.rng.ExpFloat64()*math.Pow(10, float64(g.rng.Intn(600)-300)), 'e', g.rng.Intn(20)-1, 64)
-	case 3:
-		return strconv.FormatFloat(g.rng.Float64(), 'f', g.rng.Intn(25), 64)
-	case 4:
-		return g.pick("NaN", "nan", "NAN", "+Inf", "-Inf", "inf", "Infinity", "-infinity", "+INF")
-	case 5:
-		return g.pick("-0", "0", ".5", "5.", "1E5", "+1e-5", "0001.000", "1e-400", "1.7976931348623157e308", "4.9e-324")
-	case 6:
-		if g.chance(0.2) { // invalid
-			return g.pick("0x1p3", "1_0", "1e309", "-nan", "x", "1..2", "+", "1e", "0x10", "∞", "1,5")
-		}
-		return "1"
-	case 7:
-		return strconv.FormatFloat(math.Float64frombits(g.rng.Uint64()), g.pick("g", "e", "f")[0], -1, 64)
-	default:
-		return strconv.FormatFloat(g.rng.Float64()*100, 'f', -1, 64)
-	}
+	return genFloat(g.rng, 0.2, "0x1p3", "1_0", "1e309", "-nan", "x", "1..2", "+", "1e", "0x10", "∞", "1,5")
 }
 
 // number is a random decimal or hexadecimal number, or a random string

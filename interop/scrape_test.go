@@ -13,6 +13,11 @@ package interop_test
 // the interval: both must scrape each target at the same moments (the same
 // hash-derived offset) within a few milliseconds (Prometheus' own timer
 // latency).
+//
+// One target serves the protobuf format with native histograms, scraped
+// three ways (native histograms scraped; with classic buckets kept, a
+// bucket limit and a minimum bucket factor; classic buckets only): the
+// histograms are compared whole (internal/histrecord).
 
 import (
 	"bytes"
@@ -31,12 +36,16 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"ferrite.dev/interop/internal/e2e"
+	"ferrite.dev/interop/internal/histrecord"
 	"ferrite.dev/interop/internal/promtsdb"
 )
 
@@ -82,6 +91,80 @@ func payload(n int) string {
 	return b.String()
 }
 
+// protoPayload is the protobuf exposition of scrape n: a counter with an
+// exemplar, a gauge, a classic histogram, a summary, native histograms
+// (integer with classic buckets and empty buckets, float, gauge, one of
+// schema 5 with many buckets for the limits, one that comes and goes).
+func protoPayload(n int) []byte {
+	lp := func(name, value string) *dto.LabelPair {
+		return &dto.LabelPair{Name: proto.String(name), Value: proto.String(value)}
+	}
+	span := func(offset int32, length uint32) *dto.BucketSpan {
+		return &dto.BucketSpan{Offset: proto.Int32(offset), Length: proto.Uint32(length)}
+	}
+	// A native integer histogram; its count is its buckets' (as it must).
+	native := func(schema int32, spans []*dto.BucketSpan, deltas []int64) *dto.Histogram {
+		count, abs := uint64(n%3), int64(0)
+		for _, d := range deltas {
+			abs += d
+			count += uint64(abs)
+		}
+		return &dto.Histogram{
+			SampleCount: proto.Uint64(count), SampleSum: proto.Float64(float64(n) * 1.5),
+			Schema: proto.Int32(schema), ZeroThreshold: proto.Float64(0.001), ZeroCount: proto.Uint64(uint64(n % 3)),
+			PositiveSpan: spans, PositiveDelta: deltas,
+		}
+	}
+	u := uint64(n)
+	withClassic := native(3, []*dto.BucketSpan{span(-2, 3), span(2, 2)}, []int64{int64(n % 2), 1, -1, 2, int64(n)})
+	withClassic.Bucket = []*dto.Bucket{
+		{UpperBound: proto.Float64(0.5), CumulativeCount: proto.Uint64(u)},
+		{UpperBound: proto.Float64(2), CumulativeCount: proto.Uint64(2 * u)},
+	}
+	wide := native(5, []*dto.BucketSpan{span(0, 12), span(3, 6)},
+		[]int64{1, 1, -1, 0, 2, -2, 1, 0, 0, 1, int64(n), -int64(n), 3, -1, 0, 0, 1, -2})
+	families := []*dto.MetricFamily{
+		{Name: proto.String("proto_requests_total"), Help: proto.String("Requests."), Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Label: []*dto.LabelPair{lp("path", "/"), lp("job", "inner")},
+				Counter: &dto.Counter{Value: proto.Float64(float64(n * 3)),
+					Exemplar: &dto.Exemplar{Label: []*dto.LabelPair{lp("trace_id", fmt.Sprint(n))}, Value: proto.Float64(1)}}}}},
+		{Name: proto.String("proto_temp_celsius"), Unit: proto.String("celsius"), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(20 + float64(n)/4)}}}},
+		{Name: proto.String("proto_lat_seconds"), Type: dto.MetricType_HISTOGRAM.Enum(),
+			Metric: []*dto.Metric{{Histogram: &dto.Histogram{SampleCount: proto.Uint64(3 * u), SampleSum: proto.Float64(float64(n)),
+				Bucket: []*dto.Bucket{{UpperBound: proto.Float64(0.1), CumulativeCount: proto.Uint64(u)},
+					{UpperBound: proto.Float64(1), CumulativeCount: proto.Uint64(2 * u)}}}}}},
+		{Name: proto.String("proto_rpc_seconds"), Type: dto.MetricType_SUMMARY.Enum(),
+			Metric: []*dto.Metric{{Summary: &dto.Summary{SampleCount: proto.Uint64(u), SampleSum: proto.Float64(float64(n) / 2),
+				Quantile: []*dto.Quantile{{Quantile: proto.Float64(0.5), Value: proto.Float64(0.25)}, {Quantile: proto.Float64(0.99), Value: proto.Float64(float64(n))}}}}}},
+		{Name: proto.String("proto_native_seconds"), Help: proto.String("A native histogram."), Type: dto.MetricType_HISTOGRAM.Enum(),
+			Metric: []*dto.Metric{
+				{Label: []*dto.LabelPair{lp("kind", "int")}, Histogram: withClassic},
+				{Label: []*dto.LabelPair{lp("kind", "float")}, Histogram: &dto.Histogram{
+					SampleCountFloat: proto.Float64(4.5 + float64(n)), SampleSum: proto.Float64(2), Schema: proto.Int32(0),
+					ZeroThreshold: proto.Float64(0.001), ZeroCountFloat: proto.Float64(0.5),
+					PositiveSpan: []*dto.BucketSpan{span(0, 3)}, PositiveCount: []float64{1, 0, 3 + float64(n)}}},
+				{Label: []*dto.LabelPair{lp("kind", "wide")}, Histogram: wide},
+			}},
+		{Name: proto.String("proto_gauge_hist"), Type: dto.MetricType_GAUGE_HISTOGRAM.Enum(),
+			Metric: []*dto.Metric{{Histogram: native(0, []*dto.BucketSpan{span(1, 2)}, []int64{2, int64(n % 3)})}}},
+	}
+	if n%3 != 2 {
+		families = append(families, &dto.MetricFamily{Name: proto.String("proto_vanishing"), Type: dto.MetricType_HISTOGRAM.Enum(),
+			Metric: []*dto.Metric{{Histogram: native(1, []*dto.BucketSpan{span(0, 1)}, []int64{2})}}})
+	}
+	var b []byte
+	for _, f := range families {
+		m, err := proto.Marshal(f)
+		if err != nil {
+			panic(err)
+		}
+		b = protowire.AppendVarint(b, uint64(len(m)))
+		b = append(b, m...)
+	}
+	return b
+}
+
 func (s *scriptedTargets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.next(r)
 	text := "text/plain; version=0.0.4; charset=utf-8"
@@ -125,6 +208,15 @@ func (s *scriptedTargets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "# TYPE info_thing info\ninfo_thing_info{version=\"v%d\"} 1\n", n%3)
 		}
 		fmt.Fprint(w, "# EOF\n")
+	case "/proto":
+		// The protobuf format, with native histograms; what a scraper
+		// that asks for it gets.
+		if !strings.Contains(r.Header.Get("Accept"), "application/vnd.google.protobuf") {
+			http.Error(w, "asked for no protobuf", http.StatusNotAcceptable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
+		w.Write(protoPayload(n))
 	case "/html":
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, payload(n))
@@ -158,19 +250,25 @@ func sideBySideConfig(target string) string {
 		job("html", "/html", "") +
 		job("fallback", "/html", "    params: {copy: [fallback]}\n    fallback_scrape_protocol: PrometheusText0.0.4\n") +
 		job("broken", "/broken", "") +
+		job("native", "/proto", "    scrape_native_histograms: true\n") +
+		job("native_limits", "/proto", "    params: {copy: [limits]}\n    scrape_native_histograms: true\n"+
+			"    always_scrape_classic_histograms: true\n    native_histogram_bucket_limit: 6\n    native_histogram_min_bucket_factor: 1.1\n") +
+		job("proto_classic", "/proto", "    params: {copy: [classic]}\n    scrape_protocols: [PrometheusProto]\n") +
 		"  - job_name: dead\n    static_configs: [{targets: [\"127.0.0.1:1\"]}]\n" +
 		"  - job_name: dropper\n    static_configs: [{targets: [\"a:1\", \"b:2\"]}]\n" +
 		"    relabel_configs: [{source_labels: [__address__], regex: 'a:1', action: drop}]\n"
 }
 
-// sample is one stored sample, its value as bits (stale markers apart).
+// sample is one stored sample, its value as compared: a float's `%g`
+// (`stale` for a stale marker), a native histogram's record
+// (internal/histrecord).
 type sample struct {
-	t    int64
-	bits uint64
+	t   int64
+	val string
 }
 
 // readSamples opens a data directory with Prometheus' TSDB (WAL replayed)
-// and returns every float sample by series.
+// and returns every sample (float or native histogram) by series.
 func readSamples(t *testing.T, dir string) map[string][]sample {
 	t.Helper()
 	scratch := filepath.Join(t.TempDir(), "copy")
@@ -195,11 +293,35 @@ func readSamples(t *testing.T, dir string) map[string][]sample {
 		key := s.Labels().String()
 		it = s.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			if vt != chunkenc.ValFloat {
+			switch vt {
+			case chunkenc.ValFloat:
+				ts, v := it.At()
+				text := fmt.Sprintf("%g", v)
+				if value.IsStaleNaN(v) {
+					text = "stale"
+				}
+				out[key] = append(out[key], sample{ts, text})
+			// A stale marker of a histogram series is a histogram in
+			// Prometheus' head (its commit turns the scrape's float
+			// marker into one) and a float in Ferrite's: both are
+			// `stale`, as queries see them.
+			case chunkenc.ValHistogram:
+				ts, h := it.AtHistogram(nil)
+				text := histrecord.Int(h)
+				if value.IsStaleNaN(h.Sum) {
+					text = "stale"
+				}
+				out[key] = append(out[key], sample{ts, text})
+			case chunkenc.ValFloatHistogram:
+				ts, fh := it.AtFloatHistogram(nil)
+				text := histrecord.Float(fh)
+				if value.IsStaleNaN(fh.Sum) {
+					text = "stale"
+				}
+				out[key] = append(out[key], sample{ts, text})
+			default:
 				t.Fatalf("%s: a %v sample", key, vt)
 			}
-			ts, v := it.At()
-			out[key] = append(out[key], sample{ts, math.Float64bits(v)})
 		}
 	}
 	if err := ss.Err(); err != nil {
@@ -212,7 +334,7 @@ func readSamples(t *testing.T, dir string) map[string][]sample {
 // by series: a sample's scrape is counted from its target's first `up`.
 // Explicitly stamped samples keep their own time. Report values that
 // measure the scraper (durations) are left out.
-func scrapeIndexed(t *testing.T, name, target string, data map[string][]sample) (map[string]map[int]uint64, map[string]int64, int) {
+func scrapeIndexed(t *testing.T, name, target string, data map[string][]sample) (map[string]map[int]string, map[string]int64, int) {
 	t.Helper()
 	first := map[string]int64{} // job/instance → first scrape time
 	lastIndex := math.MaxInt
@@ -226,7 +348,7 @@ func scrapeIndexed(t *testing.T, name, target string, data map[string][]sample) 
 		}
 	}
 	interval := sideBySideInterval.Milliseconds()
-	out := map[string]map[int]uint64{}
+	out := map[string]map[int]string{}
 	for key, ss := range data {
 		if strings.HasPrefix(key, "{__name__=\"scrape_duration_seconds\"") {
 			continue
@@ -239,7 +361,7 @@ func scrapeIndexed(t *testing.T, name, target string, data map[string][]sample) 
 		if !ok {
 			t.Fatalf("%s: %s has no up series", name, key)
 		}
-		m := map[int]uint64{}
+		m := map[int]string{}
 		for _, s := range ss {
 			idx := int(s.t)
 			if !strings.HasPrefix(key, "{__name__=\"stamped\"") {
@@ -249,7 +371,7 @@ func scrapeIndexed(t *testing.T, name, target string, data map[string][]sample) 
 					t.Errorf("%s: %s at %d is %d ms off its scrape grid", name, key, s.t, off)
 				}
 			}
-			m[idx] = s.bits
+			m[idx] = s.val
 		}
 		out[key] = m
 	}
@@ -377,14 +499,23 @@ func TestScrapeSideBySideWithPrometheus(t *testing.T) {
 	if bad > 15 {
 		t.Errorf("... %d series differ in all", bad)
 	}
-	t.Logf("%d series, %d common scrapes each", len(sorted), last+1)
+	histograms := 0
+	for _, k := range sorted {
+		for _, v := range prom2[k] {
+			if strings.HasPrefix(v, "H ") || strings.HasPrefix(v, "F ") {
+				histograms++
+				break
+			}
+		}
+	}
+	t.Logf("%d series (%d of native histograms), %d common scrapes each", len(sorted), histograms, last+1)
 }
 
 // compareScrapes compares one series' values scrape by scrape up to
 // scrape `last` (explicitly stamped series: every common timestamp).
-func compareScrapes(key string, f, p map[int]uint64, last int) string {
+func compareScrapes(key string, f, p map[int]string, last int) string {
 	stamped := strings.HasPrefix(key, "{__name__=\"stamped\"")
-	show := func(m map[int]uint64) string {
+	show := func(m map[int]string) string {
 		var idx []int
 		for i := range m {
 			if stamped || i <= last {
@@ -394,12 +525,7 @@ func compareScrapes(key string, f, p map[int]uint64, last int) string {
 		sort.Ints(idx)
 		var b bytes.Buffer
 		for _, i := range idx {
-			v := math.Float64frombits(m[i])
-			if value.IsStaleNaN(v) {
-				fmt.Fprintf(&b, " %d:stale", i)
-			} else {
-				fmt.Fprintf(&b, " %d:%g", i, v)
-			}
+			fmt.Fprintf(&b, " %d:%s", i, m[i])
 		}
 		return b.String()
 	}
@@ -414,8 +540,8 @@ func compareScrapes(key string, f, p map[int]uint64, last int) string {
 			lastP = max(lastP, i)
 		}
 		cut := min(lastF, lastP)
-		trim := func(m map[int]uint64) map[int]uint64 {
-			o := map[int]uint64{}
+		trim := func(m map[int]string) map[int]string {
+			o := map[int]string{}
 			for i, v := range m {
 				if i <= cut {
 					o[i] = v

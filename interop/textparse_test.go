@@ -11,7 +11,6 @@ package interop_test
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -401,14 +400,7 @@ type omGen struct {
 func (g *omGen) pick(s ...string) string { return s[g.rng.Intn(len(s))] }
 func (g *omGen) chance(p float64) bool   { return g.rng.Float64() < p }
 
-func (g *omGen) plainName(first, rest string) string {
-	var b strings.Builder
-	b.WriteByte(first[g.rng.Intn(len(first))])
-	for i := g.rng.Intn(8); i > 0; i-- {
-		b.WriteByte(rest[g.rng.Intn(len(rest))])
-	}
-	return b.String()
-}
+func (g *omGen) plainName(first, rest string) string { return genPlainName(g.rng, first, rest) }
 
 const (
 	omLetters   = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
@@ -457,29 +449,7 @@ func (g *omGen) metricName() (raw string, quoted bool) {
 }
 
 func (g *omGen) float() string {
-	switch g.rng.Intn(12) {
-	case 0:
-		return strconv.Itoa(g.rng.Intn(2000) - 1000)
-	case 1:
-		return strconv.FormatFloat(g.rng.NormFloat64()*1e3, 'g', -1, 64)
-	case 2:
-		return strconv.FormatFloat(g.rng.ExpFloat64()*math.Pow(10, float64(g.rng.Intn(600)-300)), 'e', g.rng.Intn(20)-1, 64)
-	case 3:
-		return strconv.FormatFloat(g.rng.Float64(), 'f', g.rng.Intn(25), 64)
-	case 4:
-		return g.pick("NaN", "nan", "NAN", "+Inf", "-Inf", "inf", "Infinity", "-infinity", "+INF")
-	case 5:
-		return g.pick("-0", "0", ".5", "5.", "1E5", "+1e-5", "0001.000", "1e-400", "1.7976931348623157e308", "4.9e-324")
-	case 6:
-		if g.chance(0.15) { // invalid
-			return g.pick("0x1p3", "1_0", "1e309", "-nan", "x", "1..2", "+", "1e", "0x10", "∞")
-		}
-		return "1"
-	case 7:
-		return strconv.FormatFloat(math.Float64frombits(g.rng.Uint64()), g.pick("g", "e", "f")[0], -1, 64)
-	default:
-		return strconv.FormatFloat(g.rng.Float64()*100, 'f', -1, 64)
-	}
+	return genFloat(g.rng, 0.15, "0x1p3", "1_0", "1e309", "-nan", "x", "1..2", "+", "1e", "0x10", "∞")
 }
 
 func (g *omGen) timestamp() string {

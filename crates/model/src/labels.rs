@@ -240,6 +240,28 @@ impl Labels {
         self.get(METRIC_NAME)
     }
 
+    /// Prometheus' `labels.Labels.Hash()` as its release builds compute it
+    /// (the default `stringlabels` form): xxHash64 (seed 0) of every name
+    /// and value, each preceded by its length (one byte below 255, else 255
+    /// and three bytes little-endian).
+    pub fn prometheus_hash(&self) -> u64 {
+        let mut h = xxhash_rust::xxh64::Xxh64::new(0);
+        let mut put = |s: &str| {
+            let n = s.len();
+            if n < 255 {
+                h.update(&[n as u8]);
+            } else {
+                h.update(&[255, n as u8, (n >> 8) as u8, (n >> 16) as u8]);
+            }
+            h.update(s.as_bytes());
+        };
+        for l in &self.0 {
+            put(&l.name);
+            put(&l.value);
+        }
+        h.digest()
+    }
+
     /// Checks the rules a series' labels must satisfy to be stored.
     pub fn validate(&self) -> Result<(), LabelsError> {
         if self.0.is_empty() {

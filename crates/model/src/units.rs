@@ -11,8 +11,17 @@ pub enum UnitsError {
     /// Not of the form `<int><unit>...` with units in descending order.
     #[error("not a valid duration string: {0:?}")]
     InvalidDuration(String),
-    /// Beyond what 64 bits of milliseconds hold.
-    #[error("duration out of range: {0:?}")]
+    /// A unit that is not one of `y w d h m s ms`.
+    #[error("unknown unit {unit:?} in duration {input:?}")]
+    UnknownDurationUnit {
+        /// The unit as written: everything between a number and the next.
+        unit: String,
+        /// The whole duration as written.
+        input: String,
+    },
+    /// Beyond Go's `time.Duration` (64 bits of nanoseconds); the text
+    /// does not name it, as in Prometheus.
+    #[error("duration out of range")]
     DurationOutOfRange(String),
     /// Not a sequence of `<number><unit>`.
     #[error("units: invalid {0}")]
@@ -48,9 +57,11 @@ const DURATION_UNITS: [(&str, i64); 7] = [
     ("ms", 1),
 ];
 
-/// Parses a Prometheus duration into milliseconds: `0`, or integers with
-/// units `y w d h m s ms`, each at most once and largest first (`1d12h`,
-/// not `12h1d`), as `model.ParseDuration` accepts them.
+/// Parses a Prometheus duration into milliseconds as `model.ParseDuration`
+/// (prometheus/common v0.72) does: `0`, or integers with units
+/// `y w d h m s ms`, each at most once and largest first (`1d12h`, not
+/// `12h1d`); the whole must fit in Go's `time.Duration` (nanoseconds in 64
+/// bits, about 292 years). The errors are its texts.
 pub fn parse_duration_ms(s: &str) -> Result<i64, UnitsError> {
     if s.is_empty() {
         return Err(UnitsError::EmptyDuration);
@@ -60,7 +71,7 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, UnitsError> {
     }
     let invalid = || UnitsError::InvalidDuration(s.to_string());
     let mut rest = s;
-    let mut total: i64 = 0;
+    let mut total_ns: u64 = 0;
     // Units must come in the table's order: the next one is searched from
     // after the last one used.
     let mut next_unit = 0;
@@ -69,27 +80,35 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, UnitsError> {
         if digits == 0 {
             return Err(invalid());
         }
-        let n: i64 = rest[..digits]
-            .parse()
-            .map_err(|_| UnitsError::DurationOutOfRange(s.to_string()))?;
+        let n: u64 = rest[..digits].parse().map_err(|_| invalid())?;
         rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
-        let unit = &rest[..unit_len];
-        let Some(pos) = DURATION_UNITS[next_unit..]
-            .iter()
-            .position(|(u, _)| *u == unit)
-        else {
+        // The unit is everything up to the next digit.
+        let unit_len = rest.bytes().take_while(|b| !b.is_ascii_digit()).count();
+        if unit_len == 0 {
             return Err(invalid());
+        }
+        let unit = &rest[..unit_len];
+        let Some(index) = DURATION_UNITS.iter().position(|(u, _)| *u == unit) else {
+            return Err(UnitsError::UnknownDurationUnit {
+                unit: unit.to_string(),
+                input: s.to_string(),
+            });
         };
-        let (_, mult) = DURATION_UNITS[next_unit + pos];
-        next_unit += pos + 1;
+        if index < next_unit {
+            return Err(invalid());
+        }
+        next_unit = index + 1;
         rest = &rest[unit_len..];
-        total = n
-            .checked_mul(mult)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| UnitsError::DurationOutOfRange(s.to_string()))?;
+        let mult_ns = DURATION_UNITS[index].1 as u64 * 1_000_000;
+        if n > (1u64 << 63) / mult_ns {
+            return Err(UnitsError::DurationOutOfRange(s.to_string()));
+        }
+        total_ns += n * mult_ns;
+        if total_ns > i64::MAX as u64 {
+            return Err(UnitsError::DurationOutOfRange(s.to_string()));
+        }
     }
-    Ok(total)
+    Ok((total_ns / 1_000_000) as i64)
 }
 
 /// A duration as Prometheus' `model.Duration` prints it: `0s`, `2h`,
@@ -253,7 +272,7 @@ mod tests {
         assert_eq!(parse_duration_ms("0"), Ok(0));
         assert_eq!(parse_duration_ms("0s"), Ok(0));
         assert_eq!(parse_duration_ms(""), Err(UnitsError::EmptyDuration));
-        for bad in ["2x", "h", "12h1d", "1h1h", "-1h", " 1h", "1.5h", "1h "] {
+        for bad in ["h", "12h1d", "1h1h", "-1h", " 1h", "99999999999999999999s"] {
             assert!(
                 matches!(parse_duration_ms(bad), Err(UnitsError::InvalidDuration(_))),
                 "{bad:?}"
@@ -263,6 +282,23 @@ mod tests {
             parse_duration_ms("99999999999999999y"),
             Err(UnitsError::DurationOutOfRange(_))
         ));
+        // Go's limit is nanoseconds: about 292 years.
+        assert_eq!(parse_duration_ms("292y"), Ok(292 * YEAR));
+        assert_eq!(
+            parse_duration_ms("293y").map_err(|e| e.to_string()),
+            Err("duration out of range".to_string())
+        );
+        for (bad, msg) in [
+            ("2x", r#"unknown unit "x" in duration "2x""#),
+            ("1h ", r#"unknown unit "h " in duration "1h ""#),
+            ("5m s", r#"unknown unit "m s" in duration "5m s""#),
+            ("1.5h", r#"unknown unit "." in duration "1.5h""#),
+        ] {
+            assert_eq!(
+                parse_duration_ms(bad).map_err(|e| e.to_string()),
+                Err(msg.to_string())
+            );
+        }
     }
 
     #[test]

@@ -61,7 +61,7 @@ impl Drop for ParsedExpr {
 }
 
 /// An expression's child expressions, in text order.
-pub(crate) fn children(e: &Expr) -> impl DoubleEndedIterator<Item = &Expr> {
+pub fn children(e: &Expr) -> impl DoubleEndedIterator<Item = &Expr> {
     let (first, second, rest): (Option<&Expr>, Option<&Expr>, &[Expr]) = match e {
         Expr::Aggregate(a) => (a.param.as_deref(), Some(&*a.expr), &[]),
         Expr::Unary(u) => (Some(&*u.expr), None, &[]),

@@ -13,13 +13,33 @@
 //! body, which writes the stale markers of a failed scrape.
 //!
 //! The body is read as its `Content-Type` says ([`crate::format`]): the
-//! Prometheus text format, or OpenMetrics as Prometheus' scrape loop reads
+//! Prometheus text format, OpenMetrics as Prometheus' scrape loop reads
 //! it by default (`_created` series appended as ordinary series, no
-//! `__type__`/`__unit__` labels; `# UNIT` goes to the target's metadata).
-//! OpenMetrics exemplars are parsed and checked (a malformed one fails the
-//! scrape with Prometheus' message) but not stored: Ferrite has no exemplar
-//! storage. Converting classic histograms to native histograms with custom
-//! buckets (`convert_classic_histograms_to_nhcb`) is not supported: with
+//! `__type__`/`__unit__` labels; `# UNIT` goes to the target's metadata),
+//! or the protobuf format ([`ferrite_textparse::protobuf`]): counters,
+//! gauges, untyped metrics, summaries and classic histograms as their
+//! series (`_count`, `_sum`, `_bucket` and `quantile` ones synthesized as
+//! Prometheus does), native histograms appended as such when the job
+//! scrapes them ([`HistogramSettings`]; else their classic buckets), HELP,
+//! TYPE and UNIT to the target's metadata, start timestamps ignored (as
+//! Prometheus does by default).
+//!
+//! Native histograms pass Prometheus' limits in its order: a schema above
+//! the one `native_histogram_min_bucket_factor` allows is reduced to it,
+//! then one with more buckets than `native_histogram_bucket_limit` is
+//! reduced a schema at a time until it fits (or, not exponential or at
+//! schema -4, refused: the scrape fails with `histogram bucket limit
+//! exceeded` after the rest of the body was read, unless the sample limit
+//! was hit too), then `sample_limit` and the time bound as for floats. A
+//! series that goes away gets a float stale marker, histogram or not, as
+//! Prometheus' scrape loop writes it (its head then stores the marker of
+//! a histogram series as a histogram; Ferrite's head stores the float).
+//!
+//! Exemplars (OpenMetrics and protobuf) are parsed and checked (a
+//! malformed one fails the scrape with Prometheus' message) but not
+//! stored: Ferrite has no exemplar storage. Converting classic histograms
+//! to native histograms with custom buckets
+//! (`convert_classic_histograms_to_nhcb`) is not supported: with
 //! [`AppendSettings::convert_classic_histograms_to_nhcb`] set, a scrape fails
 //! at the first series Prometheus would convert, rather than store other
 //! series than Prometheus would.
@@ -27,16 +47,26 @@
 use std::borrow::Cow;
 
 use ferrite_config::relabel::{apply as relabel, RelabelConfig};
+use ferrite_config::ScrapeConfig;
 use ferrite_model::gofloat::parse_go_float;
 use ferrite_model::goquote::quote_bytes;
-use ferrite_model::{Labels, ValidationScheme, METRIC_NAME, STALE_NAN};
+use ferrite_model::histogram::{
+    is_exponential_schema, EXPONENTIAL_SCHEMA_MAX, EXPONENTIAL_SCHEMA_MAX_RESERVED,
+    EXPONENTIAL_SCHEMA_MIN, EXPONENTIAL_SCHEMA_MIN_RESERVED,
+};
+use ferrite_model::resolution::ReduceResolution;
+use ferrite_model::{
+    FloatHistogram, Histogram, HistogramError, Labels, ValidationScheme, METRIC_NAME, STALE_NAN,
+};
 use ferrite_textparse::omtext::{OmEntry, OmParser};
 use ferrite_textparse::promtext::{TextEntry, TextError, TextParser, TextSeries};
+use ferrite_textparse::protobuf::{HistogramKind, ProtoEntry, ProtoOptions, ProtoParser};
 use ferrite_textparse::MetricType;
 
 use crate::cache::ScrapeCache;
 use crate::format::{select_parser, Format};
-use crate::storage::{AppendFailure, ScrapeAppender};
+use crate::storage::{AppendFailure, HistogramSample, ScrapeAppender};
+use crate::target::{parse_go_bool, ALWAYS_SCRAPE_CLASSIC_LABEL, SCRAPE_NATIVE_LABEL};
 
 /// How far ahead of now a sample's timestamp may be (Prometheus'
 /// `maxAheadTime`).
@@ -72,6 +102,72 @@ pub struct AppendSettings {
     /// Prometheus would convert fails to append with
     /// [`BodyError::Unsupported`].
     pub convert_classic_histograms_to_nhcb: bool,
+    /// What the job takes of native histograms.
+    pub histograms: HistogramSettings,
+}
+
+/// What a job takes of native histograms (protobuf bodies).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HistogramSettings {
+    /// `scrape_native_histograms`, or the target's
+    /// `__scrape_native_histograms__`: native histograms are appended as
+    /// such; without it only their classic buckets are.
+    pub scrape_native: bool,
+    /// `always_scrape_classic_histograms`, or the target's
+    /// `__always_scrape_classic_histograms__`: a native histogram's
+    /// classic buckets are appended too.
+    pub always_scrape_classic: bool,
+    /// `native_histogram_bucket_limit` (0: none).
+    pub bucket_limit: u64,
+    /// The highest schema kept ([`pick_schema`] of
+    /// `native_histogram_min_bucket_factor`; 8 keeps every one).
+    pub max_schema: i32,
+}
+
+impl Default for HistogramSettings {
+    fn default() -> Self {
+        HistogramSettings {
+            scrape_native: false,
+            always_scrape_classic: false,
+            bucket_limit: 0,
+            max_schema: EXPONENTIAL_SCHEMA_MAX,
+        }
+    }
+}
+
+impl HistogramSettings {
+    /// A target's settings: its job's, the booleans overridden by the
+    /// target's labels where they parse (Prometheus' `boolLabel`).
+    pub fn from_job(cfg: &ScrapeConfig, target_labels: &Labels) -> Self {
+        let flag =
+            |name: &str, default: bool| parse_go_bool(target_labels.get(name)).unwrap_or(default);
+        HistogramSettings {
+            scrape_native: flag(SCRAPE_NATIVE_LABEL, cfg.scrape_native_histograms),
+            always_scrape_classic: flag(
+                ALWAYS_SCRAPE_CLASSIC_LABEL,
+                cfg.always_scrape_classic_histograms,
+            ),
+            bucket_limit: cfg.native_histogram_bucket_limit,
+            max_schema: pick_schema(cfg.native_histogram_min_bucket_factor),
+        }
+    }
+}
+
+/// The schema whose bucket growth factor is at least `factor` (Prometheus'
+/// `pickSchema`): `⌊-log2(log2(factor))⌋` within -4..=8, a factor of 1 or
+/// less meaning the finest schema.
+pub fn pick_schema(factor: f64) -> i32 {
+    let factor = if factor <= 1.0 { 1.00271 } else { factor };
+    let floor = (-factor.log2().log2()).floor();
+    if floor >= f64::from(EXPONENTIAL_SCHEMA_MAX) {
+        EXPONENTIAL_SCHEMA_MAX
+    } else if floor <= f64::from(EXPONENTIAL_SCHEMA_MIN) {
+        EXPONENTIAL_SCHEMA_MIN
+    } else if floor.is_nan() {
+        i32::MIN // Go's int32(NaN) on amd64
+    } else {
+        floor as i32
+    }
 }
 
 /// The counts of one scrape, for the report series.
@@ -107,6 +203,10 @@ pub enum BodyError {
     /// More samples than `sample_limit`.
     #[error("sample limit exceeded")]
     SampleLimit,
+    /// A native histogram with more buckets than
+    /// `native_histogram_bucket_limit` that could not be reduced.
+    #[error("histogram bucket limit exceeded")]
+    BucketLimit,
     /// The storage refused a sample for a reason that fails the scrape.
     #[error(transparent)]
     Storage(AppendFailure),
@@ -137,6 +237,11 @@ pub struct BodyAppender<'a> {
     /// The counts of the last [`append_body`], also when it failed (the
     /// report of a failed scrape gives them, as Prometheus' does).
     pub counts: AppendCounts,
+    /// Whether the last [`append_body`] refused a native histogram for
+    /// `native_histogram_bucket_limit` (Prometheus counts it in
+    /// `prometheus_target_scrapes_exceeded_native_histogram_bucket_limit_total`
+    /// also when the sample limit, hit too, is the scrape's error).
+    pub bucket_limit_exceeded: bool,
     /// The parsed labels of a line the cache does not know (reused).
     pairs: Vec<(String, String)>,
 }
@@ -149,6 +254,7 @@ impl<'a> BodyAppender<'a> {
             settings,
             skipped: SkippedSamples::default(),
             counts: AppendCounts::default(),
+            bucket_limit_exceeded: false,
             pairs: Vec::new(),
         }
     }
@@ -158,11 +264,16 @@ impl<'a> BodyAppender<'a> {
 enum BodyParser<'b> {
     Text(TextParser<'b>),
     OpenMetrics(OmParser<'b>),
+    /// Boxed: the decoder's reused messages make it large.
+    Proto(Box<ProtoParser<'b>>),
 }
 
-/// An entry of either format.
+/// An entry of any format. A protobuf series' bytes are the parser's
+/// ([`BodyParser::proto_key`]).
 enum BodyEntry<'b> {
     Series(TextSeries<'b>),
+    ProtoSeries { value: f64, timestamp: Option<i64> },
+    ProtoHistogram { timestamp: Option<i64> },
     Help(&'b [u8], Cow<'b, [u8]>),
     Type(&'b [u8], MetricType),
     Unit(&'b [u8], &'b [u8]),
@@ -170,10 +281,17 @@ enum BodyEntry<'b> {
 }
 
 impl<'b> BodyParser<'b> {
-    fn new(format: Format, body: &'b [u8]) -> Self {
+    fn new(format: Format, body: &'b [u8], h: &HistogramSettings) -> Self {
         match format {
             Format::PrometheusText => BodyParser::Text(TextParser::new(body)),
             Format::OpenMetrics => BodyParser::OpenMetrics(OmParser::new(body)),
+            Format::Protobuf => BodyParser::Proto(Box::new(ProtoParser::new(
+                body,
+                ProtoOptions {
+                    ignore_native_histograms: !h.scrape_native,
+                    keep_classic_histograms: h.always_scrape_classic,
+                },
+            ))),
         }
     }
 
@@ -194,7 +312,31 @@ impl<'b> BodyParser<'b> {
                 Some(OmEntry::Type { metric, kind }) => BodyEntry::Type(metric, kind),
                 Some(OmEntry::Unit { metric, unit }) => BodyEntry::Unit(metric, unit),
             },
+            BodyParser::Proto(p) => match p.next_entry() {
+                Err(e) => return Err(TextError(e.to_string())),
+                Ok(None) => return Ok(None),
+                Ok(Some(ProtoEntry::Series { value, timestamp })) => {
+                    BodyEntry::ProtoSeries { value, timestamp }
+                }
+                Ok(Some(ProtoEntry::Histogram { timestamp })) => {
+                    BodyEntry::ProtoHistogram { timestamp }
+                }
+                Ok(Some(ProtoEntry::Help { metric, text })) => {
+                    BodyEntry::Help(metric, Cow::Borrowed(text))
+                }
+                Ok(Some(ProtoEntry::Type { metric, kind })) => BodyEntry::Type(metric, kind),
+                Ok(Some(ProtoEntry::Unit { metric, unit })) => BodyEntry::Unit(metric, unit),
+            },
         }))
+    }
+
+    /// The bytes of the last protobuf series (empty for the text formats,
+    /// whose entries carry them).
+    fn proto_key(&self) -> &[u8] {
+        match self {
+            BodyParser::Proto(p) => p.series(),
+            _ => &[],
+        }
     }
 
     /// The labels of the last series.
@@ -202,7 +344,32 @@ impl<'b> BodyParser<'b> {
         match self {
             BodyParser::Text(p) => p.labels(out),
             BodyParser::OpenMetrics(p) => p.labels(out),
+            BodyParser::Proto(p) => {
+                p.labels(out);
+                Ok(())
+            }
         }
+    }
+}
+
+/// The buffers a scrape reads its native histograms into (lent to the
+/// storage, which leaves spent ones in their place).
+#[derive(Default)]
+struct HistogramBufs {
+    int: Histogram,
+    float: FloatHistogram,
+}
+
+impl HistogramBufs {
+    /// The last protobuf histogram of `parser`.
+    fn read(&mut self, parser: &BodyParser<'_>) -> Option<HistogramSample<'_>> {
+        let BodyParser::Proto(p) = parser else {
+            return None;
+        };
+        Some(match p.histogram(&mut self.int, &mut self.float) {
+            HistogramKind::Int => HistogramSample::Int(&mut self.int),
+            HistogramKind::Float => HistogramSample::Float(&mut self.float),
+        })
     }
 }
 
@@ -218,6 +385,7 @@ pub fn append_body(
     now_ms: i64,
 ) -> Result<AppendCounts, BodyError> {
     let mut counts = AppendCounts::default();
+    b.bucket_limit_exceeded = false;
     let result = append_entries(b, app, body, content_type, ts, now_ms, &mut counts);
     b.counts = counts;
     result.map(|()| counts)
@@ -240,21 +408,28 @@ fn append_entries(
     }
     let format = select_parser(content_type, b.settings.fallback_media_type)?;
     let mut limit = SampleLimit::new(b.settings.sample_limit, now_ms + MAX_AHEAD_MS);
-    let mut parser = BodyParser::new(format, body);
+    let mut parser = BodyParser::new(format, body, &b.settings.histograms);
+    let mut histograms = HistogramBufs::default();
     // The last `# TYPE` line, for the NHCB check.
     let mut last_type: (&[u8], MetricType) = (b"", MetricType::Unknown);
     while let Some(entry) = parser.next_entry()? {
-        let series = match entry {
-            BodyEntry::Series(series) => series,
+        let (key, value, timestamp) = match &entry {
+            BodyEntry::Series(s) => (s.series, Value::Float(s.value), s.timestamp),
+            BodyEntry::ProtoSeries { value, timestamp } => {
+                (parser.proto_key(), Value::Float(*value), *timestamp)
+            }
+            BodyEntry::ProtoHistogram { timestamp } => {
+                (parser.proto_key(), Value::Histogram, *timestamp)
+            }
             BodyEntry::Help(metric, text) => {
                 let iter = b.cache.iter();
-                lock(&b.cache.metadata).set_help(metric, &text, iter);
+                lock(&b.cache.metadata).set_help(metric, text, iter);
                 continue;
             }
             BodyEntry::Type(metric, kind) => {
                 let iter = b.cache.iter();
-                lock(&b.cache.metadata).set_type(metric, kind, iter);
-                last_type = (metric, kind);
+                lock(&b.cache.metadata).set_type(metric, *kind, iter);
+                last_type = (metric, *kind);
                 continue;
             }
             BodyEntry::Unit(metric, unit) => {
@@ -264,21 +439,34 @@ fn append_entries(
             }
             BodyEntry::Comment => continue,
         };
-        if b.settings.convert_classic_histograms_to_nhcb && last_type.1 == MetricType::Histogram {
-            refuse_nhcb(b, &parser, last_type.0)?;
+        if b.settings.convert_classic_histograms_to_nhcb {
+            match &parser {
+                BodyParser::Proto(p) if p.is_classic_histogram() => {
+                    return Err(nhcb_unsupported(p.family_name()));
+                }
+                BodyParser::Proto(_) => {}
+                _ if last_type.1 == MetricType::Histogram => {
+                    refuse_nhcb(b, &parser, last_type.0)?;
+                }
+                _ => {}
+            }
         }
         counts.total += 1;
-        let explicit = series.timestamp.filter(|_| b.settings.honor_timestamps);
+        let explicit = timestamp.filter(|_| b.settings.honor_timestamps);
         let sample = Sample {
-            key: series.series,
+            key,
             t: explicit.unwrap_or(ts),
-            v: series.value,
+            value,
             explicit: explicit.is_some(),
         };
-        append_sample(b, &parser, app, &mut limit, sample, counts)?;
+        append_sample(b, &parser, app, &mut limit, sample, counts, &mut histograms)?;
     }
+    b.bucket_limit_exceeded = limit.bucket_exceeded;
     if limit.exceeded {
         return Err(BodyError::SampleLimit);
+    }
+    if limit.bucket_exceeded {
+        return Err(BodyError::BucketLimit);
     }
     write_stale_markers(b, app, ts)?;
     b.cache.iter_done(true);
@@ -291,22 +479,31 @@ fn lock(
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A sample's value: a float, or the parser's last native histogram.
+#[derive(Clone, Copy)]
+enum Value {
+    Float(f64),
+    Histogram,
+}
+
 /// One series line's sample.
 struct Sample<'b> {
     key: &'b [u8],
     t: i64,
-    v: f64,
+    value: Value,
     /// Whether the timestamp came with the sample.
     explicit: bool,
 }
 
-/// `sample_limit` and the time bound, as Prometheus' limiting appenders
-/// apply them.
+/// `sample_limit`, the time bound and the bucket limit, as Prometheus'
+/// limiting appenders apply them.
 struct SampleLimit {
     limit: u64,
     appended: u64,
     max_time: i64,
     exceeded: bool,
+    /// A histogram was refused for its buckets.
+    bucket_exceeded: bool,
 }
 
 impl SampleLimit {
@@ -316,6 +513,7 @@ impl SampleLimit {
             appended: 0,
             max_time,
             exceeded: false,
+            bucket_exceeded: false,
         }
     }
 
@@ -337,7 +535,81 @@ impl SampleLimit {
 /// Why one sample was not appended.
 enum Refused {
     SampleLimit,
+    BucketLimit,
     Storage(AppendFailure),
+}
+
+/// Prometheus' schema and bucket limits on a native histogram, in its
+/// order: a reserved exponential schema above `max_schema` reduced to it,
+/// then, with more buckets than `bucket_limit`, the schema reduced one at
+/// a time until it fits; refused if it cannot (not exponential, or at the
+/// lowest schema). A reduction refused by the layout fails the scrape.
+fn limit_buckets<H: ReduceResolution>(h: &mut H, s: &HistogramSettings) -> Result<(), Refused> {
+    let schema = |h: &mut H| *h.schema_and_sides().0;
+    let buckets = |h: &mut H| {
+        let (_, positive, negative) = h.schema_and_sides();
+        (positive.1.len() + negative.1.len()) as u64
+    };
+    let reduce = |h: &mut H, to: i32| {
+        h.try_reduce_resolution(to)
+            .map_err(|e: HistogramError| Refused::Storage(AppendFailure::Other(e.to_string())))
+    };
+    if s.max_schema < EXPONENTIAL_SCHEMA_MAX {
+        let from = schema(h);
+        if (EXPONENTIAL_SCHEMA_MIN_RESERVED..=EXPONENTIAL_SCHEMA_MAX_RESERVED).contains(&from)
+            && from > s.max_schema
+        {
+            reduce(h, s.max_schema)?;
+        }
+    }
+    if s.bucket_limit > 0 {
+        if buckets(h) > s.bucket_limit && !is_exponential_schema(schema(h)) {
+            return Err(Refused::BucketLimit);
+        }
+        while buckets(h) > s.bucket_limit {
+            let from = schema(h);
+            if from <= EXPONENTIAL_SCHEMA_MIN {
+                return Err(Refused::BucketLimit);
+            }
+            reduce(h, from - 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// One sample through the limits into the storage.
+#[allow(clippy::too_many_arguments)]
+fn push(
+    app: &mut dyn ScrapeAppender,
+    limit: &mut SampleLimit,
+    series_ref: u64,
+    labels: &Labels,
+    s: &Sample<'_>,
+    parser: &BodyParser<'_>,
+    histograms: &mut HistogramBufs,
+    settings: &HistogramSettings,
+) -> Result<u64, Refused> {
+    match s.value {
+        Value::Float(v) => {
+            limit.admit(s.t)?;
+            app.append(series_ref, labels, s.t, v)
+                .map_err(Refused::Storage)
+        }
+        Value::Histogram => {
+            let Some(mut h) = histograms.read(parser) else {
+                return Err(Refused::Storage(AppendFailure::Other(
+                    "no histogram to append".into(),
+                )));
+            };
+            match &mut h {
+                HistogramSample::Int(h) => limit_buckets(&mut **h, settings)?,
+                HistogramSample::Float(h) => limit_buckets(&mut **h, settings)?,
+            }
+            limit.admit(s.t)?;
+            app.append_histogram(series_ref, labels, s.t, h)
+                .map_err(Refused::Storage)
+        }
+    }
 }
 
 fn append_sample(
@@ -347,20 +619,28 @@ fn append_sample(
     limit: &mut SampleLimit,
     s: Sample<'_>,
     counts: &mut AppendCounts,
+    histograms: &mut HistogramBufs,
 ) -> Result<(), BodyError> {
     if b.cache.is_dropped(s.key) {
         return Ok(());
     }
     let track = !s.explicit || b.settings.track_timestamps_staleness;
+    let hs = b.settings.histograms;
     let appended = if let Some(mut cached) = b.cache.get(s.key) {
         let result = if cached.already_scraped && !s.explicit {
             Err(Refused::Storage(AppendFailure::Duplicate))
         } else {
-            limit.admit(s.t).and_then(|()| {
-                let e = &*cached.entry;
-                app.append(e.series_ref, &e.labels, s.t, s.v)
-                    .map_err(Refused::Storage)
-            })
+            let e = &*cached.entry;
+            push(
+                app,
+                limit,
+                e.series_ref,
+                &e.labels,
+                &s,
+                parser,
+                histograms,
+                &hs,
+            )
         };
         if let Ok(series_ref) = result {
             cached.entry.series_ref = series_ref;
@@ -374,12 +654,10 @@ fn append_sample(
             b.cache.add_dropped(s.key);
             return Ok(());
         };
-        let result = limit
-            .admit(s.t)
-            .and_then(|()| app.append(0, &labels, s.t, s.v).map_err(Refused::Storage));
+        let result = push(app, limit, 0, &labels, &s, parser, histograms, &hs);
         if let Ok(series_ref) = result {
             b.cache.add(s.key, series_ref, labels, track);
-            if !limit.exceeded {
+            if !limit.exceeded && !limit.bucket_exceeded {
                 counts.series_added += 1;
             }
         }
@@ -388,6 +666,7 @@ fn append_sample(
     match appended {
         Ok(()) => {}
         Err(Refused::SampleLimit) => limit.exceeded = true,
+        Err(Refused::BucketLimit) => limit.bucket_exceeded = true,
         Err(Refused::Storage(AppendFailure::OutOfOrder)) => b.skipped.out_of_order += 1,
         Err(Refused::Storage(AppendFailure::Duplicate)) => b.skipped.duplicate += 1,
         Err(Refused::Storage(AppendFailure::OutOfBounds)) => b.skipped.out_of_bounds += 1,
@@ -458,12 +737,17 @@ fn refuse_nhcb(
     if !converted {
         return Ok(());
     }
-    Err(BodyError::Unsupported(format!(
+    Err(nhcb_unsupported(family))
+}
+
+/// The refusal of a histogram Prometheus would convert to NHCB.
+fn nhcb_unsupported(family: &[u8]) -> BodyError {
+    BodyError::Unsupported(format!(
         "convert_classic_histograms_to_nhcb is set, but Ferrite cannot convert classic histograms \
          to native histograms with custom buckets: not appending histogram {} rather than \
          storing other series than Prometheus would",
         quote_bytes(family)
-    )))
+    ))
 }
 
 /// The target's labels over a sample's (Prometheus' `mutateSampleLabels`),

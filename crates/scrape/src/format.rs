@@ -3,12 +3,15 @@
 //! from a response's `Content-Type` (with `fallback_scrape_protocol`), as
 //! Prometheus v3.16.0 chooses it (`textparse.New`, `extractMediaType`).
 //!
-//! Ferrite parses the Prometheus text format (0.0.4 and 1.0.0, one parser)
-//! and OpenMetrics 1.0.0 and 0.0.1 (one parser). It does not parse the
-//! protobuf format, nor OpenMetrics 2.0, which Prometheus refuses too
-//! without its `openmetrics2` feature flag; the `Accept` header leaves
-//! them out (Prometheus' weights of the others kept), so a target offering
-//! them as well answers with what Ferrite reads.
+//! Ferrite parses the Prometheus text format (0.0.4 and 1.0.0, one parser),
+//! OpenMetrics 1.0.0 and 0.0.1 (one parser) and the protobuf format
+//! (delimited `io.prometheus.client.MetricFamily` messages, with native
+//! histograms). It does not parse OpenMetrics 2.0, which Prometheus
+//! refuses too without its `openmetrics2` feature flag: the `Accept`
+//! header leaves it out (Prometheus' weights of the others kept), so a
+//! target offering it as well answers with what Ferrite reads. With the
+//! default protocols (`PrometheusProto` first when the job scrapes native
+//! histograms) the header is Prometheus' own.
 
 use ferrite_config::ScrapeProtocol;
 use ferrite_model::goquote::quote;
@@ -17,14 +20,18 @@ use crate::append::BodyError;
 
 /// The `Accept` header for `protocols` (Prometheus' `acceptHeader`): each
 /// protocol's media type, the escaping scheme on the newer text formats,
-/// falling weights, then `*/*`. Protocols Ferrite does not parse (the
-/// protobuf format, OpenMetrics 2.0) are left out, their weights too, so
-/// the others keep Prometheus' weights.
+/// falling weights, then `*/*`. OpenMetrics 2.0, which Ferrite does not
+/// parse, is left out, its weight too, so the others keep Prometheus'
+/// weights.
 pub fn accept_header(protocols: &[ScrapeProtocol], escaping: &str) -> String {
     let mut parts = Vec::new();
     let mut weight = 7;
     for &p in protocols {
         let header = match p {
+            ScrapeProtocol::PrometheusProto => Some(
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+                    .to_string(),
+            ),
             ScrapeProtocol::PrometheusText004 => Some("text/plain;version=0.0.4".to_string()),
             ScrapeProtocol::PrometheusText100 => {
                 Some(format!("text/plain;version=1.0.0;escaping={escaping}"))
@@ -35,7 +42,7 @@ pub fn accept_header(protocols: &[ScrapeProtocol], escaping: &str) -> String {
             ScrapeProtocol::OpenMetricsText100 => Some(format!(
                 "application/openmetrics-text;version=1.0.0;escaping={escaping}"
             )),
-            ScrapeProtocol::OpenMetricsText200 | ScrapeProtocol::PrometheusProto => None,
+            ScrapeProtocol::OpenMetricsText200 => None,
         };
         if let Some(header) = header {
             parts.push(format!("{header};q=0.{weight}"));
@@ -53,6 +60,8 @@ pub enum Format {
     PrometheusText,
     /// OpenMetrics 1.0.0 or 0.0.1 (`application/openmetrics-text`).
     OpenMetrics,
+    /// The protobuf format (`application/vnd.google.protobuf`).
+    Protobuf,
 }
 
 /// The parser for a body's `Content-Type` (Prometheus' `textparse.New`):
@@ -72,8 +81,9 @@ pub(crate) fn select_parser(
     match media_type.as_str() {
         "text/plain" => Ok(Format::PrometheusText),
         "application/openmetrics-text" => Ok(Format::OpenMetrics),
+        "application/vnd.google.protobuf" => Ok(Format::Protobuf),
         other => Err(BodyError::ContentType(format!(
-            "received Content-Type {} which Ferrite does not parse (it parses the Prometheus text format and OpenMetrics 1.0.0 and 0.0.1)",
+            "received Content-Type {} which Ferrite does not parse",
             quote(other)
         ))),
     }
@@ -312,7 +322,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn accept_header_offers_what_ferrite_parses_with_prometheus_weights() {
+    fn accept_header_is_prometheus_for_the_default_protocols() {
         assert_eq!(
             accept_header(&ScrapeProtocol::DEFAULT, "allow-utf-8"),
             "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.7,\
@@ -320,15 +330,16 @@ mod tests {
              text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,\
              text/plain;version=0.0.4;q=0.4,*/*;q=0.3"
         );
-        // The protobuf format and OpenMetrics 2.0 are left out, their
-        // weights kept from the others.
+        // A job scraping native histograms: the protobuf format first.
         assert_eq!(
             accept_header(&ScrapeProtocol::PROTO_FIRST, "underscores"),
-            "application/openmetrics-text;version=1.0.0;escaping=underscores;q=0.6,\
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,\
+             application/openmetrics-text;version=1.0.0;escaping=underscores;q=0.6,\
              application/openmetrics-text;version=0.0.1;q=0.5,\
              text/plain;version=1.0.0;escaping=underscores;q=0.4,\
              text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
         );
+        // OpenMetrics 2.0 is left out, its weight kept from the others.
         assert_eq!(
             accept_header(
                 &[
@@ -381,9 +392,16 @@ mod tests {
             );
             assert_eq!(parse(ct, Some("text/plain")), Ok(Format::PrometheusText));
         }
+        for ct in [
+            "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited",
+            "application/vnd.google.protobuf",
+            "Application/Vnd.Google.Protobuf; proto=other",
+        ] {
+            assert_eq!(parse(ct, None), Ok(Format::Protobuf), "{ct}");
+        }
         assert_eq!(
-            parse("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited", None),
-            Err("received Content-Type \"application/vnd.google.protobuf\" which Ferrite does not parse (it parses the Prometheus text format and OpenMetrics 1.0.0 and 0.0.1)".into())
+            parse("", Some("application/vnd.google.protobuf")),
+            Ok(Format::Protobuf)
         );
         assert_eq!(
             parse("text", None),

@@ -27,6 +27,8 @@ pub struct ScrapeMetrics {
     pub sample_out_of_bounds: AtomicU64,
     /// `prometheus_target_scrape_pool_exceeded_label_limits_total`
     pub exceeded_label_limits: AtomicU64,
+    /// `prometheus_target_scrapes_exceeded_native_histogram_bucket_limit_total`
+    pub exceeded_bucket_limit: AtomicU64,
 }
 
 /// One counter as `/metrics` shows it.
@@ -59,6 +61,7 @@ impl ScrapeMetrics {
             c("prometheus_target_scrape_pools_failed_total", "Total number of scrape pool creations that failed.", &self.pools_failed),
             c("prometheus_target_scrape_pools_total", "Total number of scrape pool creation attempts.", &self.pools_created),
             c("prometheus_target_scrapes_exceeded_body_size_limit_total", "Total number of scrapes that hit the body size limit", &self.exceeded_body_size_limit),
+            c("prometheus_target_scrapes_exceeded_native_histogram_bucket_limit_total", "Total number of scrapes that hit the native histogram bucket limit and were rejected.", &self.exceeded_bucket_limit),
             c("prometheus_target_scrapes_exceeded_sample_limit_total", "Total number of scrapes that hit the sample limit and were rejected.", &self.exceeded_sample_limit),
             c("prometheus_target_scrapes_sample_duplicate_timestamp_total", "Total number of samples rejected due to duplicate timestamps but different values.", &self.sample_duplicate),
             c("prometheus_target_scrapes_sample_out_of_bounds_total", "Total number of samples rejected due to timestamp falling outside of the time bounds.", &self.sample_out_of_bounds),

@@ -44,25 +44,9 @@ impl Fnv64a {
 }
 
 /// Prometheus' `labels.Labels.Hash()` as its release builds compute it
-/// (the default `stringlabels` form): xxHash64 (seed 0) of every name and
-/// value, each preceded by its length (one byte below 255, else 255 and
-/// three bytes little-endian).
+/// (see [`Labels::prometheus_hash`]).
 pub fn labels_hash(labels: &Labels) -> u64 {
-    let mut h = xxhash_rust::xxh64::Xxh64::new(0);
-    let mut put = |s: &str| {
-        let n = s.len();
-        if n < 255 {
-            h.update(&[n as u8]);
-        } else {
-            h.update(&[255, n as u8, (n >> 8) as u8, (n >> 16) as u8]);
-        }
-        h.update(s.as_bytes());
-    };
-    for l in labels.iter() {
-        put(&l.name);
-        put(&l.value);
-    }
-    h.digest()
+    labels.prometheus_hash()
 }
 
 /// A target's hash from its labels (all of them, `__address__` and the

@@ -342,6 +342,7 @@ fn loop_settings(
             label_value_length_limit: cfg.limits.label_value_length_limit,
             fallback_media_type: cfg.fallback_scrape_protocol.map(media_type),
             convert_classic_histograms_to_nhcb: cfg.convert_classic_histograms_to_nhcb,
+            histograms: crate::append::HistogramSettings::from_job(cfg, &t.labels),
         },
     }
 }

@@ -293,6 +293,9 @@ fn append_scrape(
             let mut b = BodyAppender::new(cache, &s.append);
             let appended = append_body(&mut b, &mut *app, &f.body, &f.content_type, ts, now);
             count_skipped(metrics, &b.skipped);
+            if b.bucket_limit_exceeded {
+                ScrapeMetrics::inc(&metrics.exceeded_bucket_limit);
+            }
             match appended {
                 Ok(c) => (c, None),
                 Err(e) => {

@@ -19,10 +19,12 @@
 //! - [`scrape`]: scraping (`ferrite-scrape`) wired to the database: started
 //!   with the configuration, re-applied on reload, stopped before the
 //!   database closes;
+//! - [`rules`]: recording rules (`ferrite-rules`) wired to the database,
+//!   and `/api/v1/rules`;
 //! - [`targets`]: `/api/v1/targets`, `/api/v1/scrape_pools`,
 //!   `/api/v1/targets/metadata`, `/api/v1/metadata`;
-//! - [`unconfigured`]: rules, alerts and exemplars, of which Ferrite has
-//!   none yet;
+//! - [`unconfigured`]: alerts and exemplars, of which Ferrite has none
+//!   yet;
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics);
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
@@ -32,6 +34,7 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod query;
 pub mod read;
+pub mod rules;
 pub mod scrape;
 pub mod selector;
 pub mod status;
@@ -163,6 +166,8 @@ pub struct AppState {
     pub config: std::sync::RwLock<ferrite_config::Config>,
     /// The scrape pools.
     pub scrape: Arc<ferrite_scrape::manager::ScrapeManager>,
+    /// The rule groups.
+    pub rules: Arc<ferrite_rules::manager::RuleManager>,
     /// The runtime the server runs on (reloads from blocking threads
     /// apply the scrape configuration through it).
     pub runtime: tokio::runtime::Handle,
@@ -201,8 +206,12 @@ impl AppState {
         let applied = config::reload(&current).and_then(|fresh| {
             config::apply_on_reload(&fresh, &self.db)?;
             self.runtime.block_on(self.scrape.apply_config(&fresh));
+            // As Prometheus: a rule file that fails keeps the previous
+            // rules and fails the reload, the rest still applies.
+            let rules = self.runtime.block_on(self.rules.apply_config(&fresh));
+            let file = fresh.path.clone();
             *self.config.write().unwrap_or_else(|p| p.into_inner()) = fresh;
-            Ok(())
+            rules.map_err(|_| rules::apply_error(file.as_deref()))
         });
         match applied {
             Ok(()) => {
@@ -300,7 +309,7 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/tsdb", get(status::tsdb))
         .route("/api/v1/status/tsdb/blocks", get(status::tsdb_blocks))
         .route("/api/v1/status/config", get(status::config))
-        .route("/api/v1/rules", get(unconfigured::rules))
+        .route("/api/v1/rules", get(rules::rules))
         .route("/api/v1/alerts", get(unconfigured::alerts))
         .route("/api/v1/targets", get(targets::targets))
         .route("/api/v1/scrape_pools", get(targets::scrape_pools))
@@ -373,6 +382,15 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         runtime.clone(),
     ));
     scrape.apply_config(&opts.config).await;
+    let rules = Arc::new(ferrite_rules::manager::RuleManager::new(
+        Arc::new(rules::DbRuleStorage::new(db.clone(), compact_now.clone())),
+        opts.engine.clone(),
+        runtime.clone(),
+    ));
+    if let Err(e) = rules.apply_config(&opts.config).await {
+        scrape.stop().await;
+        anyhow::bail!("{}", rules::load_error_text(&e));
+    }
     let opts_config = opts.config.clone();
     let global_url = targets::GlobalUrl::new(&opts.web.external_url, addr.port());
     let state = Arc::new(AppState {
@@ -388,6 +406,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         reload: ReloadStatus::new(),
         config: std::sync::RwLock::new(opts_config),
         scrape: scrape.clone(),
+        rules: rules.clone(),
         runtime,
         global_url,
     });
@@ -421,6 +440,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
                 // Scrapes end before requests drain: no stale markers, as
                 // Prometheus writes none on shutdown.
                 scrape.stop().await;
+                rules.stop().await;
             })
             .await?;
         let _ = compactor.await;

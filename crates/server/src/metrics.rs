@@ -106,11 +106,26 @@ fn scrape_metrics(e: &mut Exposition, s: &AppState, pools: &[PoolSnapshot]) {
     }
 }
 
+/// The rule groups' metrics (`prometheus_rule_*`, one sample per group).
+fn rule_metrics(e: &mut Exposition, families: &[ferrite_rules::metrics::Family]) {
+    for f in families {
+        e.family(f.name, f.kind, f.help);
+        for (group, v) in &f.samples {
+            e.sample(f.name, &[("rule_group", group)], *v);
+        }
+    }
+}
+
 /// The whole exposition.
-pub fn render(s: &AppState, pools: &[PoolSnapshot]) -> String {
+pub fn render(
+    s: &AppState,
+    pools: &[PoolSnapshot],
+    rules: &[ferrite_rules::metrics::Family],
+) -> String {
     use std::sync::atomic::Ordering::Relaxed;
     let mut e = Exposition { out: String::new() };
     scrape_metrics(&mut e, s, pools);
+    rule_metrics(&mut e, rules);
     let head = s.db.head();
     let stats = &head.stats;
     let float = [("type", "float")];
@@ -329,8 +344,9 @@ fn proc_stats() -> Option<ProcStats> {
 /// `GET /metrics`.
 pub async fn metrics(State(s): State<Arc<AppState>>) -> Response {
     let pools = s.scrape.snapshot().await;
+    let rules = s.rules.metric_families().await;
     // Reads /proc: off the async threads.
-    match tokio::task::spawn_blocking(move || render(&s, &pools)).await {
+    match tokio::task::spawn_blocking(move || render(&s, &pools, &rules)).await {
         Ok(text) => ([(header::CONTENT_TYPE, TEXT_CONTENT_TYPE)], text).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
     }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use ferrite_model::Labels;
-use ferrite_scrape::storage::{AppendFailure, ScrapeAppender, ScrapeStorage};
-use ferrite_tsdb::head::{AppendError, HeadAppender};
+use ferrite_scrape::storage::{AppendFailure, HistogramSample, ScrapeAppender, ScrapeStorage};
+use ferrite_tsdb::head::{AppendError, HeadAppender, LentHistogram};
 use ferrite_tsdb::Db;
 use tokio::sync::Notify;
 
@@ -54,6 +54,30 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
         appended.map_err(failure)
     }
 
+    fn append_histogram(
+        &mut self,
+        series_ref: u64,
+        labels: &Labels,
+        t: i64,
+        mut h: HistogramSample<'_>,
+    ) -> Result<u64, AppendFailure> {
+        if series_ref != 0 {
+            match self.app.append_histogram_ref(series_ref, t, lend(&mut h)) {
+                // Dropped from the head since: create it again.
+                Err(AppendError::UnknownSeries(_)) => {}
+                other => return other.map(|()| series_ref).map_err(failure),
+            }
+        }
+        // A new series: its pairs, for the head to lend from.
+        let pairs: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()))
+            .collect();
+        self.app
+            .append_histogram_pairs(&pairs, t, lend(&mut h))
+            .map_err(failure)
+    }
+
     fn commit(self: Box<Self>) -> Result<(), String> {
         let storage = self.storage;
         self.app.commit().map_err(|e| e.to_string())?;
@@ -70,6 +94,15 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
     }
 }
 
+/// A scraped histogram lent to the head (which takes its contents if it
+/// keeps the sample).
+fn lend<'h>(h: &'h mut HistogramSample<'_>) -> LentHistogram<'h> {
+    match h {
+        HistogramSample::Int(h) => LentHistogram::Int(h),
+        HistogramSample::Float(h) => LentHistogram::Float(h),
+    }
+}
+
 /// The head's refusal as a scrape sees it: out of order, duplicate and
 /// out of bounds skip the sample; anything else (a too old sample
 /// included, as in Prometheus) fails the scrape.
@@ -81,5 +114,122 @@ fn failure(e: AppendError) -> AppendFailure {
         | AppendError::DuplicateHistogramToFloat { .. }
         | AppendError::DuplicateHistogram => AppendFailure::Duplicate,
         other => AppendFailure::Other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ferrite_model::{FloatHistogram, Histogram, Matcher, Span, STALE_NAN};
+    use ferrite_tsdb::sample::SampleRef;
+    use ferrite_tsdb::DbOptions;
+
+    use super::*;
+
+    fn histogram(count: u64) -> Histogram {
+        Histogram {
+            schema: 0,
+            count,
+            sum: 1.0,
+            positive_spans: vec![Span {
+                offset: 0,
+                length: 1,
+            }],
+            positive_buckets: vec![count as i64],
+            ..Histogram::default()
+        }
+    }
+
+    /// What the head holds for `name`: (t, "float value" or "H count").
+    fn read(db: &Db, name: &str) -> Vec<(i64, String)> {
+        let q = db.querier(i64::MIN, i64::MAX);
+        let mut out = Vec::new();
+        for s in q
+            .select(&[Matcher::equal("__name__", name)])
+            .expect("select")
+        {
+            s.for_each_value(|t, v| {
+                out.push((
+                    t,
+                    match v {
+                        SampleRef::Float(f) if ferrite_model::is_stale_nan(f) => "stale".into(),
+                        SampleRef::Float(f) => f.to_string(),
+                        SampleRef::Histogram(h) => format!("H {}", h.count),
+                        SampleRef::FloatHistogram(h) => format!("F {}", h.count),
+                    },
+                ))
+            })
+            .expect("values");
+        }
+        out
+    }
+
+    #[test]
+    fn histograms_by_labels_then_by_ref_then_a_float_stale_marker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Arc::new(Db::open(dir.path(), DbOptions::default()).expect("open"));
+        let storage = DbScrapeStorage {
+            db: db.clone(),
+            compact_now: Arc::new(Notify::new()),
+        };
+        let labels = Labels::new([("__name__", "h"), ("job", "j")]);
+        let mut app = storage.appender();
+        let mut h = histogram(1);
+        let r = app
+            .append_histogram(0, &labels, 1000, HistogramSample::Int(&mut h))
+            .expect("new series");
+        assert_ne!(r, 0);
+        app.commit().expect("commit");
+
+        let mut app = storage.appender();
+        let mut h = histogram(2);
+        assert_eq!(
+            app.append_histogram(r, &labels, 2000, HistogramSample::Int(&mut h)),
+            Ok(r)
+        );
+        // A float histogram too.
+        let mut f = FloatHistogram {
+            count: 3.0,
+            ..histogram(3).to_float()
+        };
+        assert_eq!(
+            app.append_histogram(r, &labels, 3000, HistogramSample::Float(&mut f)),
+            Ok(r)
+        );
+        // An unknown ref: found again by its labels.
+        let mut h = histogram(5);
+        assert_eq!(
+            app.append_histogram(r + 1000, &labels, 4000, HistogramSample::Int(&mut h)),
+            Ok(r)
+        );
+        // An invalid one fails the scrape with the head's message.
+        let mut bad = histogram(6);
+        bad.positive_buckets.clear();
+        let e = app
+            .append_histogram(r, &labels, 5000, HistogramSample::Int(&mut bad))
+            .expect_err("invalid");
+        assert!(matches!(e, AppendFailure::Other(_)), "{e}");
+        app.commit().expect("commit");
+
+        // The series goes stale: a float stale marker, as Prometheus
+        // writes it.
+        let mut app = storage.appender();
+        // Another histogram at a stored one's timestamp: a duplicate.
+        let mut h = histogram(7);
+        assert_eq!(
+            app.append_histogram(r, &labels, 4000, HistogramSample::Int(&mut h)),
+            Err(AppendFailure::Duplicate)
+        );
+        assert_eq!(app.append(r, &labels, 6000, STALE_NAN), Ok(r));
+        app.commit().expect("commit");
+        assert_eq!(
+            read(&db, "h"),
+            vec![
+                (1000, "H 1".into()),
+                (2000, "H 2".into()),
+                (3000, "F 3".into()),
+                (4000, "H 5".into()),
+                (6000, "stale".into()),
+            ]
+        );
     }
 }

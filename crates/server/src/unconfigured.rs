@@ -1,11 +1,12 @@
 //! Endpoints for what a Prometheus server runs from `prometheus.yml` and
-//! Ferrite does not run yet: recording and alerting rules, and the
-//! exemplar storage (off by default in Prometheus too).
+//! Ferrite does not run yet: alerting rules (a rule file with one is
+//! refused, see `ferrite_rules::manager`), and the exemplar storage (off
+//! by default in Prometheus too).
 //!
-//! Ferrite has none of them, and answers as a Prometheus with none of them
-//! configured answers (empty lists, the same parameter checks), so that
-//! clients which look at them, such as Grafana's alerting and exemplar
-//! views, work instead of failing on a 404.
+//! Ferrite answers as a Prometheus with none of them configured answers
+//! (empty lists, the same parameter checks), so that clients which look
+//! at them, such as Grafana's alerting and exemplar views, work instead of
+//! failing on a 404.
 
 use std::sync::Arc;
 
@@ -14,23 +15,8 @@ use axum::response::Json;
 use serde_json::{json, Value};
 
 use crate::query::{parse_query, parse_time, ApiError, Params};
-use crate::selector::parse_selector;
 use crate::status::success;
 use crate::AppState;
-
-/// `/api/v1/rules`: no rule groups.
-pub async fn rules(State(_): State<Arc<AppState>>, p: Params) -> Result<Json<Value>, ApiError> {
-    for sel in p.all("match[]") {
-        parse_selector(sel).map_err(|e| ApiError::bad_data(e.to_string()))?;
-    }
-    let typ = p.get("type").unwrap_or("").to_lowercase();
-    if !typ.is_empty() && typ != "alert" && typ != "record" {
-        return Err(ApiError::bad_data(format!(
-            "invalid parameter \"type\": not supported value {typ:?}"
-        )));
-    }
-    Ok(success(json!({ "groups": [] })))
-}
 
 /// `/api/v1/alerts`: no active alerts.
 pub async fn alerts() -> Json<Value> {

@@ -22,89 +22,35 @@
 
 #[path = "../../config/examples/dump/mod.rs"]
 mod dump;
-
-use std::fmt::Write as _;
+#[path = "dump_entries/mod.rs"]
+mod dump_entries;
 
 use ferrite_textparse::omtext::{OmEntry, OmParser};
 
-fn write_timestamp(out: &mut String, ts: Option<i64>) {
-    match ts {
-        Some(ts) => {
-            let _ = write!(out, "{ts}");
-        }
-        None => out.push('-'),
-    }
-}
+use dump_entries::{
+    next_text, write_head, write_help, write_label_set, write_read_labels, write_type, write_value,
+};
 
 fn dump(input: &[u8], out: &mut String) {
     let mut p = OmParser::new(input);
     let mut labels = Vec::new();
-    loop {
-        let entry = match p.next_entry() {
-            Ok(Some(e)) => e,
-            Ok(None) => return,
-            Err(e) => {
-                let _ = writeln!(out, "ERR {}", e.0.replace('\n', "\\n"));
-                return;
-            }
-        };
+    while let Some(entry) = next_text(out, p.next_entry()) {
         match entry {
-            OmEntry::Help { metric, text } => {
-                out.push_str("HELP ");
-                dump::escape_bytes_into(out, metric);
-                out.push(' ');
-                dump::escape_bytes_into(out, &text);
-            }
-            OmEntry::Type { metric, kind } => {
-                out.push_str("TYPE ");
-                dump::escape_bytes_into(out, metric);
-                out.push(' ');
-                out.push_str(kind.as_str());
-            }
+            OmEntry::Help { metric, text } => write_help(out, metric, &text),
+            OmEntry::Type { metric, kind } => write_type(out, metric, kind.as_str()),
             OmEntry::Unit { metric, unit } => {
-                out.push_str("UNIT ");
-                dump::escape_bytes_into(out, metric);
-                out.push(' ');
+                write_head(out, "UNIT", metric);
                 dump::escape_bytes_into(out, unit);
             }
             OmEntry::Series(s) => {
-                out.push_str("SERIES ");
-                dump::escape_bytes_into(out, s.series);
-                out.push(' ');
-                match p.labels(&mut labels) {
-                    Ok(()) => {
-                        labels.sort();
-                        out.push('{');
-                        for (i, (name, value)) in labels.iter().enumerate() {
-                            if i > 0 {
-                                out.push(',');
-                            }
-                            dump::escape_into(out, name);
-                            out.push('=');
-                            dump::escape_into(out, value);
-                        }
-                        out.push('}');
-                    }
-                    Err(e) => {
-                        out.push_str("!labels ");
-                        dump::escape_into(out, &e.0);
-                    }
-                }
-                let _ = write!(out, " {:016x} ", s.value.to_bits());
-                write_timestamp(out, s.timestamp);
+                write_head(out, "SERIES", s.series);
+                write_read_labels(out, p.labels(&mut labels), &mut labels);
+                write_value(out, s.value, s.timestamp);
                 if let Some(mut e) = p.exemplar() {
                     e.labels.sort();
-                    out.push_str("\nEXEMPLAR {");
-                    for (i, (name, value)) in e.labels.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        dump::escape_bytes_into(out, name);
-                        out.push('=');
-                        dump::escape_bytes_into(out, value);
-                    }
-                    let _ = write!(out, "}} {:016x} ", e.value.to_bits());
-                    write_timestamp(out, e.timestamp);
+                    out.push_str("\nEXEMPLAR ");
+                    write_label_set(out, &e.labels);
+                    write_value(out, e.value, e.timestamp);
                 }
             }
         }
@@ -113,11 +59,5 @@ fn dump(input: &[u8], out: &mut String) {
 }
 
 fn main() {
-    dump::each_file("omtextdump", |f, out| match std::fs::read(f) {
-        Ok(input) => dump(&input, out),
-        Err(e) => {
-            eprintln!("omtextdump: {f}: {e}");
-            std::process::exit(2);
-        }
-    });
+    dump_entries::each_input("omtextdump", dump);
 }

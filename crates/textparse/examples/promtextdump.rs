@@ -20,70 +20,28 @@
 
 #[path = "../../config/examples/dump/mod.rs"]
 mod dump;
-
-use std::fmt::Write as _;
+#[path = "dump_entries/mod.rs"]
+mod dump_entries;
 
 use ferrite_textparse::promtext::{TextEntry, TextParser};
+
+use dump_entries::{next_text, write_head, write_help, write_read_labels, write_type, write_value};
 
 fn dump(input: &[u8], out: &mut String) {
     let mut p = TextParser::new(input);
     let mut labels = Vec::new();
-    loop {
-        let entry = match p.next_entry() {
-            Ok(Some(e)) => e,
-            Ok(None) => return,
-            Err(e) => {
-                let _ = writeln!(out, "ERR {}", e.0.replace('\n', "\\n"));
-                return;
-            }
-        };
+    while let Some(entry) = next_text(out, p.next_entry()) {
         match entry {
-            TextEntry::Help { metric, text } => {
-                out.push_str("HELP ");
-                dump::escape_bytes_into(out, metric);
-                out.push(' ');
-                dump::escape_bytes_into(out, &text);
-            }
-            TextEntry::Type { metric, kind } => {
-                out.push_str("TYPE ");
-                dump::escape_bytes_into(out, metric);
-                out.push(' ');
-                out.push_str(kind.as_str());
-            }
+            TextEntry::Help { metric, text } => write_help(out, metric, &text),
+            TextEntry::Type { metric, kind } => write_type(out, metric, kind.as_str()),
             TextEntry::Comment { text } => {
                 out.push_str("COMMENT ");
                 dump::escape_bytes_into(out, text);
             }
             TextEntry::Series(s) => {
-                out.push_str("SERIES ");
-                dump::escape_bytes_into(out, s.series);
-                out.push(' ');
-                match p.labels(&mut labels) {
-                    Ok(()) => {
-                        labels.sort();
-                        out.push('{');
-                        for (i, (name, value)) in labels.iter().enumerate() {
-                            if i > 0 {
-                                out.push(',');
-                            }
-                            dump::escape_into(out, name);
-                            out.push('=');
-                            dump::escape_into(out, value);
-                        }
-                        out.push('}');
-                    }
-                    Err(e) => {
-                        out.push_str("!labels ");
-                        dump::escape_into(out, &e.0);
-                    }
-                }
-                let _ = write!(out, " {:016x} ", s.value.to_bits());
-                match s.timestamp {
-                    Some(ts) => {
-                        let _ = write!(out, "{ts}");
-                    }
-                    None => out.push('-'),
-                }
+                write_head(out, "SERIES", s.series);
+                write_read_labels(out, p.labels(&mut labels), &mut labels);
+                write_value(out, s.value, s.timestamp);
             }
         }
         out.push('\n');
@@ -91,11 +49,5 @@ fn dump(input: &[u8], out: &mut String) {
 }
 
 fn main() {
-    dump::each_file("promtextdump", |f, out| match std::fs::read(f) {
-        Ok(input) => dump(&input, out),
-        Err(e) => {
-            eprintln!("promtextdump: {f}: {e}");
-            std::process::exit(2);
-        }
-    });
+    dump_entries::each_input("promtextdump", dump);
 }

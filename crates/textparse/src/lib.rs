@@ -1,9 +1,9 @@
-//! The text exposition formats, parsed as Prometheus parses them:
-//! OpenMetrics for backfill (below), and for scraping the Prometheus text
-//! format (0.0.4, [`promtext`]) and OpenMetrics (1.0.0 and 0.0.1,
-//! [`omtext`]).
+//! The exposition formats, parsed as Prometheus parses them: OpenMetrics
+//! for backfill (below), and for scraping the Prometheus text format
+//! (0.0.4, [`promtext`]), OpenMetrics (1.0.0 and 0.0.1, [`omtext`]) and
+//! the protobuf format with native histograms ([`protobuf`]).
 //!
-//! The two scrape parsers stream entries without allocating per sample and
+//! The scrape parsers stream entries without allocating per sample and
 //! hand out each series' raw bytes for the scrape cache, reading labels
 //! only when asked; their errors are Prometheus' messages. The backfill
 //! parser below reads whole owned samples with line numbers. They share
@@ -94,6 +94,7 @@ mod error;
 pub mod omtext;
 mod parser;
 pub mod promtext;
+pub mod protobuf;
 
 pub use error::{Error, ErrorKind};
 pub use parser::{Entry, Exemplar, Label, MetricType, Parser, Series, METRIC_NAME};

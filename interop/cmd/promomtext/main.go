@@ -23,115 +23,48 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"math"
-	"os"
-	"sort"
 	"strings"
 
-	"ferrite.dev/interop/internal/dumpfmt"
+	"ferrite.dev/interop/internal/entrydump"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 )
 
 func main() {
-	dumpfmt.EachFile("promomtext", func(f string, out *bytes.Buffer) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "promomtext: %v\n", err)
-			os.Exit(2)
-		}
+	entrydump.EachInput("promomtext", func(b []byte, out *bytes.Buffer) {
 		out.WriteString(Dump(b))
 	})
 }
 
 // Dump is the text described in the package doc for one input.
-func Dump(b []byte) (res string) {
-	var w strings.Builder
-	defer func() {
-		if r := recover(); r != nil {
-			res = w.String() + "PANIC " + oneLine(fmt.Sprint(r)) + "\n"
-		}
-	}()
+func Dump(b []byte) string {
 	// The scrape loop's defaults (scrape/scrape.go, scrapeLoopAppender.append).
-	p, err := textparse.New(b, "application/openmetrics-text;version=1.0.0", labels.NewSymbolTable(), textparse.ParserOptions{
-		IgnoreNativeHistograms: true,
-	})
-	if err != nil {
-		return "ERR textparse.New: " + oneLine(err.Error()) + "\n"
+	open := func() (textparse.Parser, error) {
+		return textparse.New(b, "application/openmetrics-text;version=1.0.0", labels.NewSymbolTable(), textparse.ParserOptions{
+			IgnoreNativeHistograms: true,
+		})
 	}
 	var lset labels.Labels
 	var e exemplar.Exemplar
-	for {
-		et, err := p.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	return entrydump.Walk(entrydump.OneLine, open, func(w *strings.Builder, p textparse.Parser, et textparse.Entry) bool {
+		if et != textparse.EntrySeries {
+			return false
 		}
-		if err != nil {
-			w.WriteString("ERR " + oneLine(err.Error()) + "\n")
-			break
-		}
-		switch et {
-		case textparse.EntryHelp:
-			m, text := p.Help()
-			w.WriteString("HELP " + dumpfmt.Escape(string(m)) + " " + dumpfmt.Escape(string(text)) + "\n")
-		case textparse.EntryType:
-			m, typ := p.Type()
-			w.WriteString("TYPE " + dumpfmt.Escape(string(m)) + " " + string(typ) + "\n")
-		case textparse.EntryUnit:
-			m, unit := p.Unit()
-			w.WriteString("UNIT " + dumpfmt.Escape(string(m)) + " " + dumpfmt.Escape(string(unit)) + "\n")
-		case textparse.EntrySeries:
-			series, ts, v := p.Series()
-			p.Labels(&lset)
-			w.WriteString("SERIES " + dumpfmt.Escape(string(series)) + " ")
-			writeLabels(&w, lset)
-			fmt.Fprintf(&w, " %016x %s\n", math.Float64bits(v), timestamp(ts != nil, ts))
-			for p.Exemplar(&e) {
-				w.WriteString("EXEMPLAR ")
-				writeLabels(&w, e.Labels)
-				fmt.Fprintf(&w, " %016x %s\n", math.Float64bits(e.Value), timestamp(e.HasTs, &e.Ts))
-				e = exemplar.Exemplar{}
+		series, ts, v := p.Series()
+		p.Labels(&lset)
+		entrydump.WriteSeriesHead(w, "SERIES", series, lset)
+		w.WriteString(entrydump.Value(v, ts))
+		for p.Exemplar(&e) {
+			w.WriteString("EXEMPLAR ")
+			entrydump.WriteLabels(w, e.Labels)
+			var ts *int64
+			if e.HasTs {
+				ts = &e.Ts
 			}
-		default:
-			w.WriteString(fmt.Sprintf("ENTRY %d\n", et))
+			w.WriteString(entrydump.Value(e.Value, ts))
+			e = exemplar.Exemplar{}
 		}
-	}
-	return w.String()
-}
-
-// writeLabels writes `{n=v,...}`, sorted by name and then value.
-func writeLabels(w *strings.Builder, lset labels.Labels) {
-	var ls []labels.Label
-	lset.Range(func(l labels.Label) { ls = append(ls, l) })
-	sort.SliceStable(ls, func(i, j int) bool {
-		if ls[i].Name != ls[j].Name {
-			return ls[i].Name < ls[j].Name
-		}
-		return ls[i].Value < ls[j].Value
+		return true
 	})
-	w.WriteByte('{')
-	for i, l := range ls {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		dumpfmt.WriteEscaped(w, l.Name)
-		w.WriteByte('=')
-		dumpfmt.WriteEscaped(w, l.Value)
-	}
-	w.WriteByte('}')
-}
-
-func timestamp(has bool, ts *int64) string {
-	if !has {
-		return "-"
-	}
-	return fmt.Sprint(*ts)
-}
-
-func oneLine(s string) string {
-	return strings.ReplaceAll(s, "\n", `\n`)
 }

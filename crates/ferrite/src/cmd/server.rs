@@ -106,7 +106,7 @@ const WAL_COMPRESSIONS: &[&str] = &["snappy", "zstd"];
 /// `--completion-script-*`, in Prometheus' order; then Ferrite's own.
 pub const FLAGS: &[FlagSpec] = &[
     flag("config.file", Str, "prometheus.yml", Used, false,
-        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used, scraping this server every 15s. Its storage section and scrape jobs (static targets, Prometheus text format) are applied; rule, alerting and remote sections are read but not used yet."),
+        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used, scraping this server every 15s. Its storage section, scrape jobs and recording rules are applied; alerting rules are refused; alerting and remote sections are read but not used yet."),
     flag("config.auto-reload", Bool, "false", Compat, false, ""),
     flag("config.auto-reload-interval", Kind::Duration, "30s", Compat, false, ""),
     flag("web.listen-address", Strings, "0.0.0.0:9090", Used, false,

@@ -2,23 +2,30 @@ use std::collections::HashMap;
 
 use super::*;
 use ferrite_config::relabel::parse_rules;
+use ferrite_model::histogram_record::{float_record, int_record};
 
-/// An in-memory storage: series by labels, samples per series.
+/// The `io.prometheus.client` messages, to write protobuf bodies.
+#[path = "../../../textparse/src/protobuf/client_model.rs"]
+mod client_model;
+use client_model as pb;
+
+/// An in-memory storage: series by labels, samples per series (floats as
+/// their text or "stale", histograms as their record).
 #[derive(Default)]
 struct Memory {
     refs: HashMap<Labels, u64>,
-    samples: Vec<(Labels, i64, f64)>,
+    samples: Vec<(Labels, i64, String)>,
     /// Appends that came with a ref (the cache at work).
     by_ref: usize,
 }
 
 struct MemoryAppender<'m> {
     mem: &'m mut Memory,
-    pending: Vec<(Labels, i64, f64)>,
+    pending: Vec<(Labels, i64, String)>,
 }
 
-impl ScrapeAppender for MemoryAppender<'_> {
-    fn append(&mut self, r: u64, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendFailure> {
+impl MemoryAppender<'_> {
+    fn put(&mut self, r: u64, labels: &Labels, t: i64, v: String) -> Result<u64, AppendFailure> {
         if labels.get("fail") == "yes" {
             return Err(AppendFailure::Other("refused".into()));
         }
@@ -43,6 +50,31 @@ impl ScrapeAppender for MemoryAppender<'_> {
         }
         self.pending.push((labels.clone(), t, v));
         Ok(got)
+    }
+}
+
+impl ScrapeAppender for MemoryAppender<'_> {
+    fn append(&mut self, r: u64, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendFailure> {
+        let v = if ferrite_model::is_stale_nan(v) {
+            "stale".to_string()
+        } else {
+            v.to_string()
+        };
+        self.put(r, labels, t, v)
+    }
+    fn append_histogram(
+        &mut self,
+        r: u64,
+        labels: &Labels,
+        t: i64,
+        h: HistogramSample<'_>,
+    ) -> Result<u64, AppendFailure> {
+        // Taken as the head takes a lent histogram.
+        let v = match h {
+            HistogramSample::Int(h) => int_record(&std::mem::take(h)),
+            HistogramSample::Float(h) => float_record(&std::mem::take(h)),
+        };
+        self.put(r, labels, t, v)
     }
     fn commit(self: Box<Self>) -> Result<(), String> {
         self.mem.samples.extend(self.pending);
@@ -92,13 +124,42 @@ impl Target {
         nhcb: bool,
     ) -> Result<AppendCounts, BodyError> {
         self.settings.convert_classic_histograms_to_nhcb = nhcb;
+        self.scrape_bytes(body.as_bytes(), content_type, ts)
+    }
+
+    /// The samples of the series `selector`, as (t, value or "stale").
+    fn series(&self, selector: &str) -> Vec<(i64, String)> {
+        self.mem
+            .samples
+            .iter()
+            .filter(|(l, _, _)| l.to_string() == selector)
+            .map(|(_, t, v)| (*t, v.clone()))
+            .collect()
+    }
+
+    /// A protobuf scrape.
+    fn scrape_pb(
+        &mut self,
+        families: &[pb::MetricFamily],
+        ts: i64,
+    ) -> Result<AppendCounts, BodyError> {
+        let body = pb::delimited(families);
+        self.scrape_bytes(&body, PROTO, ts)
+    }
+
+    /// A scrape of a body that need not be text.
+    fn scrape_bytes(
+        &mut self,
+        body: &[u8],
+        content_type: &str,
+        ts: i64,
+    ) -> Result<AppendCounts, BodyError> {
         let mut b = BodyAppender::new(&mut self.cache, &self.settings);
         let mut app = Box::new(MemoryAppender {
             mem: &mut self.mem,
             pending: Vec::new(),
         });
-        let res = append_body(&mut b, &mut *app, body.as_bytes(), content_type, ts, ts);
-        match res {
+        match append_body(&mut b, &mut *app, body, content_type, ts, ts) {
             Ok(c) => {
                 app.commit().expect("commit");
                 Ok(c)
@@ -114,23 +175,6 @@ impl Target {
                 Err(e)
             }
         }
-    }
-
-    /// The samples of the series named `name`, as (t, value or "stale").
-    fn series(&self, selector: &str) -> Vec<(i64, String)> {
-        self.mem
-            .samples
-            .iter()
-            .filter(|(l, _, _)| l.to_string() == selector)
-            .map(|(_, t, v)| {
-                let v = if ferrite_model::is_stale_nan(*v) {
-                    "stale".to_string()
-                } else {
-                    v.to_string()
-                };
-                (*t, v)
-            })
-            .collect()
     }
 }
 
@@ -467,4 +511,364 @@ fn nhcb_conversion_is_refused_not_ignored() {
     assert!(t
         .scrape_as("# TYPE h histogram\nh_sum 1\n", "text/plain", 4000, true)
         .is_err());
+}
+
+const PROTO: &str =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+
+fn native_settings() -> AppendSettings {
+    AppendSettings {
+        histograms: HistogramSettings {
+            scrape_native: true,
+            ..HistogramSettings::default()
+        },
+        ..settings()
+    }
+}
+
+fn metric(labels: &[(&str, &str)]) -> pb::Metric {
+    pb::Metric {
+        label: pb::labels(labels),
+        ..pb::Metric::default()
+    }
+}
+
+fn classic_bucket(upper: f64, count: u64) -> pb::Bucket {
+    pb::Bucket {
+        upper_bound: Some(upper),
+        cumulative_count: Some(count),
+        ..pb::Bucket::default()
+    }
+}
+
+/// A native integer histogram of `schema`: zero count 1, the positive
+/// buckets' absolute counts from index 0, and classic buckets.
+fn native(schema: i32, counts: &[i64], classic: Vec<pb::Bucket>) -> pb::Histogram {
+    let mut deltas = Vec::new();
+    let mut prev = 0;
+    for &c in counts {
+        deltas.push(c - prev);
+        prev = c;
+    }
+    pb::Histogram {
+        sample_count: Some(1 + counts.iter().sum::<i64>() as u64),
+        sample_sum: Some(2.5),
+        schema: Some(schema),
+        zero_threshold: Some(0.001),
+        zero_count: Some(1),
+        positive_span: vec![pb::span(0, counts.len() as u32)],
+        positive_delta: deltas,
+        bucket: classic,
+        ..pb::Histogram::default()
+    }
+}
+
+/// A counter, a gauge, a classic histogram, a summary and a native
+/// histogram (with its classic buckets, which only
+/// `always_scrape_classic_histograms` takes).
+fn every_type(with_native: bool) -> Vec<pb::MetricFamily> {
+    let mut families = vec![
+        pb::MetricFamily {
+            unit: Some("requests".into()),
+            ..pb::family(
+                "req_total",
+                pb::COUNTER,
+                vec![pb::Metric {
+                    counter: Some(pb::Counter {
+                        value: Some(3.0),
+                        exemplar: Some(pb::Exemplar {
+                            label: pb::labels(&[("trace_id", "abc")]),
+                            value: Some(1.0),
+                            timestamp: None,
+                        }),
+                        start_timestamp: Some(pb::Timestamp {
+                            seconds: Some(1),
+                            nanos: None,
+                        }),
+                    }),
+                    ..metric(&[("code", "200")])
+                }],
+            )
+        },
+        pb::family(
+            "temp",
+            pb::GAUGE,
+            vec![pb::Metric {
+                gauge: Some(pb::Gauge { value: Some(21.5) }),
+                ..metric(&[])
+            }],
+        ),
+        pb::family(
+            "lat",
+            pb::HISTOGRAM,
+            vec![pb::Metric {
+                histogram: Some(pb::Histogram {
+                    sample_count: Some(4),
+                    sample_sum: Some(2.0),
+                    bucket: vec![classic_bucket(0.1, 1), classic_bucket(1.0, 3)],
+                    ..pb::Histogram::default()
+                }),
+                ..metric(&[])
+            }],
+        ),
+        pb::family(
+            "rpc",
+            pb::SUMMARY,
+            vec![pb::Metric {
+                summary: Some(pb::Summary {
+                    sample_count: Some(2),
+                    sample_sum: Some(1.0),
+                    quantile: vec![pb::Quantile {
+                        quantile: Some(0.5),
+                        value: Some(0.25),
+                    }],
+                    ..pb::Summary::default()
+                }),
+                ..metric(&[])
+            }],
+        ),
+    ];
+    if with_native {
+        families.push(pb::family(
+            "nat",
+            pb::HISTOGRAM,
+            vec![pb::Metric {
+                histogram: Some(native(3, &[2, 4], vec![classic_bucket(1.0, 7)])),
+                ..metric(&[("path", "/")])
+            }],
+        ));
+    }
+    families
+}
+
+const NAT: &str = "{__name__=\"nat\", instance=\"h:1\", job=\"j\", path=\"/\"}";
+/// `nat` as stored: schema 3, zero threshold 0.001, count 7, zero count
+/// 1, sum 2.5, buckets 2 and 4 at indexes 0 and 1.
+const NAT_RECORD: &str = "H 0 3 3f50624dd2f1a9fc 7 1 4004000000000000 0:2 - 2,2 - -";
+
+fn sel(name: &str, extra: &str) -> String {
+    format!("{{__name__=\"{name}\", {extra}instance=\"h:1\", job=\"j\"}}")
+}
+
+#[test]
+fn protobuf_scrapes_every_type_like_prometheus() {
+    let mut t = Target::new(native_settings());
+    let c = t.scrape_pb(&every_type(true), 1000).expect("ok");
+    // 1 counter, 1 gauge, 5 classic histogram series, 3 summary series,
+    // 1 native histogram; the exemplar and start timestamp are dropped.
+    assert_eq!((c.total, c.added, c.series_added), (11, 11, 11));
+    assert_eq!(t.mem.samples.len(), 11);
+    assert_eq!(
+        t.series(&sel("req_total", "code=\"200\", ")),
+        vec![(1000, "3".into())]
+    );
+    assert_eq!(t.series(&sel("temp", "")), vec![(1000, "21.5".into())]);
+    assert_eq!(t.series(&sel("lat_count", "")), vec![(1000, "4".into())]);
+    assert_eq!(t.series(&sel("lat_sum", "")), vec![(1000, "2".into())]);
+    for (le, count) in [("0.1", "1"), ("1.0", "3"), ("+Inf", "4")] {
+        assert_eq!(
+            t.series(&format!(
+                "{{__name__=\"lat_bucket\", instance=\"h:1\", job=\"j\", le=\"{le}\"}}"
+            )),
+            vec![(1000, count.into())],
+            "{le}"
+        );
+    }
+    assert_eq!(t.series(&sel("rpc_count", "")), vec![(1000, "2".into())]);
+    assert_eq!(
+        t.series("{__name__=\"rpc\", instance=\"h:1\", job=\"j\", quantile=\"0.5\"}"),
+        vec![(1000, "0.25".into())]
+    );
+    assert_eq!(t.series(NAT), vec![(1000, NAT_RECORD.into())]);
+    // HELP, TYPE and UNIT are the target's metadata.
+    let meta = lock(&t.cache.metadata).list();
+    let got: Vec<(&str, &str, &str)> = meta
+        .iter()
+        .map(|m| (m.metric.as_str(), m.kind.as_str(), m.unit.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("lat", "histogram", ""),
+            ("nat", "histogram", ""),
+            ("req_total", "counter", "requests"),
+            ("rpc", "summary", ""),
+            ("temp", "gauge", ""),
+        ]
+    );
+    assert!(meta.iter().all(|m| m.help == format!("{} help", m.metric)));
+
+    // The second scrape finds every series in the cache.
+    let c = t.scrape_pb(&every_type(true), 2000).expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (11, 11, 0));
+    assert_eq!(t.mem.by_ref, 11, "all went by ref");
+    assert_eq!(t.series(NAT).len(), 2);
+
+    // The native histogram goes away: a float stale marker, as Prometheus
+    // writes it.
+    let c = t.scrape_pb(&every_type(false), 3000).expect("ok");
+    assert_eq!((c.total, c.series_added), (10, 0));
+    assert_eq!(
+        t.series(NAT),
+        vec![
+            (1000, NAT_RECORD.into()),
+            (2000, NAT_RECORD.into()),
+            (3000, "stale".into())
+        ]
+    );
+    // A failed scrape marks the rest stale too.
+    t.scrape_bytes(b"\x05\x0a", PROTO, 4000)
+        .expect_err("cut body");
+    assert_eq!(
+        t.series(&sel("temp", "")).last(),
+        Some(&(4000, "stale".into()))
+    );
+}
+
+#[test]
+fn protobuf_native_parts_follow_the_job() {
+    // Native histograms not scraped: the classic buckets only.
+    let mut t = Target::new(settings());
+    let c = t.scrape_pb(&every_type(true), 1000).expect("ok");
+    assert_eq!(c.total, 10 + 4, "nat_count, nat_sum, two nat_bucket");
+    assert!(t.series(NAT).is_empty());
+    assert_eq!(
+        t.series("{__name__=\"nat_bucket\", instance=\"h:1\", job=\"j\", le=\"1.0\", path=\"/\"}"),
+        vec![(1000, "7".into())]
+    );
+    // Scraped, and the classic buckets kept too.
+    let mut t = Target::new(AppendSettings {
+        histograms: HistogramSettings {
+            scrape_native: true,
+            always_scrape_classic: true,
+            ..HistogramSettings::default()
+        },
+        ..settings()
+    });
+    let c = t.scrape_pb(&every_type(true), 1000).expect("ok");
+    assert_eq!(
+        c.total,
+        10 + 1 + 4,
+        "nat, nat_count, nat_sum, two nat_bucket"
+    );
+    assert_eq!(t.series(NAT), vec![(1000, NAT_RECORD.into())]);
+    // Converting classic histograms is refused, not ignored; a native one
+    // is not converted.
+    let mut t = Target::new(AppendSettings {
+        convert_classic_histograms_to_nhcb: true,
+        ..native_settings()
+    });
+    let e = t.scrape_pb(&every_type(true), 1000).expect_err("lat");
+    assert!(e.to_string().contains("histogram \"lat\""), "{e}");
+    let only_native = &every_type(true)[4..];
+    assert_eq!(t.scrape_pb(only_native, 2000).expect("ok").total, 1);
+}
+
+#[test]
+fn bucket_limit_reduces_then_refuses() {
+    let family = |name: &str, schema: i32, counts: &[i64]| {
+        pb::family(
+            name,
+            pb::HISTOGRAM,
+            vec![pb::Metric {
+                histogram: Some(native(schema, counts, vec![])),
+                ..metric(&[])
+            }],
+        )
+    };
+    let limited = |bucket_limit: u64, max_schema: i32, sample_limit: u64| {
+        Target::new(AppendSettings {
+            sample_limit,
+            histograms: HistogramSettings {
+                scrape_native: true,
+                bucket_limit,
+                max_schema,
+                ..HistogramSettings::default()
+            },
+            ..settings()
+        })
+    };
+    // Four buckets of schema 3 at 0..=3: schema 2 has them at 0, 1, 1, 2,
+    // schema 1 at 0, 1, 1, 1.
+    let mut t = limited(2, 8, 0);
+    t.scrape_pb(&[family("h", 3, &[1, 1, 1, 1])], 1000)
+        .expect("reduced");
+    assert_eq!(
+        t.series(&sel("h", "")),
+        vec![(
+            1000,
+            "H 0 1 3f50624dd2f1a9fc 5 1 4004000000000000 0:2 - 1,2 - -".into()
+        )]
+    );
+    // native_histogram_min_bucket_factor: reduced to its schema first.
+    let mut t = limited(0, 2, 0);
+    t.scrape_pb(&[family("h", 3, &[1, 1, 1, 1])], 1000)
+        .expect("reduced");
+    assert_eq!(
+        t.series(&sel("h", "")),
+        vec![(
+            1000,
+            "H 0 2 3f50624dd2f1a9fc 5 1 4004000000000000 0:3 - 1,1,-1 - -".into()
+        )]
+    );
+    // At schema -4 nothing reduces: the body is read to its end, then the
+    // scrape fails (and is rolled back).
+    let mut t = limited(1, 8, 0);
+    let body = [
+        family("a", 0, &[1]),
+        family("b", -4, &[1, 1]),
+        family("c", 0, &[1]),
+    ];
+    let e = t.scrape_pb(&body, 1000).expect_err("over the limit");
+    assert_eq!(e, BodyError::BucketLimit);
+    assert_eq!(e.to_string(), "histogram bucket limit exceeded");
+    assert!(t.series(&sel("a", "")).is_empty());
+    // The sample limit, hit too, is the error; the bucket limit is noted.
+    let mut t = limited(1, 8, 1);
+    let mut b = BodyAppender::new(&mut t.cache, &t.settings);
+    let mut app = MemoryAppender {
+        mem: &mut t.mem,
+        pending: Vec::new(),
+    };
+    let e = append_body(&mut b, &mut app, &pb::delimited(&body), PROTO, 1000, 1000)
+        .expect_err("over both");
+    assert_eq!(e, BodyError::SampleLimit);
+    assert!(b.bucket_limit_exceeded);
+}
+
+#[test]
+fn histogram_settings_come_from_the_job_and_the_target() {
+    assert_eq!(pick_schema(0.0), 8);
+    assert_eq!(pick_schema(1.0), 8);
+    assert_eq!(pick_schema(1.1), 2);
+    assert_eq!(pick_schema(2.0), 0);
+    assert_eq!(pick_schema(65536.0), -4);
+    assert_eq!(pick_schema(1e300), -4);
+    let cfg = ferrite_config::Config::parse(
+        "scrape_configs:\n- job_name: j\n  scrape_native_histograms: true\n  \
+         native_histogram_bucket_limit: 10\n  native_histogram_min_bucket_factor: 1.1\n  \
+         static_configs: [{targets: ['a:1']}]\n",
+        "prometheus.yml",
+    )
+    .expect("config");
+    let job = &cfg.scrape_configs[0];
+    let s = HistogramSettings::from_job(job, &Labels::default());
+    assert_eq!(
+        s,
+        HistogramSettings {
+            scrape_native: true,
+            always_scrape_classic: false,
+            bucket_limit: 10,
+            max_schema: 2,
+        }
+    );
+    // The target's labels override the booleans where they parse.
+    let labels = Labels::new([
+        ("__scrape_native_histograms__", "f"),
+        ("__always_scrape_classic_histograms__", "TRUE"),
+    ]);
+    let s = HistogramSettings::from_job(job, &labels);
+    assert!(!s.scrape_native && s.always_scrape_classic);
+    let s = HistogramSettings::from_job(job, &Labels::new([("__scrape_native_histograms__", "x")]));
+    assert!(s.scrape_native);
 }
