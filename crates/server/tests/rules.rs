@@ -237,7 +237,10 @@ async fn records_rules_and_marks_their_series_stale() {
         .text()
         .await
         .unwrap();
-    assert!(metrics.contains("# TYPE prometheus_rule_evaluations_total counter\n"), "{metrics}");
+    assert!(
+        metrics.contains("# TYPE prometheus_rule_evaluations_total counter\n"),
+        "{metrics}"
+    );
     assert!(metrics.contains("prometheus_rule_group_rules{rule_group=\""));
     let (_, b) = get(addr, "/api/v1/rules", &[("type", "RECORD")]).await;
     assert_eq!(names(&b), ["job:up:sum", "up:count"]);
