@@ -153,6 +153,9 @@ mod tests {
                     match v {
                         SampleRef::Float(f) if ferrite_model::is_stale_nan(f) => "stale".into(),
                         SampleRef::Float(f) => f.to_string(),
+                        SampleRef::Histogram(h) if ferrite_model::is_stale_nan(h.sum) => {
+                            "H stale".into()
+                        }
                         SampleRef::Histogram(h) => format!("H {}", h.count),
                         SampleRef::FloatHistogram(h) => format!("F {}", h.count),
                     },
@@ -210,8 +213,9 @@ mod tests {
         assert!(matches!(e, AppendFailure::Other(_)), "{e}");
         app.commit().expect("commit");
 
-        // The series goes stale: a float stale marker, as Prometheus
-        // writes it.
+        // The series goes stale: a float stale marker, as Prometheus'
+        // scrape writes it, stored as the head stores it on a histogram
+        // series (a histogram stale marker).
         let mut app = storage.appender();
         // Another histogram at a stored one's timestamp: a duplicate.
         let mut h = histogram(7);
@@ -228,7 +232,7 @@ mod tests {
                 (2000, "H 2".into()),
                 (3000, "F 3".into()),
                 (4000, "H 5".into()),
-                (6000, "stale".into()),
+                (6000, "H stale".into()),
             ]
         );
     }

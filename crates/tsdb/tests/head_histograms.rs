@@ -249,3 +249,55 @@ fn float_chunks_in_xor2() {
     assert_eq!(series[0].samples().expect("reads"), want);
     db.close().expect("close");
 }
+
+/// A float stale marker on a histogram series is stored as Prometheus'
+/// head stores it: a histogram of the series' kind with the marker as its
+/// sum (scrapes and remote writes mark histogram series stale this way).
+#[test]
+fn a_float_stale_marker_on_a_histogram_series_is_a_histogram_stale_marker() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(tmp.path(), DbOptions::default()).expect("open");
+    let ints = Labels::from_pairs(&[("__name__", "h")]);
+    let floats = Labels::from_pairs(&[("__name__", "fh")]);
+    let plain = Labels::from_pairs(&[("__name__", "f")]);
+    let mut app = db.appender();
+    app.append_histogram(&ints, 1000, histogram(1))
+        .expect("appends");
+    let fh = FloatHistogram {
+        count: 1.0,
+        sum: 2.0,
+        ..FloatHistogram::default()
+    };
+    app.append_float_histogram(&floats, 1000, fh)
+        .expect("appends");
+    app.append(&plain, 1000, 1.0).expect("appends");
+    app.commit().expect("commits");
+    let mut app = db.appender();
+    for l in [&ints, &floats, &plain] {
+        app.append(l, 2000, ferrite_model::STALE_NAN)
+            .expect("appends");
+    }
+    app.commit().expect("commits");
+
+    let last = |name: &str| {
+        let m = ferrite_model::Matcher::equal("__name__", name);
+        let series = db.querier(i64::MIN, i64::MAX).select(&[m]).expect("select");
+        let mut out = Vec::new();
+        series[0]
+            .for_each_value(|t, v| out.push((t, v.to_owned_value())))
+            .expect("reads");
+        out.pop().expect("a sample")
+    };
+    match last("h") {
+        (2000, SampleValue::Histogram(h)) => assert!(ferrite_model::is_stale_nan(h.sum)),
+        other => panic!("h: {other:?}"),
+    }
+    match last("fh") {
+        (2000, SampleValue::FloatHistogram(h)) => assert!(ferrite_model::is_stale_nan(h.sum)),
+        other => panic!("fh: {other:?}"),
+    }
+    match last("f") {
+        (2000, SampleValue::Float(v)) => assert!(ferrite_model::is_stale_nan(v)),
+        other => panic!("f: {other:?}"),
+    }
+}

@@ -377,6 +377,12 @@ impl<'h> HeadAppender<'h> {
     ) -> Result<(), AppendError> {
         let (verdict, hint) = {
             let d = entry.data.lock();
+            if ferrite_model::is_stale_nan(v) {
+                if let Some(float) = d.last_histogram_kind() {
+                    drop(d);
+                    return self.append_stale_histogram(series_ref, entry, t, float);
+                }
+            }
             (self.judge(t, |d| d.appendable(t, v), &d), d.append_hint())
         };
         if !self.accept(verdict, t, v)? {

@@ -193,6 +193,16 @@ impl MemSeries {
         self.max_time() == i64::MIN
     }
 
+    /// The kind of the newest sample when it is a histogram: `Some(false)`
+    /// for an integer histogram, `Some(true)` for a float histogram.
+    pub fn last_histogram_kind(&self) -> Option<bool> {
+        match self.last {
+            SampleValue::Histogram(_) => Some(false),
+            SampleValue::FloatHistogram(_) => Some(true),
+            _ => None,
+        }
+    }
+
     /// Checks a float sample the way Prometheus does before accepting it.
     pub fn appendable(&self, t: i64, v: f64) -> Appendable {
         self.appendable_at(t, |last| match last {

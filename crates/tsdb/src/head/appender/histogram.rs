@@ -264,6 +264,33 @@ impl HeadAppender<'_> {
         self.check_bounds(t)
     }
 
+    /// A float stale marker on a series whose newest sample is a histogram,
+    /// appended as Prometheus' head appends it: a histogram of that kind
+    /// whose sum is the stale marker (so a scrape or a remote write that
+    /// marks a histogram series stale stores what Prometheus stores).
+    pub(super) fn append_stale_histogram(
+        &mut self,
+        series_ref: u64,
+        entry: Arc<SeriesEntry>,
+        t: i64,
+        float: bool,
+    ) -> Result<(), AppendError> {
+        let sum = ferrite_model::STALE_NAN;
+        if float {
+            let h = FloatHistogram {
+                sum,
+                ..FloatHistogram::default()
+            };
+            self.append_histogram_entry(series_ref, entry, t, Given::Owned(h))
+        } else {
+            let h = Histogram {
+                sum,
+                ..Histogram::default()
+            };
+            self.append_histogram_entry(series_ref, entry, t, Given::Owned(h))
+        }
+    }
+
     /// The series' verdict, then the histogram into the batch if accepted.
     fn append_histogram_entry<H: BatchedHistogram>(
         &mut self,
