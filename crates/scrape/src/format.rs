@@ -18,6 +18,18 @@ use ferrite_model::goquote::quote;
 
 use crate::append::BodyError;
 
+/// The media type of a protocol (its `Accept` entry without parameters):
+/// what `fallback_scrape_protocol` parses a body as.
+pub fn protocol_media_type(p: ScrapeProtocol) -> &'static str {
+    match p {
+        ScrapeProtocol::PrometheusProto => "application/vnd.google.protobuf",
+        ScrapeProtocol::PrometheusText004 | ScrapeProtocol::PrometheusText100 => "text/plain",
+        ScrapeProtocol::OpenMetricsText001
+        | ScrapeProtocol::OpenMetricsText100
+        | ScrapeProtocol::OpenMetricsText200 => "application/openmetrics-text",
+    }
+}
+
 /// The `Accept` header for `protocols` (Prometheus' `acceptHeader`): each
 /// protocol's media type, the escaping scheme on the newer text formats,
 /// falling weights, then `*/*`. OpenMetrics 2.0, which Ferrite does not

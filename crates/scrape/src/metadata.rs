@@ -47,13 +47,24 @@ pub struct TargetMetadata {
 pub type SharedMetadata = Arc<Mutex<TargetMetadata>>;
 
 impl TargetMetadata {
+    /// A family's entry, marked seen by scrape `iter`; a key is allocated
+    /// only for a family not seen before (metadata lines come every scrape).
     fn entry(&mut self, name: &[u8], iter: u64) -> &mut Entry {
-        let e = self.families.entry(name.into()).or_insert_with(|| Entry {
-            kind: MetricType::Unknown,
-            help: String::new(),
-            unit: String::new(),
-            last_iter: iter,
-        });
+        if !self.families.contains_key(name) {
+            self.families.insert(
+                name.into(),
+                Entry {
+                    kind: MetricType::Unknown,
+                    help: String::new(),
+                    unit: String::new(),
+                    last_iter: iter,
+                },
+            );
+        }
+        let e = self
+            .families
+            .get_mut(name)
+            .expect("the family was inserted just above");
         e.last_iter = iter;
         e
     }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use ferrite_config::{ScrapeConfig, ScrapeProtocol, TargetGroup};
+use ferrite_config::{ScrapeConfig, TargetGroup};
 use ferrite_model::units::parse_duration_ms;
 use ferrite_model::Labels;
 use tokio::sync::watch;
@@ -22,14 +22,14 @@ use tracing::warn;
 
 use crate::append::AppendSettings;
 use crate::cache::ScrapeCache;
-use crate::format::accept_header;
+use crate::format::{accept_header, protocol_media_type};
 use crate::metadata::SharedMetadata;
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{first_scrape_at, target_hash};
 use crate::scrape_loop::{LoopSettings, ScrapeLoop, StopReason, TargetStatus};
 use crate::storage::ScrapeStorage;
 use crate::target::{
-    discovered_labels, populate_labels, ADDRESS_LABEL, SCRAPE_INTERVAL_LABEL, SCRAPE_TIMEOUT_LABEL,
+    discovered_labels, finish_labels, ADDRESS_LABEL, SCRAPE_INTERVAL_LABEL, SCRAPE_TIMEOUT_LABEL,
 };
 use crate::url::scrape_url;
 
@@ -217,11 +217,11 @@ impl ScrapePool {
         for group in groups {
             for address in &group.targets {
                 let own = Labels::new([(ADDRESS_LABEL, address.as_str())]);
-                match populate_labels(&own, &group.labels, &self.config) {
+                let discovered = discovered_labels(&own, &group.labels, &self.config);
+                match finish_labels(&discovered, &self.config) {
                     Ok(Some(labels)) => {
                         let url = scrape_url(&labels, &self.config.params);
                         let hash = target_hash(&labels, &url);
-                        let discovered = discovered_labels(&own, &group.labels, &self.config);
                         out.insert(
                             hash,
                             NewTarget {
@@ -234,8 +234,7 @@ impl ScrapePool {
                     Ok(None) => {
                         self.dropped_count += 1;
                         if keep == 0 || (self.dropped.len() as u64) < keep {
-                            self.dropped
-                                .push(discovered_labels(&own, &group.labels, &self.config));
+                            self.dropped.push(discovered);
                         }
                     }
                     Err(e) => {
@@ -340,20 +339,9 @@ fn loop_settings(
             label_limit: cfg.limits.label_limit,
             label_name_length_limit: cfg.limits.label_name_length_limit,
             label_value_length_limit: cfg.limits.label_value_length_limit,
-            fallback_media_type: cfg.fallback_scrape_protocol.map(media_type),
+            fallback_media_type: cfg.fallback_scrape_protocol.map(protocol_media_type),
             convert_classic_histograms_to_nhcb: cfg.convert_classic_histograms_to_nhcb,
             histograms: crate::append::HistogramSettings::from_job(cfg, &t.labels),
         },
-    }
-}
-
-/// The media type of a protocol's header.
-fn media_type(p: ScrapeProtocol) -> &'static str {
-    match p {
-        ScrapeProtocol::PrometheusProto => "application/vnd.google.protobuf",
-        ScrapeProtocol::PrometheusText004 | ScrapeProtocol::PrometheusText100 => "text/plain",
-        ScrapeProtocol::OpenMetricsText001
-        | ScrapeProtocol::OpenMetricsText100
-        | ScrapeProtocol::OpenMetricsText200 => "application/openmetrics-text",
     }
 }

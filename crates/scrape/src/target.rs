@@ -140,9 +140,17 @@ pub fn populate_labels(
     group: &Labels,
     cfg: &ScrapeConfig,
 ) -> Result<Option<Labels>, TargetError> {
-    let discovered = discovered_labels(target, group, cfg);
+    finish_labels(&discovered_labels(target, group, cfg), cfg)
+}
+
+/// [`populate_labels`] from labels [`discovered_labels`] already gave (a
+/// pool keeps them for the targets API).
+pub fn finish_labels(
+    discovered: &Labels,
+    cfg: &ScrapeConfig,
+) -> Result<Option<Labels>, TargetError> {
     let Some(mut ls) = apply(
-        &discovered,
+        discovered,
         &cfg.relabel_configs,
         cfg.metric_name_validation_scheme,
     ) else {
