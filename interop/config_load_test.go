@@ -4,8 +4,9 @@ package interop_test
 // own config.LoadFile: the same files through `configdump` (Rust, from
 // CONFIGDUMP_BIN) and `promconfig` (Go, built here) must give the same
 // settings for what Ferrite models (the `global:` section, `rule_files`,
-// `scrape_config_files` and the scrape jobs with their HTTP client
-// settings, but for discoveries other than `static_configs`), or both
+// `scrape_config_files`, the scrape jobs with their HTTP client
+// settings, but for discoveries other than `static_configs`, and the
+// `alerting:` section with its Alertmanager sets), or both
 // refuse the file. Messages are compared exactly, except where either is a
 // YAML decoding message (`yaml: ...`: a value of the wrong type, a
 // duplicate key): Ferrite's YAML reader words those otherwise, and yaml.v2
@@ -35,6 +36,38 @@ func TestConfigMatchesPrometheus(t *testing.T) {
 		"global:\n  external_labels: {region: \"eu-${FERRITE_TEST_ENV}\", cost: \"$$5\", gone: \"${FERRITE_UNSET}\"}\n",
 		"global:\n  query_log_file: logs/../q.log\n  scrape_failure_log_file: /var/log/s.log\n",
 		"global:\n  scrape_intervall: 5s\n",
+		// alerting: hand-made cases.
+		"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets:\n",
+		"alerting:\n",
+		"alerting: {}\n",
+		"alerting:\n  alertmanagers: []\n  alert_relabel_configs: []\n",
+		"alerting:\n  alertmanagers:\n    - api_version: v1\n",
+		"alerting:\n  alertmanagers:\n    - api_version: v3\n",
+		"alerting:\n  alertmanagers:\n    - api_version: \"\"\n",
+		"alerting:\n  alertmanagers:\n    - {api_version: null, scheme: null, path_prefix: null, timeout: null}\n",
+		"alerting:\n  alertmanagers:\n    - bogus: 1\n",
+		"alerting:\n  bogus: 1\n",
+		"alerting:\n  alertmanagers:\n    - timeout: 5\n",
+		"alerting:\n  alertmanagers:\n    - static_configs: [{targets: ['http://am:9093']}]\n",
+		"alerting:\n  alertmanagers:\n    - static_configs: [{targets: ['http://am:9093']}]\n      relabel_configs: [{target_label: x, replacement: y}]\n",
+		"alerting:\n  alert_relabel_configs: [null]\n",
+		"alerting:\n  alertmanagers:\n    - relabel_configs: [null]\n",
+		"alerting:\n  alertmanagers:\n    - alert_relabel_configs: [null]\n",
+		"alerting:\n  alertmanagers:\n    - dns_sd_configs: [null]\n",
+		"alerting:\n  alertmanagers:\n    - basic_auth: {username: u, password: p}\n      sigv4: {region: us-east-1}\n",
+		"alerting:\n  alertmanagers:\n    - sigv4: {region: us-east-1}\n",
+		"alerting:\n  alertmanagers:\n    - kubernetes_sd_configs: [{role: pod}]\n",
+		"global:\n  metric_name_validation_scheme: legacy\nalerting:\n  alert_relabel_configs: [{target_label: \"a-b\", replacement: x}]\n",
+		"global:\n  metric_name_validation_scheme: legacy\nalerting:\n  alertmanagers:\n    - relabel_configs: [{target_label: \"a-b\", replacement: x}]\n",
+		"alerting:\n  alert_relabel_configs:\n    - {source_labels: [a], regex: x, action: drop}\n  alertmanagers:\n" +
+			"    - scheme: https\n      path_prefix: /am/\n      timeout: 3s\n      api_version: v2\n" +
+			"      basic_auth: {username: u, password_file: pw}\n      tls_config: {ca_file: ca.pem, insecure_skip_verify: true}\n" +
+			"      static_configs: [{targets: ['am1:9093', 'am2:9093'], labels: {dc: x}}]\n" +
+			"      file_sd_configs: [{files: [ams/*.json], refresh_interval: 1m}]\n" +
+			"      dns_sd_configs: [{names: [_am._tcp.example.org]}]\n" +
+			"      relabel_configs: [{source_labels: [dc], target_label: __scheme__, replacement: http}]\n" +
+			"      alert_relabel_configs: [{action: labeldrop, regex: tmp}]\n" +
+			"    - authorization: {credentials_file: /etc/t}\n      static_configs: [{targets: [am3:9093]}]\n",
 	}
 	rng := rand.New(rand.NewSource(20261128))
 	for i := 0; i < 2000; i++ {
@@ -93,6 +126,16 @@ func TestConfigMatchesPrometheus(t *testing.T) {
 		}
 	}
 	t.Logf("of the %d scrape files, %d load", scrapeCases, scrapeOKs)
+	alerting, alertingOKs := 0, 0
+	for i, c := range cases {
+		if strings.HasPrefix(c, "alerting:") || strings.Contains(c, "\nalerting:") {
+			alerting++
+			if strings.HasPrefix(prom[i], "ok") {
+				alertingOKs++
+			}
+		}
+	}
+	t.Logf("of the %d files with an alerting section, %d load", alerting, alertingOKs)
 	if scrapeOKs < scrapeCases/4 || scrapeOKs > scrapeCases*3/4 {
 		t.Errorf("the random scrape files should both load and fail often: %d of %d load", scrapeOKs, scrapeCases)
 	}
@@ -180,6 +223,9 @@ func randomScrapeFile(rng *rand.Rand) string {
 	}
 	if rng.Intn(6) == 0 {
 		fmt.Fprintf(&b, "scrape_config_files: [%s]\n", pick(`"jobs/*.yml"`, `"j*/x.yml"`, `"/abs/jobs.yml"`))
+	}
+	if rng.Intn(3) == 0 {
+		b.WriteString(randomAlertingSection(rng))
 	}
 	b.WriteString("scrape_configs:\n")
 	jobs := 1 + rng.Intn(3)
@@ -271,6 +317,17 @@ func randomScrapeFile(rng *rand.Rand) string {
 				"    dns_sd_configs: [{names: [x], type: TXT, port: 1}]\n",
 				"    dns_sd_configs: [{names: [x], refresh_interval: 10s, port: 53, type: NS}]\n",
 				"    dns_sd_configs: [null]\n",
+				"    http_sd_configs: [{url: 'http://sd.example:8080/targets'}]\n",
+				"    http_sd_configs: [{url: 'https://u:p@sd.example/t?x=1', refresh_interval: 15s, basic_auth: {username: a, password: b}}]\n",
+				"    http_sd_configs: [{url: 'https://sd.example/', tls_config: {insecure_skip_verify: true}, authorization: {credentials: c}}]\n",
+				"    http_sd_configs: [{url: ''}]\n",
+				"    http_sd_configs: [{refresh_interval: 1m}]\n",
+				"    http_sd_configs: [{url: 'ftp://sd.example/'}]\n",
+				"    http_sd_configs: [{url: 'http:///path'}]\n",
+				"    http_sd_configs: [{url: 'http://sd.example/%zz'}]\n",
+				"    http_sd_configs: [{url: 'http://sd.example/', bearer_token: a, bearer_token_file: b}]\n",
+				"    http_sd_configs: [{url: 'http://sd.example/', bogus: 1}]\n",
+				"    http_sd_configs: [null]\n",
 			))
 		}
 		if rng.Intn(3) == 0 {
@@ -410,6 +467,87 @@ func randomHTTPClient(rng *rand.Rand) string {
 		names := []string{"X-Tenant", "x-scope-orgid", "authorization", "User-Agent", "X-Prometheus-Scrape-Timeout-Seconds", "Accept"}
 		fmt.Fprintf(&b, "    http_headers: %s\n", pick("null", "{}", "{"+pick(names...)+": "+
 			pick("null", inner(2, "values", "[a, b]", "secrets", "[s]", "files", "["+file("h")+"]"))+"}"))
+	}
+	return b.String()
+}
+
+// randomAlertingSection is an `alerting:` section: alert relabeling rules
+// and up to two Alertmanager sets, each setting now and then, mostly
+// valid (a refused API version, a URL as a target, a null rule, an
+// unknown key now and then), with the HTTP client settings of
+// randomHTTPClient.
+func randomAlertingSection(rng *rand.Rand) string {
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	maybeBad := func(good []string, bad ...string) string {
+		if rng.Intn(40) == 0 {
+			return pick(bad...)
+		}
+		return pick(good...)
+	}
+	var b strings.Builder
+	b.WriteString("alerting:\n")
+	if rng.Intn(3) == 0 {
+		fmt.Fprintf(&b, "  alert_relabel_configs:\n%s", maybeBad([]string{
+			"    - {source_labels: [severity], regex: debug, action: drop}\n",
+			"    - {target_label: team, replacement: sre}\n",
+			"    - {action: labeldrop, regex: tmp_.*}\n",
+			"    - {source_labels: [a], target_label: \"a-b\"}\n",
+		}, "    - null\n", "    - {action: bogus}\n"))
+	}
+	if rng.Intn(8) == 0 {
+		return b.String()
+	}
+	b.WriteString("  alertmanagers:\n")
+	sets := 1 + rng.Intn(2)
+	for i := 0; i < sets; i++ {
+		var keys []string
+		field := func(n int, key, value string) {
+			if rng.Intn(n) == 0 {
+				keys = append(keys, fmt.Sprintf("%s: %s", key, value))
+			}
+		}
+		field(4, "api_version", maybeBad([]string{"v2"}, "v1", `""`, "v3"))
+		field(4, "path_prefix", pick("/am", "am/", "/", `""`, "/a/../b"))
+		field(4, "scheme", pick("http", "https", "ftp", `""`))
+		field(4, "timeout", maybeBad([]string{"10s", "1m", "500ms", "0s"}, "5", "x"))
+		if rng.Intn(2) == 0 {
+			var ts []string
+			for k := rng.Intn(3); k >= 0; k-- {
+				ts = append(ts, maybeBad([]string{`"am:9093"`, `"10.0.0.1:9093"`, `"localhost:9093"`}, `"http://am:9093/x"`))
+			}
+			group := "{targets: [" + strings.Join(ts, ", ") + "]"
+			if rng.Intn(3) == 0 {
+				group += ", labels: {" + maybeBad([]string{"dc: a", `"x-y": "1"`}, `"": x`) + "}"
+			}
+			keys = append(keys, "static_configs: ["+group+"}]")
+		}
+		field(6, "file_sd_configs", maybeBad([]string{"[{files: [ams.json]}]", "[{files: ['d/*.yml'], refresh_interval: 30s}]"},
+			"[{files: [a.txt]}]", "[null]"))
+		field(8, "dns_sd_configs", maybeBad([]string{"[{names: [_am._tcp.example.org]}]", "[{names: [am.example.org], type: A, port: 9093}]"},
+			"[{names: []}]", "[null]"))
+		field(8, "http_sd_configs", maybeBad([]string{"[{url: 'http://sd.example/ams'}]", "[{url: 'https://sd.example/ams', refresh_interval: 5s}]"},
+			"[{url: 'sd.example'}]", "[null]"))
+		field(4, "relabel_configs", maybeBad([]string{"[{source_labels: [__address__], regex: 'skip.*', action: drop}]",
+			"[{target_label: __alerts_path__, replacement: /x/api/v2/alerts}]"}, "[null]"))
+		field(4, "alert_relabel_configs", maybeBad([]string{"[{target_label: via, replacement: x}]", "[{action: labeldrop, regex: tmp}]"},
+			"[null]"))
+		field(30, "sigv4", "{region: eu-west-1}")
+		field(40, "bogus_key", "1")
+		if len(keys) == 0 {
+			keys = append(keys, "scheme: http")
+		}
+		fmt.Fprintf(&b, "    - %s\n", keys[0])
+		for _, k := range keys[1:] {
+			fmt.Fprintf(&b, "      %s\n", k)
+		}
+		if rng.Intn(4) == 0 {
+			// The scrape jobs' HTTP client settings, indented for a set.
+			for _, line := range strings.SplitAfter(randomHTTPClient(rng), "\n") {
+				if line != "" {
+					b.WriteString("  " + line)
+				}
+			}
+		}
 	}
 	return b.String()
 }

@@ -15,8 +15,11 @@ use std::path::Path;
 
 use dump::escape;
 use ferrite_config::discovery::DnsRecordType;
+use ferrite_config::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
 use ferrite_config::http_client::{HttpClientConfig, ProxyConfig, Secret, TlsConfig};
-use ferrite_config::{Config, GlobalConfig, ScrapeConfig, ScrapeLimits};
+use ferrite_config::{
+    AlertingConfig, Config, GlobalConfig, ScrapeConfig, ScrapeLimits, TargetGroup,
+};
 use ferrite_model::ValidationScheme;
 use md5::{Digest, Md5};
 
@@ -35,6 +38,7 @@ fn main() {
             for job in &cfg.scrape_configs {
                 dump_scrape(out, job);
             }
+            dump_alerting(out, &cfg.alerting);
         }
         Err(e) => {
             let _ = writeln!(out, "error {}", e.to_string().replace('\n', "\\n"));
@@ -210,7 +214,58 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
         "metric_relabel_configs",
         c.metric_relabel_configs.len().to_string(),
     );
-    for d in &c.dns_sd_configs {
+    dump_discovery(
+        &mut p,
+        &c.dns_sd_configs,
+        &c.file_sd_configs,
+        &c.http_sd_configs,
+        &c.static_configs,
+    );
+    dump_http(out, "job.http.", &c.http_client);
+}
+
+/// The alerting section: the number of alert relabeling rules, then each
+/// Alertmanager set.
+fn dump_alerting(out: &mut String, a: &AlertingConfig) {
+    let _ = writeln!(
+        out,
+        "alerting.alert_relabel_configs={}",
+        a.alert_relabel_configs.len()
+    );
+    for am in &a.alertmanagers {
+        let mut p = |k: &str, v: String| {
+            let _ = writeln!(out, "am.{k}={v}");
+        };
+        p("api_version", escape(&am.api_version));
+        p("path_prefix", escape(&am.path_prefix));
+        p("scheme", escape(&am.scheme));
+        p("timeout_ms", am.timeout_ms.to_string());
+        p("sigv4", am.sigv4.to_string());
+        p("relabel_configs", am.relabel_configs.len().to_string());
+        p(
+            "alert_relabel_configs",
+            am.alert_relabel_configs.len().to_string(),
+        );
+        dump_discovery(
+            &mut p,
+            &am.dns_sd_configs,
+            &am.file_sd_configs,
+            &am.http_sd_configs,
+            &am.static_configs,
+        );
+        dump_http(out, "am.http.", &am.http_client);
+    }
+}
+
+/// DNS, file and HTTP discoveries, then the static target groups.
+fn dump_discovery(
+    p: &mut dyn FnMut(&str, String),
+    dns: &[DnsSdConfig],
+    files: &[FileSdConfig],
+    http: &[HttpSdConfig],
+    statics: &[TargetGroup],
+) {
+    for d in dns {
         let typ = match d.record_type {
             DnsRecordType::Srv => "SRV",
             DnsRecordType::A => "A",
@@ -228,13 +283,19 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
             ),
         );
     }
-    for f in &c.file_sd_configs {
+    for f in files {
         p(
             "file",
             format!("{} {}", f.files.join(","), f.refresh_interval_ms),
         );
     }
-    for g in &c.static_configs {
+    for h in http {
+        p(
+            "http",
+            format!("{} {}", escape(&h.url), h.refresh_interval_ms),
+        );
+    }
+    for g in statics {
         let targets: Vec<String> = g.targets.iter().map(|t| escape(t)).collect();
         let labels: Vec<String> = g
             .labels
@@ -246,7 +307,6 @@ fn dump_scrape(out: &mut String, c: &ScrapeConfig) {
             format!("{} {{{}}}", targets.join(","), labels.join(",")),
         );
     }
-    dump_http(out, &c.http_client);
 }
 
 /// A secret's stand-in: the start of its MD5 sum ("" when empty).
@@ -311,9 +371,9 @@ fn dump_proxy(c: &ProxyConfig) -> String {
     )
 }
 
-fn dump_http(out: &mut String, c: &HttpClientConfig) {
+fn dump_http(out: &mut String, prefix: &str, c: &HttpClientConfig) {
     let mut p = |k: &str, v: String| {
-        let _ = writeln!(out, "job.http.{k}={v}");
+        let _ = writeln!(out, "{prefix}{k}={v}");
     };
     let e = |s: &str| escape(s);
     p(

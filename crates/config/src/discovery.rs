@@ -7,9 +7,12 @@
 //! - `dns_sd_configs`: `names`, `type` (`SRV`, the default, `A`, `AAAA`,
 //!   `MX`, `NS`), `port` (required but for SRV) and `refresh_interval`
 //!   (30s);
+//! - `http_sd_configs`: `url` (http or https, with a host),
+//!   `refresh_interval` (60s) and the HTTP client's settings;
 //! - [`read_target_groups`]: a discovery file's target groups, decoded as
 //!   Prometheus decodes them (`targets` as addresses, `labels` with valid
-//!   names; a null group is an error), in JSON or YAML by the extension.
+//!   names; a null group is an error), in JSON or YAML by the extension;
+//!   [`parse_target_groups_json`] the same for an HTTP discovery answer.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,9 +21,13 @@ use ferrite_model::Labels;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
+use crate::http_client::{
+    Authorization, BasicAuth, HeaderConfig, HttpClientConfig, OAuth2, ProxyUrl, RawHttpClient,
+    Secret, TlsConfig,
+};
 use crate::relabel::go_quote;
 use crate::scrape::TargetGroup;
-use crate::yaml::{DurationMs, GoString, LabelNameField};
+use crate::yaml::{present, DurationMs, GoString, LabelNameField};
 
 /// One `file_sd_configs` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +185,84 @@ impl<'de> Deserialize<'de> for DnsSdConfig {
     }
 }
 
+/// One `http_sd_configs` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSdConfig {
+    /// The URL answering the target groups.
+    pub url: String,
+    /// `refresh_interval` in milliseconds (default 60 seconds).
+    pub refresh_interval_ms: i64,
+    /// The client's settings (TLS, authentication, proxy, headers).
+    pub http_client: HttpClientConfig,
+}
+
+/// Prometheus' default `refresh_interval` of HTTP discovery.
+pub const HTTP_SD_REFRESH_MS: i64 = 60 * 1000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttpSd {
+    url: Option<GoString>,
+    refresh_interval: Option<DurationMs>,
+    basic_auth: Option<BasicAuth>,
+    authorization: Option<Authorization>,
+    oauth2: Option<OAuth2>,
+    bearer_token: Option<Secret>,
+    bearer_token_file: Option<GoString>,
+    tls_config: Option<TlsConfig>,
+    #[serde(default, deserialize_with = "present")]
+    follow_redirects: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present")]
+    enable_http2: Option<Option<bool>>,
+    http_headers: Option<BTreeMap<GoString, Option<HeaderConfig>>>,
+    proxy_url: Option<ProxyUrl>,
+    no_proxy: Option<GoString>,
+    proxy_from_environment: Option<bool>,
+    proxy_connect_header: Option<BTreeMap<GoString, Option<Vec<Option<Secret>>>>>,
+}
+
+impl<'de> Deserialize<'de> for HttpSdConfig {
+    /// Prometheus' checks, in its order: a URL, parsed as Go parses it,
+    /// with an http(s) scheme and a host; then the client's settings.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = RawHttpSd::deserialize(d)?;
+        let url = raw.url.map(|GoString(u)| u).unwrap_or_default();
+        if url.is_empty() {
+            return Err(de::Error::custom("URL is missing"));
+        }
+        let parsed = crate::http_client::gourl::parse(&url).map_err(de::Error::custom)?;
+        if parsed.scheme != "http" && parsed.scheme != "https" {
+            return Err(de::Error::custom("URL scheme must be 'http' or 'https'"));
+        }
+        if parsed.host.is_empty() {
+            return Err(de::Error::custom("host is missing in URL"));
+        }
+        let http_client = crate::http_client::validate(RawHttpClient {
+            basic_auth: raw.basic_auth,
+            authorization: raw.authorization,
+            oauth2: raw.oauth2,
+            bearer_token: raw.bearer_token,
+            bearer_token_file: raw.bearer_token_file,
+            tls_config: raw.tls_config,
+            follow_redirects: raw.follow_redirects,
+            enable_http2: raw.enable_http2,
+            http_headers: raw.http_headers,
+            proxy_url: raw.proxy_url,
+            no_proxy: raw.no_proxy,
+            proxy_from_environment: raw.proxy_from_environment,
+            proxy_connect_header: raw.proxy_connect_header,
+        })
+        .map_err(de::Error::custom)?;
+        Ok(HttpSdConfig {
+            url,
+            refresh_interval_ms: raw
+                .refresh_interval
+                .map_or(HTTP_SD_REFRESH_MS, |DurationMs(ms)| ms),
+            http_client,
+        })
+    }
+}
+
 /// `^[^*]*(\*[^/]*)?\.(json|yml|yaml|JSON|YML|YAML)$`: at most one `*`, in
 /// the last path element, and a known extension.
 fn is_file_sd_name(name: &str) -> bool {
@@ -201,6 +286,13 @@ struct RawGroup {
     labels: Option<BTreeMap<LabelNameField, Option<GoString>>>,
 }
 
+/// An HTTP discovery answer's target groups (a JSON array of groups, as
+/// in a `.json` discovery file).
+pub fn parse_target_groups_json(text: &str) -> Result<Vec<TargetGroup>, String> {
+    let raw: Vec<Option<RawGroup>> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    groups_from_raw(raw)
+}
+
 /// Reads a discovery file's target groups (JSON for `.json`, YAML for
 /// `.yml`/`.yaml`, by the extension in any case).
 pub fn read_target_groups(path: &Path, text: &str) -> Result<Vec<TargetGroup>, String> {
@@ -221,6 +313,11 @@ pub fn read_target_groups(path: &Path, text: &str) -> Result<Vec<TargetGroup>, S
         }
         other => return Err(format!("unhandled file extension {}", go_quote(other))),
     };
+    groups_from_raw(raw)
+}
+
+/// Decoded groups checked (no null group) and made [`TargetGroup`]s.
+fn groups_from_raw(raw: Vec<Option<RawGroup>>) -> Result<Vec<TargetGroup>, String> {
     raw.into_iter()
         .map(|g| {
             let g = g.ok_or_else(|| "nil target group item found".to_string())?;

@@ -23,3 +23,25 @@ pub enum ConfigError {
         reason: String,
     },
 }
+
+/// Go's error for opening or reading the file `name`: `open <name>: no
+/// such file or directory`, `read <name>: is a directory`, ...
+pub fn go_open_error(name: &str, e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let reason = match e.kind() {
+        K::NotFound => "no such file or directory".to_string(),
+        K::PermissionDenied => "permission denied".to_string(),
+        K::IsADirectory => return format!("read {name}: is a directory"),
+        K::NotADirectory => "not a directory".to_string(),
+        _ => {
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or_default();
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(c) => c.to_lowercase().chain(chars).collect(),
+                None => String::new(),
+            }
+        }
+    };
+    format!("open {name}: {reason}")
+}

@@ -36,7 +36,7 @@
 //! client is built, there and in Ferrite. What Ferrite cannot do at all is
 //! named by [`HttpClientConfig::unsupported`].
 
-mod gourl;
+pub(crate) mod gourl;
 
 use std::collections::BTreeMap;
 

@@ -12,11 +12,18 @@
 //!   file);
 //! - [`scrape`]: `scrape_configs`, each job read and validated with its
 //!   defaults from `global:` (intervals, protocols, limits, name
-//!   validation and escaping, `static_configs`, both relabeling lists,
-//!   the HTTP client settings of [`http_client`]); the other service
-//!   discoveries are accepted but not read yet;
+//!   validation and escaping, `static_configs`, the file, DNS and HTTP
+//!   discoveries of [`discovery`], both relabeling lists, the HTTP client
+//!   settings of [`http_client`]); the other service discoveries are
+//!   accepted by name (the server refuses to run them);
+//! - [`alerting`]: the `alerting:` section (`alert_relabel_configs` and
+//!   the Alertmanager sets: API version, path prefix, scheme, timeout,
+//!   HTTP client settings, static, file, DNS and HTTP discovery, both
+//!   relabeling lists), read and validated;
 //! - `rule_files` and `scrape_config_files`: their patterns checked and
-//!   made relative to the file (the files themselves are not read yet);
+//!   made relative to the file; [`scrape_files`] reads the jobs of
+//!   `scrape_config_files` (the rules crate reads the rule files);
+//! - [`glob`]: Go's `filepath.Glob`, for both;
 //! - [`relabel`]: relabeling rules, read, validated and applied as
 //!   Prometheus' `model/relabel` does;
 //! - [`storage`]: the `storage:` section, read, validated and typed
@@ -27,7 +34,7 @@
 //! Only `storage:` is applied (by the server); nothing scrapes or
 //! evaluates rules yet, so the rest is checked, as `promtool check config`
 //! checks it, and kept for what will use it. The other sections
-//! (`alerting`, `remote_write`, `remote_read`, `tracing`, `otlp`,
+//! (`remote_write`, `remote_read`, `tracing`, `otlp`,
 //! `runtime`) are parsed as YAML but not yet read: their contents are
 //! neither validated nor applied.
 //!
@@ -47,13 +54,16 @@
 
 #![deny(clippy::unwrap_used, missing_docs)]
 
+pub mod alerting;
 pub mod discovery;
 mod error;
+pub mod glob;
 pub mod global;
 pub mod http_client;
 pub mod redact;
 pub mod relabel;
 pub mod scrape;
+pub mod scrape_files;
 pub mod storage;
 mod yaml;
 
@@ -61,7 +71,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use error::ConfigError;
+pub use alerting::{AlertingConfig, AlertmanagerConfig};
+pub use error::{go_open_error, ConfigError};
 pub use global::{GlobalConfig, ScrapeLimits, ScrapeProtocol};
 pub use http_client::HttpClientConfig;
 pub use scrape::{ScrapeConfig, TargetGroup};
@@ -114,12 +125,15 @@ pub struct Config {
     pub global: GlobalConfig,
     /// `rule_files`: paths or globs (relative to the file's directory).
     pub rule_files: Vec<String>,
-    /// `scrape_config_files`: paths or globs (likewise), not read yet.
+    /// `scrape_config_files`: paths or globs (likewise), read by
+    /// [`Config::scrape_configs_with_files`].
     pub scrape_config_files: Vec<String>,
     /// `scrape_configs`, each with the `global:` defaults filled in.
     pub scrape_configs: Vec<ScrapeConfig>,
     /// The `storage:` section, with Prometheus' defaults where absent.
     pub storage: StorageConfig,
+    /// The `alerting:` section (empty where absent).
+    pub alerting: AlertingConfig,
     /// The file's text, as loaded.
     pub source: String,
     /// Where it was loaded from (`None`: the embedded default).
@@ -135,7 +149,7 @@ pub struct Config {
 struct TopLevel {
     global: Option<global::CheckedGlobal>,
     runtime: Option<serde::de::IgnoredAny>,
-    alerting: Option<serde::de::IgnoredAny>,
+    alerting: Option<alerting::AlertingSection>,
     rule_files: Option<Vec<Option<yaml::GoString>>>,
     scrape_config_files: Option<Vec<Option<yaml::GoString>>>,
     scrape_configs: Option<Vec<Option<scrape::ScrapeSection>>>,
@@ -167,20 +181,28 @@ impl Config {
         .into_iter()
         .chain(cfg.rule_files.iter_mut())
         .chain(cfg.scrape_config_files.iter_mut())
-        .chain(cfg.scrape_configs.iter_mut().flat_map(|j| {
-            let mut files = j.http_client.files_mut();
-            files.push(&mut j.scrape_failure_log_file);
+        .chain(cfg.alerting.alertmanagers.iter_mut().flat_map(|a| {
+            let mut files = a.http_client.files_mut();
+            files.extend(
+                a.http_sd_configs
+                    .iter_mut()
+                    .flat_map(|sd| sd.http_client.files_mut()),
+            );
             files
         }));
         for file in files {
             *file = join_dir(dir, file);
         }
         for sd in cfg
-            .scrape_configs
+            .alerting
+            .alertmanagers
             .iter_mut()
-            .flat_map(|j| j.file_sd_configs.iter_mut())
+            .flat_map(|a| a.file_sd_configs.iter_mut())
         {
             sd.set_directory(dir);
+        }
+        for job in &mut cfg.scrape_configs {
+            job.set_directory(dir);
         }
         cfg.path = Some(path.to_path_buf());
         Ok(cfg)
@@ -211,14 +233,17 @@ impl Config {
             scrape_config_files,
             scrape_configs,
             storage,
+            alerting,
             ..
         } = top;
         let mut global = global.map_or_else(GlobalConfig::default, |g| g.0);
+        let alerting = alerting.map_or_else(AlertingConfig::default, |a| a.0);
         let rule_files = file_patterns(rule_files, "rule file").map_err(parse_error)?;
         let scrape_config_files =
             file_patterns(scrape_config_files, "scrape config file").map_err(parse_error)?;
         let scrape_configs = scrape::validate_jobs(scrape_configs.unwrap_or_default(), &global)
             .map_err(parse_error)?;
+        alerting::validate(&alerting, global.metric_name_validation_scheme).map_err(parse_error)?;
         global.expand_external_labels(lookup_env);
         let storage = match storage {
             Some(s) => s.validate().map_err(parse_error)?,
@@ -230,6 +255,7 @@ impl Config {
             scrape_config_files,
             scrape_configs,
             storage,
+            alerting,
             source: source.to_string(),
             path: None,
         })
@@ -244,6 +270,7 @@ impl Config {
             scrape_config_files: Vec::new(),
             scrape_configs: Vec::new(),
             storage: StorageConfig::default(),
+            alerting: AlertingConfig::default(),
             source: String::new(),
             path: None,
         })
@@ -267,6 +294,7 @@ impl Config {
             scrape_config_files: Vec::new(),
             scrape_configs: Vec::new(),
             storage: StorageConfig::default(),
+            alerting: AlertingConfig::default(),
             source: DEFAULT_CONFIG.to_string(),
             path: None,
         })

@@ -8,7 +8,7 @@
 //! both parse to the same configuration and neither shows a secret.
 //! Secrets are found by the keys Prometheus' secret fields have:
 //! `password`, `credentials`, `bearer_token`, `client_secret`,
-//! `secret_key`, `token`, a `tls_config`'s `key`, an `http_headers`
+//! `secret_key` (also `sigv4`'s in `alerting:`), `token`, a `tls_config`'s `key`, an `http_headers`
 //! entry's `secrets`, and every value of `proxy_connect_header`.
 
 use serde_json::{Map, Value};
@@ -120,5 +120,20 @@ mod tests {
         let again = crate::Config::parse(&out, "redacted").expect("loads");
         assert_eq!(again.scrape_configs[1].job_name, "a");
         assert_eq!(redacted_yaml("").expect("empty"), "");
+    }
+
+    #[test]
+    fn alertmanager_secrets_are_hidden() {
+        let text = "alerting:\n  alertmanagers:\n    - basic_auth: {username: u, password: hunter2}\n      \
+                    static_configs: [{targets: ['am:9093']}]\n    - authorization: {credentials: CREDTOK}\n      \
+                    tls_config: {key: PRIVATE}\n    - sigv4: {region: r, access_key: AK, secret_key: SK}\n      \
+                    oauth2: {client_id: c, client_secret: CS, token_url: 'http://t'}\n";
+        let out = redacted_yaml(text).expect("parses");
+        for secret in ["hunter2", "CREDTOK", "PRIVATE", "SK", "CS"] {
+            assert!(!out.contains(secret), "{secret} in:\n{out}");
+        }
+        for kept in ["username: u", "am:9093", "client_id: c", "region: r"] {
+            assert!(out.contains(kept), "{kept} missing in:\n{out}");
+        }
     }
 }

@@ -405,6 +405,24 @@ pub fn apply(labels: &Labels, rules: &[RelabelConfig], names: ValidationScheme) 
     Some(b.labels())
 }
 
+/// [`apply`] step by step: the labels after each rule, `None` from the
+/// rule that dropped them on (Prometheus' `/api/v1/targets/relabel_steps`).
+pub fn apply_steps(
+    labels: &Labels,
+    rules: &[RelabelConfig],
+    names: ValidationScheme,
+) -> Vec<Option<Labels>> {
+    let mut b = LabelsBuilder::new(labels);
+    let mut keep = true;
+    rules
+        .iter()
+        .map(|rule| {
+            keep = keep && apply_rule(rule, &mut b, names);
+            keep.then(|| b.labels())
+        })
+        .collect()
+}
+
 fn apply_rule(rule: &RelabelConfig, b: &mut LabelsBuilder<'_>, names: ValidationScheme) -> bool {
     let Some(action) = rule.action else {
         return true;

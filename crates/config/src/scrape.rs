@@ -33,7 +33,7 @@ use ferrite_model::Labels;
 use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeLimits, ScrapeProtocol};
 use ferrite_model::ValidationScheme;
 
-use crate::discovery::{DnsSdConfig, FileSdConfig};
+use crate::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
 use crate::http_client::{
     Authorization, BasicAuth, HeaderConfig, HttpClientConfig, OAuth2, ProxyUrl, RawHttpClient,
     Secret, TlsConfig,
@@ -108,6 +108,8 @@ pub struct ScrapeConfig {
     pub file_sd_configs: Vec<FileSdConfig>,
     /// `dns_sd_configs`.
     pub dns_sd_configs: Vec<DnsSdConfig>,
+    /// `http_sd_configs`.
+    pub http_sd_configs: Vec<HttpSdConfig>,
     /// The keys of the job's other service discoveries (`kubernetes_sd_configs`,
     /// ...), which Ferrite does not run: read, not used.
     pub unsupported_discovery: Vec<&'static str>,
@@ -190,7 +192,7 @@ struct RawScrape {
     file_sd_configs: Option<Vec<Option<FileSdConfig>>>,
     gce_sd_configs: Option<IgnoredAny>,
     hetzner_sd_configs: Option<IgnoredAny>,
-    http_sd_configs: Option<IgnoredAny>,
+    http_sd_configs: Option<Vec<Option<HttpSdConfig>>>,
     ionos_sd_configs: Option<IgnoredAny>,
     kubernetes_sd_configs: Option<IgnoredAny>,
     kuma_sd_configs: Option<IgnoredAny>,
@@ -229,6 +231,7 @@ pub(crate) struct ScrapeSection {
     static_configs: Vec<TargetGroup>,
     file_sd_configs: Vec<FileSdConfig>,
     dns_sd_configs: Vec<DnsSdConfig>,
+    http_sd_configs: Vec<HttpSdConfig>,
     unsupported_discovery: Vec<&'static str>,
     http_client: HttpClientConfig,
 }
@@ -267,7 +270,6 @@ impl RawScrape {
             ("eureka_sd_configs", self.eureka_sd_configs.is_some()),
             ("gce_sd_configs", self.gce_sd_configs.is_some()),
             ("hetzner_sd_configs", self.hetzner_sd_configs.is_some()),
-            ("http_sd_configs", self.http_sd_configs.is_some()),
             ("ionos_sd_configs", self.ionos_sd_configs.is_some()),
             (
                 "kubernetes_sd_configs",
@@ -312,6 +314,8 @@ impl<'de> Deserialize<'de> for ScrapeSection {
         let dns_sd_configs = discovery_list(raw.dns_sd_configs.take(), "dns_sd_configs")
             .map_err(de::Error::custom)?;
         let file_sd_configs = discovery_list(raw.file_sd_configs.take(), "file_sd_configs")
+            .map_err(de::Error::custom)?;
+        let http_sd_configs = discovery_list(raw.http_sd_configs.take(), "http_sd_configs")
             .map_err(de::Error::custom)?;
         let unsupported_discovery = raw.unsupported_discovery();
         let job_empty = raw.job_name.as_ref().is_none_or(|GoString(j)| j.is_empty());
@@ -367,6 +371,7 @@ impl<'de> Deserialize<'de> for ScrapeSection {
             static_configs,
             file_sd_configs,
             dns_sd_configs,
+            http_sd_configs,
             unsupported_discovery,
             http_client,
         })
@@ -401,6 +406,28 @@ fn escaping_list() -> String {
         "must be one of '{}', '{}', '{}', or '{}'",
         ESCAPING_SCHEMES[0], ESCAPING_SCHEMES[1], ESCAPING_SCHEMES[2], ESCAPING_SCHEMES[3]
     )
+}
+
+impl ScrapeConfig {
+    /// Makes the job's relative file names (its HTTP client's and its
+    /// discoveries' files, `scrape_failure_log_file`) relative to `dir`,
+    /// the directory of the file it came from (Prometheus'
+    /// `SetDirectory`).
+    pub fn set_directory(&mut self, dir: &std::path::Path) {
+        let mut files = self.http_client.files_mut();
+        files.push(&mut self.scrape_failure_log_file);
+        files.extend(
+            self.http_sd_configs
+                .iter_mut()
+                .flat_map(|sd| sd.http_client.files_mut()),
+        );
+        for file in files {
+            *file = crate::join_dir(dir, file);
+        }
+        for sd in &mut self.file_sd_configs {
+            sd.set_directory(dir);
+        }
+    }
 }
 
 impl ScrapeSection {
@@ -491,6 +518,7 @@ impl ScrapeSection {
             static_configs: self.static_configs,
             file_sd_configs: self.file_sd_configs,
             dns_sd_configs: self.dns_sd_configs,
+            http_sd_configs: self.http_sd_configs,
             unsupported_discovery: self.unsupported_discovery,
             http_client: self.http_client,
         })

@@ -54,6 +54,17 @@ fn go_type_of(keys: &[&str]) -> &'static str {
         "config.StorageConfig"
     } else if has("job_name") {
         "config.ScrapeConfig"
+    } else if has("path_prefix") && has("api_version") {
+        "config.AlertmanagerConfig"
+    } else if has("files") && has("refresh_interval") {
+        "file.plain"
+    } else if has("names") && has("port") {
+        "dns.plain"
+    } else if has("url") && has("refresh_interval") && has("tls_config") {
+        "http.plain"
+    } else if keys == ["scrape_configs"] {
+        // A `scrape_config_files` file.
+        "config.ScrapeConfigs"
     } else if has("credentials_file") && has("type") {
         "config.Authorization"
     } else if has("values") && has("secrets") {

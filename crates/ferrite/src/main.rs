@@ -35,6 +35,8 @@ enum Command {
     /// Checks files as promtool's `check` does.
     #[command(subcommand)]
     Check(cmd::check::CheckCommand),
+    /// Runs unit tests as promtool's `test` does.
+    Test(cmd::test_rules::TestArgs),
     /// Developer tools (format cross-checks).
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::DebugCommand),
@@ -73,6 +75,10 @@ fn main() -> ExitCode {
     init_logging(&cli);
     let result = match cli.command {
         Some(Command::Check(c)) => match cmd::check::run(c) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
+        Some(Command::Test(c)) => match cmd::test_rules::run(c) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },

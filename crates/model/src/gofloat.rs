@@ -437,14 +437,28 @@ fn parse_exp(b: &[u8]) -> i32 {
     }
 }
 
+/// Go's `strconv.FormatFloat(f, 'e', -1, 64)` (`1e+00`, `1.5e-07`): the
+/// shortest digits that read back as `f`, an exponent of two digits at
+/// least; Prometheus' alert values in `/api/v1/alerts`.
+pub fn format_e(f: f64) -> String {
+    if let Some(s) = special_text(f) {
+        return s.into();
+    }
+    go_exponent(&format!("{f:e}"))
+}
+
 /// Go's `%.<prec>e` (`1.234567890123e+06`): `prec` digits after the point,
 /// an exponent of two digits at least.
 pub fn format_e_prec(f: f64, prec: usize) -> String {
     if let Some(s) = special_text(f) {
         return s.into();
     }
-    let s = format!("{f:.prec$e}");
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    go_exponent(&format!("{f:.prec$e}"))
+}
+
+/// Rust's `1.5e-7` as Go writes it: `1.5e-07`.
+fn go_exponent(s: &str) -> String {
+    let (mant, exp) = s.split_once('e').unwrap_or((s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let sign = if exp < 0 { '-' } else { '+' };
     format!("{mant}e{sign}{:02}", exp.unsigned_abs())
@@ -706,6 +720,11 @@ mod tests {
         assert_eq!(format_e_prec(-0.00025, 3), "-2.500e-04");
         assert_eq!(format_e_prec(1e100, 1), "1.0e+100");
         assert_eq!(format_e_prec(f64::NAN, 3), "NaN");
+        assert_eq!(format_e(1.0), "1e+00");
+        assert_eq!(format_e(0.0), "0e+00");
+        assert_eq!(format_e(-1.5e-7), "-1.5e-07");
+        assert_eq!(format_e(123456.0), "1.23456e+05");
+        assert_eq!(format_e(f64::INFINITY), "+Inf");
     }
 
     /// The shortest digits, positioned: as long as Rust's, and reading back

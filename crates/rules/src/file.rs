@@ -28,8 +28,8 @@ use ferrite_model::goquote::quote as go_quote;
 use ferrite_model::ValidationScheme;
 use ferrite_promql::parser::{AggregateOp, Expr, ParseError};
 
-use crate::template;
 use crate::yaml::{self, Decoded, Decoder, Fatal, Node};
+use ferrite_template as template;
 
 /// A rule file's groups (`rulefmt.RuleGroups`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -223,23 +223,7 @@ pub fn parse_file_with(path: &Path, opts: ParseOptions) -> Result<RuleGroups, Ve
 /// Go's text for a failed `os.ReadFile`: `open <file>: <reason>` with the
 /// reason as Go's syscall errors word it.
 pub fn go_io_error(name: &str, e: &std::io::Error) -> String {
-    use std::io::ErrorKind as K;
-    let reason = match e.kind() {
-        K::NotFound => "no such file or directory".to_string(),
-        K::PermissionDenied => "permission denied".to_string(),
-        K::IsADirectory => return format!("read {name}: is a directory"),
-        K::NotADirectory => "not a directory".to_string(),
-        _ => {
-            let text = e.to_string();
-            let text = text.split(" (os error").next().unwrap_or_default();
-            let mut chars = text.chars();
-            match chars.next() {
-                Some(c) => c.to_lowercase().chain(chars).collect(),
-                None => String::new(),
-            }
-        }
-    };
-    format!("open {name}: {reason}")
+    ferrite_config::go_open_error(name, e)
 }
 
 /// The strict pass: `rulefmt.RuleGroups`.

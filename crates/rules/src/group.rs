@@ -30,11 +30,13 @@ use ferrite_model::{Labels, STALE_NAN};
 use ferrite_promql::Engine;
 use tracing::{debug, warn};
 
+use crate::alerting::{AlertContext, AlertNotifier};
 use crate::metrics::GroupMetrics;
-use crate::rule::RecordingRule;
+use crate::restore::{restore_for_state, RestoreSettings};
+use crate::rule::Rule;
 use crate::storage::{FailureKind, RuleStorage};
 
-/// A group of recording rules.
+/// A group of recording and alerting rules.
 #[derive(Debug)]
 pub struct Group {
     /// Its name.
@@ -48,13 +50,16 @@ pub struct Group {
     /// Its own `query_offset` (ms), if set.
     pub query_offset_ms: Option<i64>,
     /// Its rules, in evaluation order.
-    pub rules: Vec<RecordingRule>,
+    pub rules: Vec<Rule>,
     state: Mutex<GroupState>,
     /// Its metrics (kept across reloads of a group of the same key).
     pub metrics: Arc<GroupMetrics>,
     /// Set when the group is told to stop: evaluation ends before its
     /// next rule.
     stopping: AtomicBool,
+    /// Whether its alerting rules' state is to be restored after its
+    /// second evaluation (a group loaded at start-up).
+    should_restore: AtomicBool,
 }
 
 /// What evaluations leave for the next ones and for the API.
@@ -88,6 +93,14 @@ pub struct EvalContext<'a> {
     pub engine: &'a Engine,
     /// The global `rule_query_offset` (ms).
     pub default_query_offset_ms: i64,
+    /// What alert templates read besides the storage.
+    pub alerts: AlertContext<'a>,
+    /// Where alerts are sent.
+    pub notifier: &'a dyn AlertNotifier,
+    /// `--rules.alert.resend-delay` (ns).
+    pub resend_delay_ns: i64,
+    /// How alert state is restored after a start.
+    pub restore: RestoreSettings,
 }
 
 const NANOS_PER_MS: i64 = 1_000_000;
@@ -100,7 +113,7 @@ impl Group {
         interval_ms: i64,
         limit: i64,
         query_offset_ms: Option<i64>,
-        rules: Vec<RecordingRule>,
+        rules: Vec<Rule>,
         metrics: Arc<GroupMetrics>,
     ) -> Self {
         GroupMetrics::set(&metrics.rules, rules.len() as f64);
@@ -119,7 +132,15 @@ impl Group {
             }),
             metrics,
             stopping: AtomicBool::new(false),
+            should_restore: AtomicBool::new(false),
         }
+    }
+
+    /// The group, restoring its alerts' state after its second
+    /// evaluation when `restore` (it was loaded at start-up).
+    pub fn with_restore(self, restore: bool) -> Self {
+        self.should_restore.store(restore, Ordering::Relaxed);
+        self
     }
 
     /// The group's key: `<file>;<name>` (names are unique per file only).
@@ -194,6 +215,10 @@ impl Group {
                 if let (Some(dst), Some(src)) = (new.previous.get_mut(i), old.previous.get(fi)) {
                     dst.clone_from(src);
                 }
+                if let (Rule::Alerting(dst), Some(Rule::Alerting(src))) = (rule, from.rules.get(fi))
+                {
+                    dst.copy_alerts_from(src);
+                }
             }
         }
         new.stale_series = old.stale_series.clone();
@@ -247,7 +272,7 @@ impl Group {
         let rule_sum: Duration = self
             .rules
             .iter()
-            .map(|r| r.state().evaluation_duration)
+            .map(|r| r.status().get().evaluation_duration)
             .sum();
         GroupMetrics::set(
             &self.metrics.last_rule_duration_sum_seconds,
@@ -276,27 +301,46 @@ impl Group {
             }
             let started_at = SystemTime::now();
             let started = Instant::now();
-            samples += self.eval_rule(i, rule, t, ctx);
-            rule.set_timing(started_at, started.elapsed());
+            samples += self.eval_rule(i, rule, ts_ns, offset_ms, ctx);
+            rule.status().set_timing(started_at, started.elapsed());
         }
         GroupMetrics::set(&self.metrics.last_evaluation_samples, samples as f64);
         self.cleanup_stale_series(t, ctx);
     }
 
-    /// Evaluates one rule and appends its result and stale markers;
-    /// returns how many samples it produced.
-    fn eval_rule(&self, i: usize, rule: &RecordingRule, t: i64, ctx: &EvalContext<'_>) -> usize {
+    /// Evaluates one rule at slot `ts_ns` (its query `offset_ms` before),
+    /// sends an alerting rule's due alerts, and appends the result and
+    /// stale markers; returns how many samples it produced.
+    fn eval_rule(
+        &self,
+        i: usize,
+        rule: &Rule,
+        ts_ns: i64,
+        offset_ms: i64,
+        ctx: &EvalContext<'_>,
+    ) -> usize {
         GroupMetrics::add(&self.metrics.evaluations, 1);
-        let vector = match rule.eval(ctx.engine, ctx.storage.queryable(), t, self.limit) {
+        let db = ctx.storage.queryable();
+        let offset_ns = offset_ms.saturating_mul(NANOS_PER_MS);
+        // Prometheus' `timestamp.FromTime(ts.Add(-offset))`.
+        let t = (ts_ns - offset_ns).div_euclid(NANOS_PER_MS);
+        let evaluated = match rule {
+            Rule::Recording(r) => r.eval(ctx.engine, db, t, self.limit),
+            Rule::Alerting(r) => r.eval(ctx.engine, db, &ctx.alerts, ts_ns, offset_ns, self.limit),
+        };
+        let vector = match evaluated {
             Ok(v) => v,
             Err(e) => {
-                warn!(file = %self.file, group = %self.name, rule = %rule.name, index = i, error = %e, "Evaluating rule failed");
-                rule.set_outcome(Some(e));
+                warn!(file = %self.file, group = %self.name, rule = %rule.name(), index = i, error = %e, "Evaluating rule failed");
+                rule.status().set_outcome(Some(e));
                 GroupMetrics::add(&self.metrics.evaluation_failures, 1);
                 return 0;
             }
         };
-        rule.set_outcome(None);
+        rule.status().set_outcome(None);
+        if let Rule::Alerting(r) = rule {
+            r.send_alerts(ts_ns, ctx.resend_delay_ns, self.interval_ns(), ctx.notifier);
+        }
         let mut app = ctx.storage.appender();
         let mut returned = HashSet::with_capacity(vector.len());
         let (mut out_of_order, mut too_old, mut duplicates) = (0, 0, 0);
@@ -310,26 +354,26 @@ impl Group {
                     returned.insert(s.labels.clone());
                 }
                 Err(e) => {
-                    rule.set_outcome(Some(e.message.clone()));
+                    rule.status().set_outcome(Some(e.message.clone()));
                     match e.kind {
                         FailureKind::OutOfOrder => out_of_order += 1,
                         FailureKind::TooOld => too_old += 1,
                         FailureKind::Duplicate => duplicates += 1,
                         FailureKind::Other => {
-                            warn!(group = %self.name, rule = %rule.name, error = %e, sample = %s.labels, "Rule evaluation result discarded")
+                            warn!(group = %self.name, rule = %rule.name(), error = %e, sample = %s.labels, "Rule evaluation result discarded")
                         }
                     }
                 }
             }
         }
         if out_of_order > 0 {
-            warn!(group = %self.name, rule = %rule.name, num_dropped = out_of_order, "Error on ingesting out-of-order result from rule evaluation");
+            warn!(group = %self.name, rule = %rule.name(), num_dropped = out_of_order, "Error on ingesting out-of-order result from rule evaluation");
         }
         if too_old > 0 {
-            warn!(group = %self.name, rule = %rule.name, num_dropped = too_old, "Error on ingesting too old result from rule evaluation");
+            warn!(group = %self.name, rule = %rule.name(), num_dropped = too_old, "Error on ingesting too old result from rule evaluation");
         }
         if duplicates > 0 {
-            warn!(group = %self.name, rule = %rule.name, num_dropped = duplicates, "Error on ingesting results from rule evaluation with different value but same timestamp");
+            warn!(group = %self.name, rule = %rule.name(), num_dropped = duplicates, "Error on ingesting results from rule evaluation with different value but same timestamp");
         }
         let gone: Vec<Labels> = {
             let state = self.lock();
@@ -353,12 +397,32 @@ impl Group {
                 }
             }
             Err(e) => {
-                warn!(group = %self.name, rule = %rule.name, error = %e, "Rule sample appending failed");
-                rule.set_outcome(Some(e));
+                warn!(group = %self.name, rule = %rule.name(), error = %e, "Rule sample appending failed");
+                rule.status().set_outcome(Some(e));
                 GroupMetrics::add(&self.metrics.evaluation_failures, 1);
             }
         }
         vector.len()
+    }
+
+    /// Whether the group still has to restore alert state (it was loaded
+    /// at start-up and has not done so yet).
+    pub fn should_restore(&self) -> bool {
+        self.should_restore.load(Ordering::Relaxed)
+    }
+
+    /// Restores the `for` state of every alerting rule at `now_ns`
+    /// ([`crate::restore`]); afterwards the rules write their series.
+    pub fn restore_for_state(&self, now_ns: i64, ctx: &EvalContext<'_>) {
+        let started = Instant::now();
+        for rule in &self.rules {
+            if let Rule::Alerting(r) = rule {
+                restore_for_state(r, ctx.storage.queryable(), now_ns, ctx.restore);
+            }
+        }
+        self.metrics
+            .set_restore_duration(started.elapsed().as_secs_f64());
+        self.should_restore.store(false, Ordering::Relaxed);
     }
 
     /// Writes stale markers at `t` (ms) for the series handed over by a
@@ -404,117 +468,13 @@ pub fn group_key(file: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::sync::Mutex;
 
-    use ferrite_model::{is_stale_nan, FloatHistogram, Matcher};
-    use ferrite_promql::{MemStorage, Querier, Queryable, SelectHints, Series, StorageError};
+    use ferrite_model::is_stale_nan;
 
     use super::*;
     use crate::file::parse_expr;
-    use crate::storage::{AppendFailure, RuleAppender};
-
-    /// Input series the rules read, and what they appended, in order.
-    #[derive(Default)]
-    struct TestStorage {
-        data: Mutex<MemStorage>,
-        appended: Mutex<Vec<(Labels, i64, f64)>>,
-    }
-
-    /// A querier over a copy of the data at the time it was opened.
-    struct Snapshot {
-        mem: MemStorage,
-        mint: i64,
-        maxt: i64,
-    }
-
-    impl Querier for Snapshot {
-        fn select(&self, m: &[Matcher], hints: SelectHints) -> Result<Vec<Series>, StorageError> {
-            self.mem.querier(self.mint, self.maxt)?.select(m, hints)
-        }
-
-        fn label_names(&self, m: &[Matcher]) -> Result<Vec<String>, StorageError> {
-            self.mem.querier(self.mint, self.maxt)?.label_names(m)
-        }
-
-        fn label_values(&self, name: &str, m: &[Matcher]) -> Result<Vec<String>, StorageError> {
-            self.mem
-                .querier(self.mint, self.maxt)?
-                .label_values(name, m)
-        }
-    }
-
-    impl Queryable for TestStorage {
-        fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier + '_>, StorageError> {
-            let mem = self.data.lock().expect("lock").clone();
-            Ok(Box::new(Snapshot { mem, mint, maxt }))
-        }
-    }
-
-    struct TestAppender<'a> {
-        storage: &'a TestStorage,
-        pending: Vec<(Labels, i64, f64)>,
-    }
-
-    impl RuleAppender for TestAppender<'_> {
-        fn append(&mut self, labels: &Labels, t: i64, v: f64) -> Result<(), AppendFailure> {
-            let newest = self
-                .storage
-                .appended
-                .lock()
-                .expect("lock")
-                .iter()
-                .filter(|(l, ..)| l == labels)
-                .map(|(_, t, _)| *t)
-                .max();
-            if newest.is_some_and(|n| n >= t) {
-                return Err(AppendFailure {
-                    kind: FailureKind::OutOfOrder,
-                    message: "out of order sample".into(),
-                });
-            }
-            self.pending.push((labels.clone(), t, v));
-            Ok(())
-        }
-
-        fn append_histogram(
-            &mut self,
-            _: &Labels,
-            _: i64,
-            _: &FloatHistogram,
-        ) -> Result<(), AppendFailure> {
-            unreachable!("no histograms here")
-        }
-
-        fn commit(self: Box<Self>) -> Result<(), String> {
-            let mut data = self.storage.data.lock().expect("lock");
-            for (l, t, v) in &self.pending {
-                data.add(l.clone(), *t, *v);
-            }
-            self.storage
-                .appended
-                .lock()
-                .expect("lock")
-                .extend(self.pending);
-            Ok(())
-        }
-    }
-
-    impl RuleStorage for TestStorage {
-        fn queryable(&self) -> &dyn Queryable {
-            self
-        }
-
-        fn appender(&self) -> Box<dyn RuleAppender + '_> {
-            Box::new(TestAppender {
-                storage: self,
-                pending: Vec::new(),
-            })
-        }
-    }
-
-    fn up(job: &str, instance: &str) -> Labels {
-        Labels::new([("__name__", "up"), ("job", job), ("instance", instance)])
-    }
+    use crate::recording::RecordingRule;
+    use crate::testing::{ctx, up, TestStorage};
 
     fn rule(name: &str, expr: &str, labels: &[(&str, &str)]) -> RecordingRule {
         let labels: BTreeMap<String, String> = labels
@@ -531,17 +491,9 @@ mod tests {
             60_000,
             limit,
             offset,
-            rules,
+            rules.into_iter().map(Rule::Recording).collect(),
             Arc::default(),
         )
-    }
-
-    fn ctx<'a>(storage: &'a TestStorage, engine: &'a Engine) -> EvalContext<'a> {
-        EvalContext {
-            storage,
-            engine,
-            default_query_offset_ms: 0,
-        }
     }
 
     const MS: i64 = 1_000_000;
@@ -582,7 +534,7 @@ mod tests {
             None,
         );
         g.eval(60_000 * MS, &ctx(&storage, &engine));
-        let state = g.rules[0].state();
+        let state = g.rules[0].status().get();
         assert_eq!(state.health.as_str(), "ok");
         let appended = storage.appended.lock().expect("lock").clone();
         let name = |job: &str| {
@@ -658,12 +610,16 @@ mod tests {
             None,
         );
         g.eval(60_000 * MS, &ctx(&storage, &engine));
-        let errors: Vec<Option<String>> = g.rules.iter().map(|r| r.state().last_error).collect();
+        let errors: Vec<Option<String>> = g
+            .rules
+            .iter()
+            .map(|r| r.status().get().last_error)
+            .collect();
         assert_eq!(
             errors,
             [
                 Some("exceeded limit of 1 with 2 series".to_string()),
-                Some(crate::rule::DUPLICATE_LABELSET.to_string()),
+                Some(crate::recording::DUPLICATE_LABELSET.to_string()),
                 None,
                 Some("rule result is not a vector or scalar".to_string()),
             ]

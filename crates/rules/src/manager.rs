@@ -17,8 +17,10 @@
 //! Stopping the manager (the server shutting down) ends every group
 //! without stale markers, as Prometheus does, and waits for them.
 //!
-//! Alerting rules are read and validated but not evaluated yet: a file
-//! with one is refused, naming the rule.
+//! The rules loaded by the first configuration (at start-up) restore
+//! their alerts' `for` state after their group's second evaluation
+//! ([`crate::restore`]); rules of later reloads start with it restored
+//! (nothing to read back), as in Prometheus.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -26,16 +28,20 @@ use std::time::{Duration, SystemTime};
 
 use ferrite_config::Config;
 use ferrite_model::goquote::quote as go_quote;
+use ferrite_model::Labels;
 use ferrite_promql::{Engine, EngineOptions};
 use tokio::sync::{watch, Mutex};
 use tokio::task::JoinHandle;
 use tracing::{error, info};
 
+use crate::alerting::{AlertContext, AlertNotifier, AlertingRule};
 use crate::file::{parse_expr, parse_file, RuleGroups};
 use crate::glob::glob;
 use crate::group::{group_key, write_stale_markers, EvalContext, Group};
 use crate::metrics::{families, Family, GroupMetrics};
-use crate::rule::RecordingRule;
+use crate::recording::RecordingRule;
+use crate::restore::RestoreSettings;
+use crate::rule::Rule;
 use crate::storage::RuleStorage;
 
 /// Why a configuration's rules were not loaded (the previous ones stay).
@@ -54,6 +60,44 @@ struct Settings {
     /// The engine's options, with the global evaluation interval as the
     /// step of subqueries without one (as Prometheus sets it).
     engine: EngineOptions,
+    /// `global.external_labels`.
+    external_labels: Labels,
+}
+
+/// How alerting rules send and restore alerts (the server's flags).
+#[derive(Clone)]
+pub struct AlertingOptions {
+    /// Where alerts go.
+    pub notifier: Arc<dyn AlertNotifier>,
+    /// `--web.external-url` (as given, or Prometheus' default).
+    pub external_url: String,
+    /// `--rules.alert.resend-delay`.
+    pub resend_delay: Duration,
+    /// `--rules.alert.for-grace-period`.
+    pub for_grace_period: Duration,
+    /// `--rules.alert.for-outage-tolerance`.
+    pub outage_tolerance: Duration,
+}
+
+impl AlertingOptions {
+    /// Prometheus' defaults (resend delay 1m, grace period 10m, outage
+    /// tolerance 1h) with `notifier` and `external_url`.
+    pub fn new(notifier: Arc<dyn AlertNotifier>, external_url: String) -> Self {
+        AlertingOptions {
+            notifier,
+            external_url,
+            resend_delay: Duration::from_secs(60),
+            for_grace_period: Duration::from_secs(600),
+            outage_tolerance: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What a group's task needs besides its group.
+struct Shared {
+    storage: Arc<dyn RuleStorage>,
+    settings: Arc<RwLock<Settings>>,
+    alerting: AlertingOptions,
 }
 
 /// A group and the task evaluating it.
@@ -69,14 +113,16 @@ struct Inner {
     groups: BTreeMap<String, Running>,
     /// Stale marker writers of removed groups, waiting out their delay.
     pending: Vec<JoinHandle<()>>,
+    /// Whether a configuration was applied (groups loaded later do not
+    /// restore alert state).
+    loaded_once: bool,
 }
 
 /// The server's rule groups; see the module documentation.
 pub struct RuleManager {
-    storage: Arc<dyn RuleStorage>,
+    shared: Arc<Shared>,
     runtime: tokio::runtime::Handle,
     base_engine: EngineOptions,
-    settings: Arc<RwLock<Settings>>,
     inner: Mutex<Inner>,
     /// Set when the manager stops: pending stale markers are given up.
     done: watch::Sender<bool>,
@@ -84,19 +130,26 @@ pub struct RuleManager {
 
 impl RuleManager {
     /// A manager with no groups, evaluating over `storage` with the
-    /// server's engine options, running groups on `runtime`.
+    /// server's engine options, running groups on `runtime`, sending
+    /// alerts as `alerting` says.
     pub fn new(
         storage: Arc<dyn RuleStorage>,
         engine: EngineOptions,
         runtime: tokio::runtime::Handle,
+        alerting: AlertingOptions,
     ) -> Self {
+        let settings = Arc::new(RwLock::new(Settings {
+            default_query_offset_ms: 0,
+            engine: engine.clone(),
+            external_labels: Labels::empty(),
+        }));
         RuleManager {
-            storage,
+            shared: Arc::new(Shared {
+                storage,
+                settings,
+                alerting,
+            }),
             runtime,
-            settings: Arc::new(RwLock::new(Settings {
-                default_query_offset_ms: 0,
-                engine: engine.clone(),
-            })),
             base_engine: engine,
             inner: Mutex::new(Inner::default()),
             done: watch::channel(false).0,
@@ -107,19 +160,21 @@ impl RuleManager {
     /// nothing changes.
     pub async fn apply_config(&self, cfg: &Config) -> Result<(), LoadError> {
         let cfg_owned = cfg.clone();
-        let existing = {
+        let (existing, restore) = {
             let inner = self.inner.lock().await;
-            inner
+            let existing = inner
                 .groups
                 .iter()
                 .map(|(k, r)| (k.clone(), r.group.metrics.clone()))
-                .collect::<BTreeMap<_, _>>()
+                .collect::<BTreeMap<_, _>>();
+            (existing, !inner.loaded_once)
         };
-        let loaded = tokio::task::spawn_blocking(move || load_groups(&cfg_owned, &existing))
-            .await
-            .map_err(|e| LoadError {
-                errors: vec![e.to_string()],
-            })?;
+        let loaded =
+            tokio::task::spawn_blocking(move || load_groups(&cfg_owned, &existing, restore))
+                .await
+                .map_err(|e| LoadError {
+                    errors: vec![e.to_string()],
+                })?;
         let new_groups = match loaded {
             Ok(g) => g,
             Err(e) => {
@@ -130,8 +185,13 @@ impl RuleManager {
             }
         };
         {
-            let mut s = self.settings.write().unwrap_or_else(|p| p.into_inner());
+            let mut s = self
+                .shared
+                .settings
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
             s.default_query_offset_ms = cfg.global.rule_query_offset_ms;
+            s.external_labels = cfg.global.external_labels.clone();
             s.engine = self.base_engine.clone();
             s.engine.default_subquery_step_ms = cfg.global.evaluation_interval_ms.max(1);
         }
@@ -162,18 +222,16 @@ impl RuleManager {
             inner.pending.push(self.mark_stale_later(group, stopped_at));
         }
         inner.groups = running;
+        inner.loaded_once = true;
         Ok(())
     }
 
     /// Starts a group's evaluation task.
     fn start(&self, group: Arc<Group>) -> Running {
         let (stop, stopped) = watch::channel(false);
-        let task = self.runtime.spawn(run_group(
-            group.clone(),
-            self.storage.clone(),
-            self.settings.clone(),
-            stopped,
-        ));
+        let task = self
+            .runtime
+            .spawn(run_group(group.clone(), self.shared.clone(), stopped));
         Running { group, stop, task }
     }
 
@@ -181,8 +239,8 @@ impl RuleManager {
     /// stopped, unless the manager stops first.
     fn mark_stale_later(&self, group: Arc<Group>, stopped_at_ns: i64) -> JoinHandle<()> {
         let mut done = self.done.subscribe();
-        let storage = self.storage.clone();
-        let settings = self.settings.clone();
+        let storage = self.shared.storage.clone();
+        let settings = self.shared.settings.clone();
         let delay = Duration::from_millis(2 * group.interval_ms.max(0) as u64);
         self.runtime.spawn(async move {
             tokio::select! {
@@ -255,6 +313,7 @@ async fn stop_and_wait(group: Arc<Group>, stop: watch::Sender<bool>, task: JoinH
 fn load_groups(
     cfg: &Config,
     existing: &BTreeMap<String, Arc<GroupMetrics>>,
+    restore: bool,
 ) -> Result<BTreeMap<String, Group>, LoadError> {
     let fail = |errors: Vec<String>| LoadError { errors };
     let mut files = Vec::new();
@@ -283,19 +342,23 @@ fn load_groups(
                 )]));
             }
             let mut rules = Vec::with_capacity(g.rules.len());
-            for (i, r) in g.rules.iter().enumerate() {
-                if !r.alert.is_empty() {
-                    return Err(fail(vec![format!(
-                        "{file}: group {}, rule {}, {}: alerting rules are not evaluated by Ferrite yet",
-                        go_quote(&g.name),
-                        i + 1,
-                        go_quote(&r.alert)
-                    )]));
-                }
+            for r in &g.rules {
                 let expr = parse_expr(&r.expr).map_err(|e| fail(vec![format!("{file}: {e}")]))?;
                 let mut labels = g.labels.clone();
                 labels.extend(r.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-                rules.push(RecordingRule::new(r.record.clone(), expr, labels));
+                rules.push(if r.alert.is_empty() {
+                    Rule::Recording(RecordingRule::new(r.record.clone(), expr, labels))
+                } else {
+                    Rule::Alerting(AlertingRule::new(
+                        r.alert.clone(),
+                        expr,
+                        r.for_ms.saturating_mul(1_000_000),
+                        r.keep_firing_for_ms.saturating_mul(1_000_000),
+                        labels,
+                        r.annotations.clone(),
+                        !restore,
+                    ))
+                });
             }
             let key = group_key(&file, &g.name);
             let metrics = existing.get(&key).cloned().unwrap_or_default();
@@ -307,7 +370,8 @@ fn load_groups(
                 g.query_offset_ms,
                 rules,
                 metrics,
-            );
+            )
+            .with_restore(restore);
             out.insert(key, group);
         }
     }
@@ -318,7 +382,7 @@ fn load_groups(
 /// Prometheus checks at start-up (`rules.ParseFiles`). The error names
 /// the file, the pattern and every reason.
 pub fn check_rule_files(cfg: &Config) -> Result<(), LoadError> {
-    load_groups(cfg, &BTreeMap::new()).map(drop)
+    load_groups(cfg, &BTreeMap::new(), false).map(drop)
 }
 
 /// The wall clock in Unix nanoseconds.
@@ -330,16 +394,13 @@ fn now_ns() -> i64 {
 
 /// A group's evaluation loop (Prometheus' `Group.run`): the first slot
 /// after now, then every interval; slots that passed while an evaluation
-/// ran are counted as missed and skipped.
-async fn run_group(
-    group: Arc<Group>,
-    storage: Arc<dyn RuleStorage>,
-    settings: Arc<RwLock<Settings>>,
-    mut stopped: watch::Receiver<bool>,
-) {
+/// ran are counted as missed and skipped. A group that restores alert
+/// state does so after its second evaluation.
+async fn run_group(group: Arc<Group>, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let interval = group.interval_ns();
     let mut ts = group.eval_timestamp(now_ns()) + interval;
     let mut wake_at = ts;
+    let mut evaluations = 0u64;
     loop {
         let wait = Duration::from_nanos((wake_at - now_ns()).max(0) as u64);
         tokio::select! {
@@ -359,23 +420,50 @@ async fn run_group(
             }
             ts += (missed.max(0) + 1) * interval;
         }
-        let (engine, default_offset) = {
-            let s = settings.read().unwrap_or_else(|p| p.into_inner());
-            (Engine::new(s.engine.clone()), s.default_query_offset_ms)
-        };
-        let (g, st) = (group.clone(), storage.clone());
+        evaluations += 1;
+        let restore_now = evaluations >= 2 && group.should_restore();
+        let (g, sh) = (group.clone(), shared.clone());
         let evaluated = tokio::task::spawn_blocking(move || {
-            let ctx = EvalContext {
-                storage: &*st,
-                engine: &engine,
-                default_query_offset_ms: default_offset,
-            };
-            g.run_iteration(ts, &ctx);
+            evaluate(&g, &sh, ts, restore_now);
         })
         .await;
         if let Err(e) = evaluated {
             error!(group = %group.key(), error = %e, "rule group evaluation panicked");
         }
         wake_at = ts + interval;
+    }
+}
+
+/// One iteration of `group` at slot `ts` with the settings in force,
+/// then, if `restore`, its alerts' state restored.
+fn evaluate(group: &Group, shared: &Shared, ts: i64, restore: bool) {
+    let (engine, default_offset, external_labels) = {
+        let s = shared.settings.read().unwrap_or_else(|p| p.into_inner());
+        (
+            Engine::new(s.engine.clone()),
+            s.default_query_offset_ms,
+            s.external_labels.clone(),
+        )
+    };
+    let alerting = &shared.alerting;
+    let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    let ctx = EvalContext {
+        storage: &*shared.storage,
+        engine: &engine,
+        default_query_offset_ms: default_offset,
+        alerts: AlertContext {
+            external_labels: &external_labels,
+            external_url: &alerting.external_url,
+        },
+        notifier: &*alerting.notifier,
+        resend_delay_ns: nanos(alerting.resend_delay),
+        restore: RestoreSettings {
+            outage_tolerance_ns: nanos(alerting.outage_tolerance),
+            grace_period_ns: nanos(alerting.for_grace_period),
+        },
+    };
+    group.run_iteration(ts, &ctx);
+    if restore {
+        group.restore_for_state(now_ns(), &ctx);
     }
 }

@@ -7,7 +7,7 @@
 //! `prometheus_rule_group_duration_seconds` and their `_histogram`
 //! twins) are not kept.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// A group's counters and gauges.
 #[derive(Debug, Default)]
@@ -32,6 +32,11 @@ pub struct GroupMetrics {
     pub rules: AtomicU64,
     /// `prometheus_rule_group_last_evaluation_samples` (f64 bits)
     pub last_evaluation_samples: AtomicU64,
+    /// `prometheus_rule_group_last_restore_duration_seconds` (f64 bits;
+    /// no sample until the group restored alert state)
+    pub last_restore_duration_seconds: AtomicU64,
+    /// Whether the group restored alert state (so the gauge above shows).
+    pub restored: AtomicBool,
 }
 
 impl GroupMetrics {
@@ -47,6 +52,21 @@ impl GroupMetrics {
 
     fn gauge(g: &AtomicU64) -> f64 {
         f64::from_bits(g.load(Relaxed))
+    }
+
+    /// Records how long restoring alert state took.
+    pub fn set_restore_duration(&self, seconds: f64) {
+        Self::set(&self.last_restore_duration_seconds, seconds);
+        self.restored.store(true, Relaxed);
+    }
+
+    /// The restore duration, NaN (no sample) before any restore.
+    fn restore_duration(&self) -> f64 {
+        if self.restored.load(Relaxed) {
+            Self::gauge(&self.last_restore_duration_seconds)
+        } else {
+            f64::NAN
+        }
     }
 }
 
@@ -70,7 +90,7 @@ pub fn families(groups: &[(String, &GroupMetrics)]) -> Vec<Family> {
         return Vec::new();
     }
     type Get = fn(&GroupMetrics) -> f64;
-    let all: [(&'static str, &'static str, &'static str, Get); 10] = [
+    let all: [(&'static str, &'static str, &'static str, Get); 11] = [
         ("prometheus_rule_evaluation_failures_total", "counter", "The total number of rule evaluation failures.", |m| m.evaluation_failures.load(Relaxed) as f64),
         ("prometheus_rule_evaluations_total", "counter", "The total number of rule evaluations.", |m| m.evaluations.load(Relaxed) as f64),
         ("prometheus_rule_group_interval_seconds", "gauge", "The interval of a rule group.", |m| GroupMetrics::gauge(&m.interval_seconds)),
@@ -79,6 +99,7 @@ pub fn families(groups: &[(String, &GroupMetrics)]) -> Vec<Family> {
         ("prometheus_rule_group_last_duration_seconds", "gauge", "The duration of the last rule group evaluation.", |m| GroupMetrics::gauge(&m.last_duration_seconds)),
         ("prometheus_rule_group_last_evaluation_samples", "gauge", "The number of samples returned during the last rule group evaluation.", |m| GroupMetrics::gauge(&m.last_evaluation_samples)),
         ("prometheus_rule_group_last_evaluation_timestamp_seconds", "gauge", "The timestamp of the last rule group evaluation in seconds.", |m| GroupMetrics::gauge(&m.last_evaluation_timestamp_seconds)),
+        ("prometheus_rule_group_last_restore_duration_seconds", "gauge", "The duration of the last alert rules alerts restoration using the `ALERTS_FOR_STATE` series.", |m| m.restore_duration()),
         ("prometheus_rule_group_last_rule_duration_sum_seconds", "gauge", "The sum of time in seconds it took to evaluate each rule in the group regardless of concurrency. This should be higher than the group duration if rules are evaluated concurrently.", |m| GroupMetrics::gauge(&m.last_rule_duration_sum_seconds)),
         ("prometheus_rule_group_rules", "gauge", "The number of rules.", |m| GroupMetrics::gauge(&m.rules)),
     ];
@@ -87,7 +108,12 @@ pub fn families(groups: &[(String, &GroupMetrics)]) -> Vec<Family> {
             name,
             kind,
             help,
-            samples: groups.iter().map(|(k, m)| (k.clone(), get(m))).collect(),
+            samples: groups
+                .iter()
+                .map(|(k, m)| (k.clone(), get(m)))
+                .filter(|(_, v)| !v.is_nan())
+                .collect(),
         })
+        .filter(|f| !f.samples.is_empty())
         .collect()
 }

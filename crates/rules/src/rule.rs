@@ -1,13 +1,16 @@
-//! A recording rule: its expression evaluated at one time, the result
-//! renamed and relabeled, with the state `/api/v1/rules` shows (health,
-//! last error, when and how long it last ran).
+//! What every rule has, recording or alerting: a name, labels, an
+//! expression, and the state `/api/v1/rules` shows (health, last error,
+//! when and how long it last ran). [`Rule`] is a group's rule of either
+//! kind.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use ferrite_model::{Labels, METRIC_NAME};
+use ferrite_model::Labels;
 use ferrite_promql::{Engine, ParsedExpr, Queryable, Sample, Value};
+
+use crate::alerting::AlertingRule;
+use crate::recording::RecordingRule;
 
 /// A rule's health as Prometheus names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,69 +48,29 @@ pub struct RuleState {
     pub last_evaluation: Option<SystemTime>,
 }
 
-/// A recording rule (`record:`).
+/// A rule's [`RuleState`], shared between its evaluations and the API.
 #[derive(Debug)]
-pub struct RecordingRule {
-    /// The recorded series' name.
-    pub name: String,
-    /// The expression, parsed.
-    pub expr: Arc<ParsedExpr>,
-    /// The expression as Prometheus prints it (what it evaluates and
-    /// shows).
-    pub query: String,
-    /// The group's labels and the rule's (the rule's win), set on every
-    /// result; an empty value removes the label.
-    pub labels: BTreeMap<String, String>,
-    state: Mutex<RuleState>,
+pub struct RuleStatus(Mutex<RuleState>);
+
+impl Default for RuleStatus {
+    fn default() -> Self {
+        RuleStatus(Mutex::new(RuleState {
+            health: Health::Unknown,
+            last_error: None,
+            evaluation_duration: Duration::ZERO,
+            last_evaluation: None,
+        }))
+    }
 }
 
-/// Prometheus' error for a result that collapses after relabeling.
-pub const DUPLICATE_LABELSET: &str =
-    "vector contains metrics with the same labelset after applying rule labels";
-
-impl RecordingRule {
-    /// A rule that has not run yet.
-    pub fn new(name: String, expr: Arc<ParsedExpr>, labels: BTreeMap<String, String>) -> Self {
-        let query = expr.to_string();
-        RecordingRule {
-            name,
-            expr,
-            query,
-            labels,
-            state: Mutex::new(RuleState {
-                health: Health::Unknown,
-                last_error: None,
-                evaluation_duration: Duration::ZERO,
-                last_evaluation: None,
-            }),
-        }
-    }
-
-    /// The rule's labels as a label set (empty values left out), for
-    /// `match[]`.
-    pub fn label_set(&self) -> Labels {
-        Labels::new(self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    }
-
-    /// Whether two rules are the same (Prometheus compares them as their
-    /// YAML: name, printed expression, labels).
-    pub fn same_as(&self, other: &RecordingRule) -> bool {
-        self.name == other.name && self.query == other.query && self.labels == other.labels
-    }
-
-    /// The key Prometheus matches rules by across a reload: name and
-    /// labels.
-    pub fn name_and_labels(&self) -> String {
-        format!("{}{}", self.name, self.label_set())
-    }
-
-    /// The rule's state now.
-    pub fn state(&self) -> RuleState {
-        self.lock().clone()
-    }
-
+impl RuleStatus {
     fn lock(&self) -> MutexGuard<'_, RuleState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The state now.
+    pub fn get(&self) -> RuleState {
+        self.lock().clone()
     }
 
     /// Records a success or a failure.
@@ -127,48 +90,83 @@ impl RecordingRule {
         s.last_evaluation = Some(started);
         s.evaluation_duration = took;
     }
+}
 
-    /// Evaluates the expression at `t` (ms) and names the result: each
-    /// sample gets `__name__` and the rule's labels. Refuses a result in
-    /// which two samples end up with the same labels, or with more than
-    /// `limit` samples (when `limit` > 0).
-    pub fn eval(
-        &self,
-        engine: &Engine,
-        db: &dyn Queryable,
-        t: i64,
-        limit: i64,
-    ) -> Result<Vec<Sample>, String> {
-        let res = engine
-            .instant_query_parsed(db, &self.query, &self.expr, t)
-            .map_err(|e| e.to_string())?;
-        let mut vector = match res.value {
-            Value::Vector(v) => v,
-            Value::Scalar { t, v } => vec![Sample {
-                labels: Labels::empty(),
-                t,
-                f: v,
-                h: None,
-            }],
-            _ => return Err("rule result is not a vector or scalar".into()),
+/// One rule of a group.
+#[derive(Debug)]
+pub enum Rule {
+    /// `record:`.
+    Recording(RecordingRule),
+    /// `alert:`.
+    Alerting(AlertingRule),
+}
+
+impl Rule {
+    /// The recorded series' name or the alert's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Rule::Recording(r) => &r.name,
+            Rule::Alerting(r) => &r.name,
+        }
+    }
+
+    /// The rule's health, error and timing.
+    pub fn status(&self) -> &RuleStatus {
+        match self {
+            Rule::Recording(r) => &r.status,
+            Rule::Alerting(r) => &r.status,
+        }
+    }
+
+    /// The rule's labels as a label set (empty values left out), for
+    /// `match[]`.
+    pub fn label_set(&self) -> Labels {
+        let labels = match self {
+            Rule::Recording(r) => &r.labels,
+            Rule::Alerting(r) => &r.labels,
         };
-        for s in &mut vector {
-            s.labels.set(METRIC_NAME, &self.name);
-            for (k, v) in &self.labels {
-                s.labels.set(k, v);
-            }
+        Labels::new(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// The key Prometheus matches rules by across a reload: name and
+    /// labels.
+    pub fn name_and_labels(&self) -> String {
+        format!("{}{}", self.name(), self.label_set())
+    }
+
+    /// Whether two rules are the same (Prometheus compares them as their
+    /// YAML: kind, name, printed expression, durations, labels,
+    /// annotations).
+    pub fn same_as(&self, other: &Rule) -> bool {
+        match (self, other) {
+            (Rule::Recording(a), Rule::Recording(b)) => a.same_as(b),
+            (Rule::Alerting(a), Rule::Alerting(b)) => a.same_as(b),
+            _ => false,
         }
-        let mut seen: Vec<&Labels> = vector.iter().map(|s| &s.labels).collect();
-        seen.sort();
-        if seen.windows(2).any(|w| w[0] == w[1]) {
-            return Err(DUPLICATE_LABELSET.into());
-        }
-        if limit > 0 && vector.len() as i64 > limit {
-            return Err(format!(
-                "exceeded limit of {limit} with {} series",
-                vector.len()
-            ));
-        }
-        Ok(vector)
+    }
+}
+
+/// A rule's expression as an instant query at `t` (ms), as Prometheus'
+/// `EngineQueryFunc` runs it: a vector as it is, a scalar as one sample
+/// without labels, anything else an error.
+pub fn query_vector(
+    engine: &Engine,
+    db: &dyn Queryable,
+    query: &str,
+    expr: &ParsedExpr,
+    t: i64,
+) -> Result<Vec<Sample>, String> {
+    let res = engine
+        .instant_query_parsed(db, query, expr, t)
+        .map_err(|e| e.to_string())?;
+    match res.value {
+        Value::Vector(v) => Ok(v),
+        Value::Scalar { t, v } => Ok(vec![Sample {
+            labels: Labels::empty(),
+            t,
+            f: v,
+            h: None,
+        }]),
+        _ => Err("rule result is not a vector or scalar".into()),
     }
 }

@@ -8,7 +8,7 @@
 //! server shutting down) ends every loop without stale markers, as
 //! Prometheus does, and waits for them.
 //!
-//! A job with `file_sd_configs` or `dns_sd_configs` has a discovery task
+//! A job with `file_sd_configs`, `dns_sd_configs` or `http_sd_configs` has a discovery task
 //! ([`crate::discovery::run`]); each change it reports re-syncs the job's
 //! pool to its static targets plus the discovered ones. A reload restarts
 //! the discovery tasks but keeps the groups last discovered until the new
@@ -153,6 +153,7 @@ impl ScrapeManager {
             let configs = DiscoveryConfigs {
                 file: job.file_sd_configs.clone(),
                 dns: job.dns_sd_configs.clone(),
+                http: job.http_sd_configs.clone(),
             };
             if configs.is_empty() {
                 continue;

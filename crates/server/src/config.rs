@@ -49,7 +49,16 @@ pub fn check_supported(cfg: &Config) -> Result<(), UnsupportedSetting> {
             reason: "stale series compaction is not supported by Ferrite; remove the setting (or set it to 0) to run",
         });
     }
-    check_scrape_jobs(cfg)
+    check_scrape_jobs(cfg)?;
+    ferrite_notifier::check_supported(cfg).map_err(|e| match e {
+        ferrite_notifier::Error::Unsupported { setting, reason } => {
+            UnsupportedSetting { setting, reason }
+        }
+        other => UnsupportedSetting {
+            setting: format!("alerting: {other}"),
+            reason: "not supported by Ferrite",
+        },
+    })
 }
 
 /// Refuses a job Ferrite cannot scrape as asked: a service discovery it
@@ -60,7 +69,7 @@ fn check_scrape_jobs(cfg: &Config) -> Result<(), UnsupportedSetting> {
         if let Some(sd) = job.unsupported_discovery.first() {
             return Err(UnsupportedSetting {
                 setting: format!("scrape_configs[job_name={:?}].{sd}", job.job_name),
-                reason: "this service discovery is not supported by Ferrite yet (file_sd_configs, dns_sd_configs and static_configs are)",
+                reason: "this service discovery is not supported by Ferrite yet (file_sd_configs, dns_sd_configs, http_sd_configs and static_configs are)",
             });
         }
         if let Some((setting, reason)) = job.http_client.unsupported() {
@@ -111,6 +120,16 @@ pub fn reload(cfg: &Config) -> Result<Config, String> {
     let fresh = Config::load(path).map_err(|e| {
         format!(
             "couldn't load configuration (--config.file={:?}): {e}",
+            path.display().to_string()
+        )
+    })?;
+    // The jobs of `scrape_config_files`, re-read on every reload; as in
+    // Prometheus, their error is logged and the reload fails as one whose
+    // configuration did not apply.
+    let fresh = fresh.with_scrape_config_files().map_err(|e| {
+        tracing::error!(err = %e, "Failed to apply configuration");
+        format!(
+            "one or more errors occurred while applying the new configuration (--config.file={:?})",
             path.display().to_string()
         )
     })?;

@@ -19,16 +19,23 @@
 //! - [`scrape`]: scraping (`ferrite-scrape`) wired to the database: started
 //!   with the configuration, re-applied on reload, stopped before the
 //!   database closes;
-//! - [`rules`]: recording rules (`ferrite-rules`) wired to the database,
-//!   and `/api/v1/rules`;
+//! - [`rules`]: recording and alerting rules (`ferrite-rules`) wired to
+//!   the database, and `/api/v1/rules`;
+//! - [`alerts`]: `/api/v1/alerts`, the alerting rules in `/api/v1/rules`,
+//!   and the rules' alerts handed to the notifier;
+//! - [`alertmanagers`]: the notifier (`ferrite-notifier`) started with
+//!   the configuration, re-applied on reload, drained at shutdown, and
+//!   `/api/v1/alertmanagers`;
 //! - [`targets`]: `/api/v1/targets`, `/api/v1/scrape_pools`,
 //!   `/api/v1/targets/metadata`, `/api/v1/metadata`;
-//! - [`unconfigured`]: alerts and exemplars, of which Ferrite has none
-//!   yet;
+//! - [`unconfigured`]: exemplars, of which Ferrite keeps none
+//!   (answered as a Prometheus without exemplar storage answers);
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics);
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
 pub mod admin;
+pub mod alertmanagers;
+pub mod alerts;
 pub mod config;
 pub mod lifecycle;
 pub mod metrics;
@@ -53,6 +60,9 @@ use axum::Router;
 use ferrite_tsdb::{Db, DbOptions};
 use tokio::sync::{watch, Notify, Semaphore};
 use tracing::{error, info};
+
+/// The notifier's settings (`--alertmanager.*`), for [`ServerOptions`].
+pub use ferrite_notifier::Options as NotifierOptions;
 
 /// How long shutdown waits for requests still running to let go of the
 /// database before closing it under them.
@@ -87,6 +97,33 @@ pub struct ServerOptions {
     /// The configuration file as loaded at start (`--config.file`, or the
     /// embedded default, which scrapes the server itself).
     pub config: ferrite_config::Config,
+    /// `--alertmanager.*`: the notifier's queue capacity, batch size and
+    /// drain on shutdown.
+    pub notifier: ferrite_notifier::Options,
+    /// `--rules.alert.*`: resend delay, `for` grace period and outage
+    /// tolerance.
+    pub alert_rules: AlertRuleOptions,
+}
+
+/// How alerting rules resend and restore alerts (`--rules.alert.*`).
+#[derive(Debug, Clone)]
+pub struct AlertRuleOptions {
+    /// `--rules.alert.resend-delay` (default 1m).
+    pub resend_delay: Duration,
+    /// `--rules.alert.for-grace-period` (default 10m).
+    pub for_grace_period: Duration,
+    /// `--rules.alert.for-outage-tolerance` (default 1h).
+    pub outage_tolerance: Duration,
+}
+
+impl Default for AlertRuleOptions {
+    fn default() -> Self {
+        AlertRuleOptions {
+            resend_delay: Duration::from_secs(60),
+            for_grace_period: Duration::from_secs(600),
+            outage_tolerance: Duration::from_secs(3600),
+        }
+    }
 }
 
 impl ServerOptions {
@@ -108,6 +145,8 @@ impl ServerOptions {
             web: WebOptions::default(),
             remote_read: read::RemoteReadOptions::default(),
             config: ferrite_config::Config::empty(),
+            notifier: ferrite_notifier::Options::default(),
+            alert_rules: AlertRuleOptions::default(),
         }
     }
 }
@@ -168,11 +207,34 @@ pub struct AppState {
     pub scrape: Arc<ferrite_scrape::manager::ScrapeManager>,
     /// The rule groups.
     pub rules: Arc<ferrite_rules::manager::RuleManager>,
+    /// Sends alerts to the configured Alertmanagers:
+    /// `state.notifier.send(alerts)` (see [`alertmanagers`]).
+    pub notifier: Arc<ferrite_notifier::Notifier>,
     /// The runtime the server runs on (reloads from blocking threads
     /// apply the scrape configuration through it).
     pub runtime: tokio::runtime::Handle,
     /// How targets on this host are reached from elsewhere (`globalUrl`).
     pub global_url: targets::GlobalUrl,
+}
+
+/// How the rule manager sends and restores alerts: through `notifier`,
+/// with the external URL Prometheus derives (`--web.external-url`, or
+/// this host and `port`) and the `--rules.alert.*` flags.
+fn alert_rule_options(
+    opts: &ServerOptions,
+    port: u16,
+    notifier: Arc<ferrite_notifier::Notifier>,
+) -> ferrite_rules::manager::AlertingOptions {
+    let external_url = alerts::external_url(&opts.web.external_url, port);
+    let bridge = alerts::NotifierBridge {
+        notifier,
+        external_url: external_url.clone(),
+    };
+    let mut o = ferrite_rules::manager::AlertingOptions::new(Arc::new(bridge), external_url);
+    o.resend_delay = opts.alert_rules.resend_delay;
+    o.for_grace_period = opts.alert_rules.for_grace_period;
+    o.outage_tolerance = opts.alert_rules.outage_tolerance;
+    o
 }
 
 /// The outcome of the last configuration (re)load, for `/metrics` and
@@ -204,6 +266,11 @@ impl AppState {
         use std::sync::atomic::Ordering::Relaxed;
         let current = self.current_config();
         let applied = config::reload(&current).and_then(|fresh| {
+            // First, so that a set that cannot be built fails the reload
+            // before anything else changed.
+            self.runtime
+                .block_on(self.notifier.apply_config(&fresh))
+                .map_err(|e| e.to_string())?;
             config::apply_on_reload(&fresh, &self.db)?;
             self.runtime.block_on(self.scrape.apply_config(&fresh));
             // As Prometheus: a rule file that fails keeps the previous
@@ -310,9 +377,11 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/api/v1/status/tsdb/blocks", get(status::tsdb_blocks))
         .route("/api/v1/status/config", get(status::config))
         .route("/api/v1/rules", get(rules::rules))
-        .route("/api/v1/alerts", get(unconfigured::alerts))
+        .route("/api/v1/alerts", get(alerts::alerts))
+        .route("/api/v1/alertmanagers", get(alertmanagers::alertmanagers))
         .route("/api/v1/targets", get(targets::targets))
         .route("/api/v1/scrape_pools", get(targets::scrape_pools))
+        .route("/api/v1/targets/relabel_steps", get(targets::relabel_steps))
         .route(
             "/api/v1/targets/metadata",
             get(targets::target_metadata).post(targets::target_metadata),
@@ -374,6 +443,13 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         .then(|| Arc::new(Semaphore::new(opts.remote_read.concurrent_limit)));
     let compact_now = Arc::new(Notify::new());
     let runtime = tokio::runtime::Handle::current();
+    let notifier = Arc::new(ferrite_notifier::Notifier::new(
+        alertmanagers::notifier_options(&opts),
+    ));
+    notifier
+        .apply_config(&opts.config)
+        .await
+        .map_err(|e| anyhow::anyhow!("error applying the alerting configuration: {e}"))?;
     let scrape = Arc::new(ferrite_scrape::manager::ScrapeManager::new(
         Arc::new(scrape::DbScrapeStorage {
             db: db.clone(),
@@ -386,9 +462,11 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         Arc::new(rules::DbRuleStorage::new(db.clone(), compact_now.clone())),
         opts.engine.clone(),
         runtime.clone(),
+        alert_rule_options(&opts, addr.port(), notifier.clone()),
     ));
     if let Err(e) = rules.apply_config(&opts.config).await {
         scrape.stop().await;
+        notifier.stop().await;
         anyhow::bail!("{}", rules::load_error_text(&e));
     }
     let opts_config = opts.config.clone();
@@ -407,6 +485,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         config: std::sync::RwLock::new(opts_config),
         scrape: scrape.clone(),
         rules: rules.clone(),
+        notifier: notifier.clone(),
         runtime,
         global_url,
     });
@@ -441,6 +520,8 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
                 // Prometheus writes none on shutdown.
                 scrape.stop().await;
                 rules.stop().await;
+                // After the rules, whose last alerts it then sends.
+                notifier.stop().await;
             })
             .await?;
         let _ = compactor.await;

@@ -126,6 +126,7 @@ pub fn render(
     let mut e = Exposition { out: String::new() };
     scrape_metrics(&mut e, s, pools);
     rule_metrics(&mut e, rules);
+    crate::alertmanagers::write_metrics(&mut e.out, &s.notifier.metric_families());
     let head = s.db.head();
     let stats = &head.stats;
     let float = [("type", "float")];

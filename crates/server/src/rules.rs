@@ -1,5 +1,5 @@
-//! Recording rules (`ferrite-rules`) wired to the database, and
-//! `/api/v1/rules`.
+//! Rules (`ferrite-rules`) wired to the database, and `/api/v1/rules`
+//! (the alerting rules' part in [`crate::alerts`]).
 //!
 //! Rule expressions run through the PromQL engine over
 //! [`TsdbQueryable`], as API queries do (with the server's engine limits,
@@ -18,6 +18,8 @@ use ferrite_model::{FloatHistogram, Labels, Matcher};
 use ferrite_promql::Queryable;
 use ferrite_rules::group::Group;
 use ferrite_rules::manager::LoadError;
+use ferrite_rules::recording::RecordingRule;
+use ferrite_rules::rule::Rule;
 use ferrite_rules::storage::{AppendFailure, FailureKind, RuleAppender, RuleStorage};
 use ferrite_tsdb::head::{AppendError, HeadAppender};
 use ferrite_tsdb::Db;
@@ -28,7 +30,7 @@ use tokio::sync::Notify;
 use crate::query::{ApiError, Params, TsdbQueryable};
 use crate::selector::parse_selector;
 use crate::status::success;
-use crate::AppState;
+use crate::{alerts, AppState};
 
 /// The database as rules see it.
 pub struct DbRuleStorage {
@@ -150,13 +152,16 @@ pub async fn rules(State(s): State<Arc<AppState>>, p: Params) -> Result<Json<Val
         return Err(invalid("type", format!("not supported value {typ:?}")));
     }
     let return_recording = typ.is_empty() || typ == "record";
+    let return_alerts = typ.is_empty() || typ == "alert";
     let exclude = p.get("exclude_alerts").unwrap_or("").to_lowercase();
-    if !exclude.is_empty() && go_parse_bool(&exclude).is_none() {
-        return Err(invalid(
+    let exclude_alerts = if exclude.is_empty() {
+        false
+    } else {
+        go_parse_bool(&exclude).ok_or_else(|| invalid(
             "exclude_alerts",
             format!("error converting exclude_alerts: strconv.ParseBool: parsing {exclude:?}: invalid syntax"),
-        ));
-    }
+        ))?
+    };
     let (max_groups, next_token) = pagination(&p)?;
 
     let mut out = Vec::new();
@@ -180,9 +185,13 @@ pub async fn rules(State(s): State<Arc<AppState>>, p: Params) -> Result<Json<Val
             .rules
             .iter()
             .filter(|r| matches_any(&matcher_sets, &r.label_set()))
-            .filter(|r| rule_names.is_empty() || rule_names.contains(&r.name))
-            .filter(|_| return_recording)
-            .map(recording_rule_json)
+            .filter(|r| rule_names.is_empty() || rule_names.contains(r.name()))
+            .filter_map(|r| match r {
+                Rule::Recording(r) => return_recording.then(|| recording_rule_json(r)),
+                Rule::Alerting(r) => {
+                    return_alerts.then(|| alerts::alerting_rule_json(r, exclude_alerts))
+                }
+            })
             .collect();
         if rules.is_empty() {
             continue;
@@ -287,8 +296,8 @@ fn group_json(g: &Group, rules: Vec<Value>) -> Value {
     })
 }
 
-fn recording_rule_json(r: &ferrite_rules::rule::RecordingRule) -> Value {
-    let state = r.state();
+fn recording_rule_json(r: &RecordingRule) -> Value {
+    let state = r.status.get();
     let labels: Map<String, Value> = r
         .labels
         .iter()
@@ -312,7 +321,7 @@ fn recording_rule_json(r: &ferrite_rules::rule::RecordingRule) -> Value {
 }
 
 /// A number of seconds as Go's JSON writes a float64 (`15`, `0.0021`).
-fn seconds(v: f64) -> Value {
+pub(crate) fn seconds(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         json!(v as i64)
     } else {
@@ -322,7 +331,7 @@ fn seconds(v: f64) -> Value {
 
 /// A time as Go's JSON writes a `time.Time` (RFC 3339 with the fraction's
 /// trailing zeros dropped, in UTC); the zero time before any evaluation.
-fn go_time(t: Option<SystemTime>) -> Value {
+pub(crate) fn go_time(t: Option<SystemTime>) -> Value {
     let Some(t) = t else {
         return json!("0001-01-01T00:00:00Z");
     };

@@ -188,6 +188,76 @@ pub async fn targets(State(s): State<Arc<AppState>>, p: Params) -> Json<Value> {
     success(data)
 }
 
+/// `/api/v1/targets/relabel_steps?scrapePool=<job>&labels=<JSON object>`:
+/// the job's `relabel_configs` applied one by one to the labels, each
+/// rule with its output (empty once a rule dropped the target) and whether
+/// the target is kept, as Prometheus answers.
+pub async fn relabel_steps(
+    State(s): State<Arc<AppState>>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let pool = p.get("scrapePool").unwrap_or("");
+    if pool.is_empty() {
+        return Err(ApiError::bad_data("no scrapePool parameter provided"));
+    }
+    let labels_text = p.get("labels").unwrap_or("");
+    if labels_text.is_empty() {
+        return Err(ApiError::bad_data("no labels parameter provided"));
+    }
+    let map: BTreeMap<String, String> = serde_json::from_str(labels_text)
+        .map_err(|e| ApiError::bad_data(format!("error parsing labels: {e}")))?;
+    let labels = Labels::new(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let cfg = s.current_config();
+    let job = cfg
+        .scrape_configs
+        .iter()
+        .find(|j| j.job_name == pool)
+        .ok_or_else(|| {
+            ApiError::bad_data(format!(
+                "error retrieving scrape config: scrape pool {pool:?} not found"
+            ))
+        })?;
+    let outputs = ferrite_config::relabel::apply_steps(
+        &labels,
+        &job.relabel_configs,
+        job.metric_name_validation_scheme,
+    );
+    let steps: Vec<Value> = job
+        .relabel_configs
+        .iter()
+        .zip(outputs)
+        .map(|(rule, out)| {
+            json!({
+                "rule": relabel_rule_json(rule),
+                "output": labels_json(out.as_ref().unwrap_or(&Labels::empty())),
+                "keep": out.is_some(),
+            })
+        })
+        .collect();
+    Ok(success(json!({ "steps": steps })))
+}
+
+/// A relabeling rule as Prometheus' `relabel.Config` marshals to JSON.
+fn relabel_rule_json(rule: &ferrite_config::relabel::RelabelConfig) -> Value {
+    let mut o = serde_json::Map::new();
+    if !rule.source_labels.is_empty() {
+        o.insert("source_labels".into(), json!(rule.source_labels));
+    }
+    o.insert("separator".into(), json!(rule.separator));
+    o.insert("regex".into(), json!(rule.regex.as_str()));
+    if rule.modulus != 0 {
+        o.insert("modulus".into(), json!(rule.modulus));
+    }
+    if !rule.target_label.is_empty() {
+        o.insert("target_label".into(), json!(rule.target_label));
+    }
+    o.insert("replacement".into(), json!(rule.replacement));
+    if let Some(action) = rule.action {
+        o.insert("action".into(), json!(action.name()));
+    }
+    Value::Object(o)
+}
+
 /// `/api/v1/scrape_pools`
 pub async fn scrape_pools(State(s): State<Arc<AppState>>) -> Json<Value> {
     let names: Vec<String> = s

@@ -1,12 +1,9 @@
-//! Endpoints for what a Prometheus server runs from `prometheus.yml` and
-//! Ferrite does not run yet: alerting rules (a rule file with one is
-//! refused, see `ferrite_rules::manager`), and the exemplar storage (off
+//! Endpoints for what Ferrite does not keep: the exemplar storage (off
 //! by default in Prometheus too).
 //!
-//! Ferrite answers as a Prometheus with none of them configured answers
-//! (empty lists, the same parameter checks), so that clients which look
-//! at them, such as Grafana's alerting and exemplar views, work instead of
-//! failing on a 404.
+//! Ferrite answers as a Prometheus without it answers (the same parameter
+//! checks, no exemplars), so that clients which look at them, such as
+//! Grafana's exemplar views, work instead of failing on a 404.
 
 use std::sync::Arc;
 
@@ -17,11 +14,6 @@ use serde_json::{json, Value};
 use crate::query::{parse_query, parse_time, ApiError, Params};
 use crate::status::success;
 use crate::AppState;
-
-/// `/api/v1/alerts`: no active alerts.
-pub async fn alerts() -> Json<Value> {
-    success(json!({ "alerts": [] }))
-}
 
 /// `/api/v1/query_exemplars`: the parameters checked as Prometheus checks
 /// them, then no exemplars (`null` when the query has no selector).

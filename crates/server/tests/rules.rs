@@ -290,28 +290,35 @@ async fn records_rules_and_marks_their_series_stale() {
     );
     let (_, b) = get(addr, "/api/v1/rules", &[]).await;
     assert_eq!(names(&b), ["job:up:sum", "up:total"]);
-    // Alerting rules are refused, naming the rule.
-    std::fs::write(
-        &rules_path,
-        "groups:\n  - name: alerts\n    rules:\n      - alert: Down\n        expr: up == 0\n",
-    )
-    .unwrap();
-    let (status, _) = reload(addr).await;
-    assert_eq!(status, 500);
-    let state = server.state.upgrade().unwrap();
-    let err = state
-        .rules
-        .apply_config(&state.current_config())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.errors,
-        [format!(
-            "{}: group \"alerts\", rule 1, \"Down\": alerting rules are not evaluated by Ferrite yet",
-            rules_path.display()
-        )]
+    // An alerting rule beside them: it fires, shows in /api/v1/rules
+    // and /api/v1/alerts, and writes ALERTS (a group added by a reload
+    // has nothing to restore).
+    let alerting = format!(
+        "{}  - name: alerts\n    interval: 100ms\n    rules:\n      - alert: JobsUp\n        expr: job:up:sum > 0\n        labels: {{severity: '{{{{ $labels.job }}}}'}}\n        annotations: {{summary: '{{{{ $value }}}} up'}}\n",
+        RULES.replace("up:count", "up:total")
     );
-    drop(state);
+    std::fs::write(&rules_path, alerting).unwrap();
+    let (status, text) = reload(addr).await;
+    assert_eq!(status, 200, "{text}");
+    let alerts = wait_for_series(addr, "ALERTS{alertstate=\"firing\"}", 1).await;
+    assert_eq!(value_of(&alerts, "severity", "a"), 1.0);
+    let (_, b) = get(addr, "/api/v1/alerts", &[]).await;
+    let alerts = b["data"]["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1, "{b}");
+    assert!(alerts.iter().all(|a| a["state"] == "firing"), "{b}");
+    assert!(
+        alerts
+            .iter()
+            .any(|a| a["annotations"]["summary"] == "2 up" && a["value"] == "2e+00"),
+        "{b}"
+    );
+    let (_, b) = get(addr, "/api/v1/rules", &[("type", "alert")]).await;
+    assert_eq!(names(&b), ["JobsUp"]);
+    assert_eq!(b["data"]["groups"][0]["rules"][0]["type"], "alerting");
+    assert_eq!(b["data"]["groups"][0]["rules"][0]["state"], "firing");
+    let (_, b) = get(addr, "/api/v1/rules", &[("exclude_alerts", "true")]).await;
+    assert_eq!(names(&b), ["JobsUp", "job:up:sum", "up:total"]);
+    assert!(b["data"]["groups"][0]["rules"][0]["alerts"].is_null());
 
     // The group removed: two intervals later, every series it wrote is
     // stale.

@@ -3,7 +3,8 @@
 // with Prometheus' own config.LoadFile (every service discovery registered,
 // as in the server) and prints the settings Ferrite models so far (the
 // `global:` section, `rule_files`, `scrape_config_files`, each scrape job
-// with its HTTP client but discoveries other than `static_configs`), one
+// with its HTTP client but discoveries other than `static_configs`, and
+// the `alerting:` section with each Alertmanager set), one
 // per line, after `== FILE`:
 //
 //	ok
@@ -37,6 +38,7 @@ import (
 	"github.com/prometheus/prometheus/discovery"
 	"github.com/prometheus/prometheus/discovery/dns"
 	"github.com/prometheus/prometheus/discovery/file"
+	"github.com/prometheus/prometheus/discovery/http"
 	"github.com/prometheus/prometheus/model/labels"
 	_ "github.com/prometheus/prometheus/plugins" // every service discovery, as in the server
 )
@@ -55,6 +57,7 @@ func main() {
 		for _, sc := range cfg.ScrapeConfigs {
 			dumpScrape(out, sc)
 		}
+		dumpAlerting(out, cfg.AlertingConfig)
 	})
 }
 
@@ -157,16 +160,43 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 	p("metric_name_escaping_scheme", c.MetricNameEscapingScheme)
 	p("relabel_configs", len(c.RelabelConfigs))
 	p("metric_relabel_configs", len(c.MetricRelabelConfigs))
-	for _, sd := range c.ServiceDiscoveryConfigs {
+	dumpDiscovery(p, c.ServiceDiscoveryConfigs)
+	dumpHTTP(out, "job.http.", c.HTTPClientConfig)
+}
+
+// dumpAlerting prints the alerting section: the number of alert
+// relabeling rules, then each Alertmanager set.
+func dumpAlerting(out *bytes.Buffer, a config.AlertingConfig) {
+	fmt.Fprintf(out, "alerting.alert_relabel_configs=%d\n", len(a.AlertRelabelConfigs))
+	for _, am := range a.AlertmanagerConfigs {
+		p := func(k string, v any) { fmt.Fprintf(out, "am.%s=%v\n", k, v) }
+		p("api_version", dumpfmt.Escape(string(am.APIVersion)))
+		p("path_prefix", dumpfmt.Escape(am.PathPrefix))
+		p("scheme", dumpfmt.Escape(am.Scheme))
+		p("timeout_ms", ms(am.Timeout))
+		p("sigv4", am.SigV4Config != nil)
+		p("relabel_configs", len(am.RelabelConfigs))
+		p("alert_relabel_configs", len(am.AlertRelabelConfigs))
+		dumpDiscovery(p, am.ServiceDiscoveryConfigs)
+		dumpHTTP(out, "am.http.", am.HTTPClientConfig)
+	}
+}
+
+// dumpDiscovery prints the DNS, file and HTTP discoveries, then the static
+// target groups.
+func dumpDiscovery(p func(string, any), sds discovery.Configs) {
+	for _, sd := range sds {
 		switch d := sd.(type) {
 		case *dns.SDConfig:
 			p("dns", fmt.Sprintf("%s %s %d %d", strings.Join(d.Names, ","), strings.ToUpper(d.Type), d.Port,
 				time.Duration(d.RefreshInterval).Milliseconds()))
 		case *file.SDConfig:
 			p("file", fmt.Sprintf("%s %d", strings.Join(d.Files, ","), time.Duration(d.RefreshInterval).Milliseconds()))
+		case *http.SDConfig:
+			p("http", fmt.Sprintf("%s %d", dumpfmt.Escape(d.URL), time.Duration(d.RefreshInterval).Milliseconds()))
 		}
 	}
-	for _, sd := range c.ServiceDiscoveryConfigs {
+	for _, sd := range sds {
 		static, ok := sd.(discovery.StaticConfig)
 		if !ok {
 			continue
@@ -185,7 +215,6 @@ func dumpScrape(out *bytes.Buffer, c *config.ScrapeConfig) {
 			p("static", strings.Join(targets, ",")+" {"+strings.Join(ls, ",")+"}")
 		}
 	}
-	dumpHTTP(out, c.HTTPClientConfig)
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {
@@ -242,8 +271,8 @@ func dumpProxy(c config_util.ProxyConfig) string {
 		u, dumpfmt.Escape(c.NoProxy), c.ProxyFromEnvironment, strings.Join(hs, ";"))
 }
 
-func dumpHTTP(out *bytes.Buffer, c config_util.HTTPClientConfig) {
-	p := func(k string, v any) { fmt.Fprintf(out, "job.http.%s=%v\n", k, v) }
+func dumpHTTP(out *bytes.Buffer, prefix string, c config_util.HTTPClientConfig) {
+	p := func(k string, v any) { fmt.Fprintf(out, "%s%s=%v\n", prefix, k, v) }
 	e := dumpfmt.Escape
 	if b := c.BasicAuth; b == nil {
 		p("basic_auth", "nil")

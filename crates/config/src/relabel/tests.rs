@@ -264,3 +264,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn steps_show_each_rule_and_stop_at_a_drop() {
+    let rs = rules(
+        "- {source_labels: [a], target_label: b}\n- {source_labels: [b], regex: 'x', action: drop}\n- {target_label: c, replacement: z}\n",
+    );
+    let steps = apply_steps(&labels(&[("a", "y")]), &rs, ValidationScheme::Utf8);
+    assert_eq!(
+        steps,
+        [
+            Some(labels(&[("a", "y"), ("b", "y")])),
+            Some(labels(&[("a", "y"), ("b", "y")])),
+            Some(labels(&[("a", "y"), ("b", "y"), ("c", "z")])),
+        ]
+    );
+    let steps = apply_steps(&labels(&[("a", "x")]), &rs, ValidationScheme::Utf8);
+    assert_eq!(steps, [Some(labels(&[("a", "x"), ("b", "x")])), None, None]);
+}

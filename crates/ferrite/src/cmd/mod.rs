@@ -11,5 +11,6 @@ pub mod debug_plan;
 pub mod promql_test;
 pub mod server;
 pub mod synth;
+pub mod test_rules;
 pub mod tsdb;
 pub mod tsdb_tools;

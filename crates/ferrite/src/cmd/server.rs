@@ -106,7 +106,7 @@ const WAL_COMPRESSIONS: &[&str] = &["snappy", "zstd"];
 /// `--completion-script-*`, in Prometheus' order; then Ferrite's own.
 pub const FLAGS: &[FlagSpec] = &[
     flag("config.file", Str, "prometheus.yml", Used, false,
-        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used, scraping this server every 15s. Its storage section, scrape jobs and recording rules are applied; alerting rules are refused; alerting and remote sections are read but not used yet."),
+        "Prometheus configuration file path. Without the flag and without ./prometheus.yml, Prometheus' shipped example configuration is used, scraping this server every 15s. Its storage section, scrape jobs, recording and alerting rules are applied; the alerting section sets up the Alertmanagers; remote sections are read but not used yet."),
     flag("config.auto-reload", Bool, "false", Compat, false, ""),
     flag("config.auto-reload-interval", Kind::Duration, "30s", Compat, false, ""),
     flag("web.listen-address", Strings, "0.0.0.0:9090", Used, false,
@@ -182,15 +182,21 @@ pub const FLAGS: &[FlagSpec] = &[
     flag("storage.remote.read-max-bytes-in-frame", Int, "1048576", Used, false,
         "Maximum number of bytes in a single frame for streaming remote read response types before marshalling."),
     flag("web.search.max-limit", Int, "10000", Compat, false, ""),
-    flag("rules.alert.for-outage-tolerance", Kind::Duration, "1h", Compat, false, ""),
-    flag("rules.alert.for-grace-period", Kind::Duration, "10m", Compat, false, ""),
-    flag("rules.alert.resend-delay", Kind::Duration, "1m", Compat, false, ""),
+    flag("rules.alert.for-outage-tolerance", Kind::Duration, "1h", Used, false,
+        "Max time to tolerate prometheus outage for restoring \"for\" state of alert."),
+    flag("rules.alert.for-grace-period", Kind::Duration, "10m", Used, false,
+        "Minimum duration between alert and restored \"for\" state. This is maintained only for alerts with configured \"for\" time greater than grace period."),
+    flag("rules.alert.resend-delay", Kind::Duration, "1m", Used, false,
+        "Minimum amount of time to wait before resending an alert to Alertmanager."),
     flag("rules.max-concurrent-evals", Int, "4", Compat, false, ""),
     flag("scrape.adjust-timestamps", Bool, "true", Compat, false, ""),
     flag("scrape.timestamp-tolerance", GoDuration, "2ms", Compat, false, ""),
-    flag("alertmanager.notification-queue-capacity", Int, "10000", Compat, false, ""),
-    flag("alertmanager.notification-batch-size", Int, "256", Compat, false, ""),
-    flag("alertmanager.drain-notification-queue-on-shutdown", Bool, "true", Compat, false, ""),
+    flag("alertmanager.notification-queue-capacity", Int, "10000", Used, false,
+        "The capacity of the queue for pending Alertmanager notifications."),
+    flag("alertmanager.notification-batch-size", Int, "256", Used, false,
+        "The maximum number of notifications per batch to send to the Alertmanager."),
+    flag("alertmanager.drain-notification-queue-on-shutdown", Bool, "true", Used, false,
+        "Send any outstanding Alertmanager notifications when shutting down. If false, any outstanding Alertmanager notifications will be dropped when shutting down."),
     flag("query.lookback-delta", Kind::Duration, "5m", Used, false,
         "How far back PromQL looks for a sample of an instant selector."),
     flag("query.timeout", Kind::Duration, "2m", Used, false,
@@ -674,6 +680,25 @@ impl ServerFlags {
             concurrent_limit: nonneg("storage.remote.read-concurrent-limit")?,
             max_bytes_in_frame: nonneg("storage.remote.read-max-bytes-in-frame")?,
         };
+        let defaults = ferrite_server::NotifierOptions::default();
+        let notifier = ferrite_server::NotifierOptions {
+            queue_capacity: nonneg("alertmanager.notification-queue-capacity")?,
+            // As Prometheus: 0 or less is the default.
+            batch_size: usize::try_from(self.int("alertmanager.notification-batch-size")?)
+                .ok()
+                .filter(|&n| n > 0)
+                .unwrap_or(defaults.batch_size),
+            drain_on_shutdown: self.bool("alertmanager.drain-notification-queue-on-shutdown"),
+            ..defaults
+        };
+        let positive_duration = |name: &str| -> Result<Duration> {
+            Ok(Duration::from_millis(self.duration_ms(name)?.max(0) as u64))
+        };
+        let alert_rules = ferrite_server::AlertRuleOptions {
+            resend_delay: positive_duration("rules.alert.resend-delay")?,
+            for_grace_period: positive_duration("rules.alert.for-grace-period")?,
+            outage_tolerance: positive_duration("rules.alert.for-outage-tolerance")?,
+        };
         let flags = self.status_flags(&db, &web);
         Ok(ServerOptions {
             data_dir: PathBuf::from(self.value("storage.tsdb.path")),
@@ -687,6 +712,8 @@ impl ServerFlags {
             flags,
             web,
             config,
+            notifier,
+            alert_rules,
         })
     }
 
@@ -703,8 +730,16 @@ impl ServerFlags {
             );
             return Ok(Config::default_file_for_port(port));
         }
-        Config::load(&path)
-            .with_context(|| format!("Error loading config (--config.file={})", path.display()))
+        let cfg = Config::load(&path)
+            .with_context(|| format!("Error loading config (--config.file={})", path.display()))?;
+        // As Prometheus: the jobs of `scrape_config_files` are read and
+        // validated at start-up too.
+        cfg.with_scrape_config_files().map_err(|e| {
+            anyhow::anyhow!(
+                "Error loading dynamic scrape config files from config (--config.file={:?}): {e}",
+                path.display().to_string()
+            )
+        })
     }
 
     /// Every flag and its value as `/api/v1/status/flags` shows them:

@@ -2,12 +2,14 @@
 //! `static_configs`.
 //!
 //! - [`file`] reads files of target groups (`file_sd_configs`);
-//! - [`dns`] looks up DNS records (`dns_sd_configs`).
+//! - [`dns`] looks up DNS records (`dns_sd_configs`);
+//! - [`http`] fetches target groups from URLs (`http_sd_configs`).
 
 pub mod dns;
 pub mod file;
+pub mod http;
 
-use ferrite_config::discovery::{DnsSdConfig, FileSdConfig};
+use ferrite_config::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
 use ferrite_config::TargetGroup;
 use tokio::sync::watch;
 
@@ -18,18 +20,21 @@ pub struct DiscoveryConfigs {
     pub file: Vec<FileSdConfig>,
     /// `dns_sd_configs`
     pub dns: Vec<DnsSdConfig>,
+    /// `http_sd_configs`
+    pub http: Vec<HttpSdConfig>,
 }
 
 impl DiscoveryConfigs {
     /// Whether the job discovers nothing beyond its static targets.
     pub fn is_empty(&self) -> bool {
-        self.file.is_empty() && self.dns.is_empty()
+        self.file.is_empty() && self.dns.is_empty() && self.http.is_empty()
     }
 }
 
 /// Runs a job's providers until `stop` turns true, sending every change
 /// of their groups (all of them) on `groups`. Files are checked every
-/// [`file::POLL`], names looked up every `refresh_interval`.
+/// [`file::POLL`], names looked up and URLs fetched every
+/// `refresh_interval`.
 pub async fn run(
     configs: DiscoveryConfigs,
     groups: watch::Sender<Option<Vec<TargetGroup>>>,
@@ -37,6 +42,7 @@ pub async fn run(
 ) {
     let mut files = (!configs.file.is_empty()).then(|| file::FileDiscovery::new(configs.file));
     let mut names = (!configs.dns.is_empty()).then(|| dns::DnsDiscovery::new(configs.dns));
+    let mut urls = (!configs.http.is_empty()).then(|| http::HttpDiscovery::new(configs.http));
     let mut next_lookup = tokio::time::Instant::now();
     let mut first = true;
     loop {
@@ -51,17 +57,23 @@ pub async fn run(
                 next_lookup = tokio::time::Instant::now() + d.refresh_interval();
             }
         }
+        if let Some(h) = urls.as_mut() {
+            changed |= h.refresh_due().await;
+        }
         if changed {
             let mut all = files.as_ref().map(|f| f.groups()).unwrap_or_default();
             all.extend(names.as_ref().map(|d| d.groups()).unwrap_or_default());
+            all.extend(urls.as_ref().map(|h| h.groups()).unwrap_or_default());
             groups.send_replace(Some(all));
         }
-        let wait = match names.as_ref() {
-            Some(_) => {
-                file::POLL.min(next_lookup.saturating_duration_since(tokio::time::Instant::now()))
-            }
-            None => file::POLL,
-        };
+        let now = tokio::time::Instant::now();
+        let mut wait = file::POLL;
+        if names.is_some() {
+            wait = wait.min(next_lookup.saturating_duration_since(now));
+        }
+        if let Some(due) = urls.as_ref().and_then(|h| h.next_due()) {
+            wait = wait.min(due.saturating_duration_since(now));
+        }
         tokio::select! {
             _ = tokio::time::sleep(wait.max(std::time::Duration::from_millis(100))) => {}
             _ = stop.wait_for(|s| *s) => return,

@@ -1,5 +1,6 @@
-//! `rule_files` patterns expanded as Go's `filepath.Glob` expands them
-//! (Prometheus calls it on every pattern at each (re)load).
+//! `rule_files` and `scrape_config_files` patterns expanded as Go's
+//! `filepath.Glob` expands them (Prometheus calls it on every pattern at
+//! each (re)load).
 //!
 //! A pattern without magic characters (`*?[\`) names itself if the file
 //! exists. Otherwise its last element is matched against the entries of
