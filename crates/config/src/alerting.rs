@@ -35,10 +35,7 @@ use serde::Deserialize;
 use ferrite_model::{Labels, ValidationScheme};
 
 use crate::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
-use crate::http_client::{
-    Authorization, BasicAuth, HeaderConfig, HttpClientConfig, OAuth2, ProxyUrl, RawHttpClient,
-    Secret, TlsConfig,
-};
+use crate::http_client::HttpClientConfig;
 use crate::relabel::{go_quote, RelabelConfig};
 use crate::scrape::TargetGroup;
 use crate::yaml::{present, DurationMs, GoString, LabelNameField};
@@ -145,76 +142,25 @@ impl<'de> Deserialize<'de> for AlertingSection {
 /// decoding.
 pub(crate) struct AlertmanagerEntry(AlertmanagerConfig);
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-// The discovery keys are only accepted, never read.
-#[allow(dead_code)]
-struct RawAlertmanager {
-    #[serde(default, deserialize_with = "present")]
-    api_version: Option<Option<ApiVersion>>,
-    #[serde(default, deserialize_with = "present")]
-    path_prefix: Option<Option<GoString>>,
-    #[serde(default, deserialize_with = "present")]
-    scheme: Option<Option<GoString>>,
-    #[serde(default, deserialize_with = "present")]
-    timeout: Option<Option<DurationMs>>,
-    relabel_configs: Option<Vec<Option<RelabelConfig>>>,
-    alert_relabel_configs: Option<Vec<Option<RelabelConfig>>>,
-    sigv4: Option<IgnoredAny>,
-    static_configs: Option<Vec<RawTargetGroup>>,
-    // The HTTP client's settings (crate::http_client).
-    basic_auth: Option<BasicAuth>,
-    authorization: Option<Authorization>,
-    oauth2: Option<OAuth2>,
-    bearer_token: Option<Secret>,
-    bearer_token_file: Option<GoString>,
-    tls_config: Option<TlsConfig>,
-    #[serde(default, deserialize_with = "present")]
-    follow_redirects: Option<Option<bool>>,
-    #[serde(default, deserialize_with = "present")]
-    enable_http2: Option<Option<bool>>,
-    http_headers: Option<BTreeMap<GoString, Option<HeaderConfig>>>,
-    proxy_url: Option<ProxyUrl>,
-    no_proxy: Option<GoString>,
-    proxy_from_environment: Option<bool>,
-    proxy_connect_header: Option<BTreeMap<GoString, Option<Vec<Option<Secret>>>>>,
-    // The service discoveries of a Prometheus v3.16.0 server.
-    aws_sd_configs: Option<IgnoredAny>,
-    azure_sd_configs: Option<IgnoredAny>,
-    consul_sd_configs: Option<IgnoredAny>,
-    digitalocean_sd_configs: Option<IgnoredAny>,
-    dns_sd_configs: Option<Vec<Option<DnsSdConfig>>>,
-    docker_sd_configs: Option<IgnoredAny>,
-    dockerswarm_sd_configs: Option<IgnoredAny>,
-    ec2_sd_configs: Option<IgnoredAny>,
-    ecs_sd_configs: Option<IgnoredAny>,
-    elasticache_sd_configs: Option<IgnoredAny>,
-    eureka_sd_configs: Option<IgnoredAny>,
-    file_sd_configs: Option<Vec<Option<FileSdConfig>>>,
-    gce_sd_configs: Option<IgnoredAny>,
-    hetzner_sd_configs: Option<IgnoredAny>,
-    http_sd_configs: Option<Vec<Option<HttpSdConfig>>>,
-    ionos_sd_configs: Option<IgnoredAny>,
-    kubernetes_sd_configs: Option<IgnoredAny>,
-    kuma_sd_configs: Option<IgnoredAny>,
-    lightsail_sd_configs: Option<IgnoredAny>,
-    linode_sd_configs: Option<IgnoredAny>,
-    marathon_sd_configs: Option<IgnoredAny>,
-    msk_sd_configs: Option<IgnoredAny>,
-    nerve_sd_configs: Option<IgnoredAny>,
-    nomad_sd_configs: Option<IgnoredAny>,
-    oci_sd_configs: Option<IgnoredAny>,
-    openstack_sd_configs: Option<IgnoredAny>,
-    outscale_sd_configs: Option<IgnoredAny>,
-    ovhcloud_sd_configs: Option<IgnoredAny>,
-    puppetdb_sd_configs: Option<IgnoredAny>,
-    rds_sd_configs: Option<IgnoredAny>,
-    scaleway_sd_configs: Option<IgnoredAny>,
-    serverset_sd_configs: Option<IgnoredAny>,
-    stackit_sd_configs: Option<IgnoredAny>,
-    triton_sd_configs: Option<IgnoredAny>,
-    uyuni_sd_configs: Option<IgnoredAny>,
-    vultr_sd_configs: Option<IgnoredAny>,
+crate::discovery::raw_with_discovery! {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    // The discovery keys are only accepted, never read.
+    #[allow(dead_code)]
+    struct RawAlertmanager {
+        #[serde(default, deserialize_with = "present")]
+        api_version: Option<Option<ApiVersion>>,
+        #[serde(default, deserialize_with = "present")]
+        path_prefix: Option<Option<GoString>>,
+        #[serde(default, deserialize_with = "present")]
+        scheme: Option<Option<GoString>>,
+        #[serde(default, deserialize_with = "present")]
+        timeout: Option<Option<DurationMs>>,
+        relabel_configs: Option<Vec<Option<RelabelConfig>>>,
+        alert_relabel_configs: Option<Vec<Option<RelabelConfig>>>,
+        sigv4: Option<IgnoredAny>,
+        static_configs: Option<Vec<RawTargetGroup>>,
+    }
 }
 
 #[derive(Deserialize)]
@@ -236,64 +182,6 @@ impl<'de> Deserialize<'de> for ApiVersion {
             )));
         }
         Ok(ApiVersion(v))
-    }
-}
-
-impl RawAlertmanager {
-    /// The service discoveries present that Ferrite does not run.
-    fn unsupported_discovery(&self) -> Vec<&'static str> {
-        let present = [
-            ("aws_sd_configs", self.aws_sd_configs.is_some()),
-            ("azure_sd_configs", self.azure_sd_configs.is_some()),
-            ("consul_sd_configs", self.consul_sd_configs.is_some()),
-            (
-                "digitalocean_sd_configs",
-                self.digitalocean_sd_configs.is_some(),
-            ),
-            ("docker_sd_configs", self.docker_sd_configs.is_some()),
-            (
-                "dockerswarm_sd_configs",
-                self.dockerswarm_sd_configs.is_some(),
-            ),
-            ("ec2_sd_configs", self.ec2_sd_configs.is_some()),
-            ("ecs_sd_configs", self.ecs_sd_configs.is_some()),
-            (
-                "elasticache_sd_configs",
-                self.elasticache_sd_configs.is_some(),
-            ),
-            ("eureka_sd_configs", self.eureka_sd_configs.is_some()),
-            ("gce_sd_configs", self.gce_sd_configs.is_some()),
-            ("hetzner_sd_configs", self.hetzner_sd_configs.is_some()),
-            ("ionos_sd_configs", self.ionos_sd_configs.is_some()),
-            (
-                "kubernetes_sd_configs",
-                self.kubernetes_sd_configs.is_some(),
-            ),
-            ("kuma_sd_configs", self.kuma_sd_configs.is_some()),
-            ("lightsail_sd_configs", self.lightsail_sd_configs.is_some()),
-            ("linode_sd_configs", self.linode_sd_configs.is_some()),
-            ("marathon_sd_configs", self.marathon_sd_configs.is_some()),
-            ("msk_sd_configs", self.msk_sd_configs.is_some()),
-            ("nerve_sd_configs", self.nerve_sd_configs.is_some()),
-            ("nomad_sd_configs", self.nomad_sd_configs.is_some()),
-            ("oci_sd_configs", self.oci_sd_configs.is_some()),
-            ("openstack_sd_configs", self.openstack_sd_configs.is_some()),
-            ("outscale_sd_configs", self.outscale_sd_configs.is_some()),
-            ("ovhcloud_sd_configs", self.ovhcloud_sd_configs.is_some()),
-            ("puppetdb_sd_configs", self.puppetdb_sd_configs.is_some()),
-            ("rds_sd_configs", self.rds_sd_configs.is_some()),
-            ("scaleway_sd_configs", self.scaleway_sd_configs.is_some()),
-            ("serverset_sd_configs", self.serverset_sd_configs.is_some()),
-            ("stackit_sd_configs", self.stackit_sd_configs.is_some()),
-            ("triton_sd_configs", self.triton_sd_configs.is_some()),
-            ("uyuni_sd_configs", self.uyuni_sd_configs.is_some()),
-            ("vultr_sd_configs", self.vultr_sd_configs.is_some()),
-        ];
-        present
-            .into_iter()
-            .filter(|(_, p)| *p)
-            .map(|(k, _)| k)
-            .collect()
     }
 }
 
@@ -349,21 +237,7 @@ impl<'de> Deserialize<'de> for AlertmanagerEntry {
         let http_sd_configs = discovery_list(raw.http_sd_configs.take(), "http_sd_configs")
             .map_err(de::Error::custom)?;
         let unsupported_discovery = raw.unsupported_discovery();
-        let http_client = crate::http_client::validate(RawHttpClient {
-            basic_auth: raw.basic_auth.take(),
-            authorization: raw.authorization.take(),
-            oauth2: raw.oauth2.take(),
-            bearer_token: raw.bearer_token.take(),
-            bearer_token_file: raw.bearer_token_file.take(),
-            tls_config: raw.tls_config.take(),
-            follow_redirects: raw.follow_redirects.take(),
-            enable_http2: raw.enable_http2.take(),
-            http_headers: raw.http_headers.take(),
-            proxy_url: raw.proxy_url.take(),
-            no_proxy: raw.no_proxy.take(),
-            proxy_from_environment: raw.proxy_from_environment.take(),
-            proxy_connect_header: raw.proxy_connect_header.take(),
-        })
+        let http_client = crate::http_client::validate(raw.take_http_client())
         .map_err(de::Error::custom)?;
         let sigv4 = raw.sigv4.is_some();
         let auth = http_client.basic_auth.is_some()

@@ -21,13 +21,108 @@ use ferrite_model::Labels;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use crate::http_client::{
-    Authorization, BasicAuth, HeaderConfig, HttpClientConfig, OAuth2, ProxyUrl, RawHttpClient,
-    Secret, TlsConfig,
-};
+use crate::http_client::HttpClientConfig;
 use crate::relabel::go_quote;
 use crate::scrape::TargetGroup;
-use crate::yaml::{present, DurationMs, GoString, LabelNameField};
+use crate::yaml::{DurationMs, GoString, LabelNameField};
+
+/// The service discoveries a Prometheus v3.16.0 server knows, by key,
+/// beside the ones Ferrite runs (`dns`, `file`, `http`).
+macro_rules! raw_with_discovery {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($fields:tt)* }) => {
+        $crate::http_client::raw_with_http_client! {
+            $(#[$meta])*
+            $vis struct $name {
+                $($fields)*
+                dns_sd_configs: Option<Vec<Option<$crate::discovery::DnsSdConfig>>>,
+                file_sd_configs: Option<Vec<Option<$crate::discovery::FileSdConfig>>>,
+                http_sd_configs: Option<Vec<Option<$crate::discovery::HttpSdConfig>>>,
+                // Accepted and named by `unsupported_discovery` (the
+                // server refuses to run what needs them).
+                aws_sd_configs: Option<serde::de::IgnoredAny>,
+                azure_sd_configs: Option<serde::de::IgnoredAny>,
+                consul_sd_configs: Option<serde::de::IgnoredAny>,
+                digitalocean_sd_configs: Option<serde::de::IgnoredAny>,
+                docker_sd_configs: Option<serde::de::IgnoredAny>,
+                dockerswarm_sd_configs: Option<serde::de::IgnoredAny>,
+                ec2_sd_configs: Option<serde::de::IgnoredAny>,
+                ecs_sd_configs: Option<serde::de::IgnoredAny>,
+                elasticache_sd_configs: Option<serde::de::IgnoredAny>,
+                eureka_sd_configs: Option<serde::de::IgnoredAny>,
+                gce_sd_configs: Option<serde::de::IgnoredAny>,
+                hetzner_sd_configs: Option<serde::de::IgnoredAny>,
+                ionos_sd_configs: Option<serde::de::IgnoredAny>,
+                kubernetes_sd_configs: Option<serde::de::IgnoredAny>,
+                kuma_sd_configs: Option<serde::de::IgnoredAny>,
+                lightsail_sd_configs: Option<serde::de::IgnoredAny>,
+                linode_sd_configs: Option<serde::de::IgnoredAny>,
+                marathon_sd_configs: Option<serde::de::IgnoredAny>,
+                msk_sd_configs: Option<serde::de::IgnoredAny>,
+                nerve_sd_configs: Option<serde::de::IgnoredAny>,
+                nomad_sd_configs: Option<serde::de::IgnoredAny>,
+                oci_sd_configs: Option<serde::de::IgnoredAny>,
+                openstack_sd_configs: Option<serde::de::IgnoredAny>,
+                outscale_sd_configs: Option<serde::de::IgnoredAny>,
+                ovhcloud_sd_configs: Option<serde::de::IgnoredAny>,
+                puppetdb_sd_configs: Option<serde::de::IgnoredAny>,
+                rds_sd_configs: Option<serde::de::IgnoredAny>,
+                scaleway_sd_configs: Option<serde::de::IgnoredAny>,
+                serverset_sd_configs: Option<serde::de::IgnoredAny>,
+                stackit_sd_configs: Option<serde::de::IgnoredAny>,
+                triton_sd_configs: Option<serde::de::IgnoredAny>,
+                uyuni_sd_configs: Option<serde::de::IgnoredAny>,
+                vultr_sd_configs: Option<serde::de::IgnoredAny>,
+            }
+        }
+
+        impl $name {
+            /// The service discoveries present that Ferrite does not run,
+            /// by their keys.
+            fn unsupported_discovery(&self) -> Vec<&'static str> {
+                [
+                    ("aws_sd_configs", self.aws_sd_configs.is_some()),
+                    ("azure_sd_configs", self.azure_sd_configs.is_some()),
+                    ("consul_sd_configs", self.consul_sd_configs.is_some()),
+                    ("digitalocean_sd_configs", self.digitalocean_sd_configs.is_some()),
+                    ("docker_sd_configs", self.docker_sd_configs.is_some()),
+                    ("dockerswarm_sd_configs", self.dockerswarm_sd_configs.is_some()),
+                    ("ec2_sd_configs", self.ec2_sd_configs.is_some()),
+                    ("ecs_sd_configs", self.ecs_sd_configs.is_some()),
+                    ("elasticache_sd_configs", self.elasticache_sd_configs.is_some()),
+                    ("eureka_sd_configs", self.eureka_sd_configs.is_some()),
+                    ("gce_sd_configs", self.gce_sd_configs.is_some()),
+                    ("hetzner_sd_configs", self.hetzner_sd_configs.is_some()),
+                    ("ionos_sd_configs", self.ionos_sd_configs.is_some()),
+                    ("kubernetes_sd_configs", self.kubernetes_sd_configs.is_some()),
+                    ("kuma_sd_configs", self.kuma_sd_configs.is_some()),
+                    ("lightsail_sd_configs", self.lightsail_sd_configs.is_some()),
+                    ("linode_sd_configs", self.linode_sd_configs.is_some()),
+                    ("marathon_sd_configs", self.marathon_sd_configs.is_some()),
+                    ("msk_sd_configs", self.msk_sd_configs.is_some()),
+                    ("nerve_sd_configs", self.nerve_sd_configs.is_some()),
+                    ("nomad_sd_configs", self.nomad_sd_configs.is_some()),
+                    ("oci_sd_configs", self.oci_sd_configs.is_some()),
+                    ("openstack_sd_configs", self.openstack_sd_configs.is_some()),
+                    ("outscale_sd_configs", self.outscale_sd_configs.is_some()),
+                    ("ovhcloud_sd_configs", self.ovhcloud_sd_configs.is_some()),
+                    ("puppetdb_sd_configs", self.puppetdb_sd_configs.is_some()),
+                    ("rds_sd_configs", self.rds_sd_configs.is_some()),
+                    ("scaleway_sd_configs", self.scaleway_sd_configs.is_some()),
+                    ("serverset_sd_configs", self.serverset_sd_configs.is_some()),
+                    ("stackit_sd_configs", self.stackit_sd_configs.is_some()),
+                    ("triton_sd_configs", self.triton_sd_configs.is_some()),
+                    ("uyuni_sd_configs", self.uyuni_sd_configs.is_some()),
+                    ("vultr_sd_configs", self.vultr_sd_configs.is_some()),
+                ]
+                .into_iter()
+                .filter(|(_, present)| *present)
+                .map(|(key, _)| key)
+                .collect()
+            }
+        }
+    };
+}
+pub(crate) use raw_with_discovery;
 
 /// One `file_sd_configs` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,34 +294,21 @@ pub struct HttpSdConfig {
 /// Prometheus' default `refresh_interval` of HTTP discovery.
 pub const HTTP_SD_REFRESH_MS: i64 = 60 * 1000;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHttpSd {
-    url: Option<GoString>,
-    refresh_interval: Option<DurationMs>,
-    basic_auth: Option<BasicAuth>,
-    authorization: Option<Authorization>,
-    oauth2: Option<OAuth2>,
-    bearer_token: Option<Secret>,
-    bearer_token_file: Option<GoString>,
-    tls_config: Option<TlsConfig>,
-    #[serde(default, deserialize_with = "present")]
-    follow_redirects: Option<Option<bool>>,
-    #[serde(default, deserialize_with = "present")]
-    enable_http2: Option<Option<bool>>,
-    http_headers: Option<BTreeMap<GoString, Option<HeaderConfig>>>,
-    proxy_url: Option<ProxyUrl>,
-    no_proxy: Option<GoString>,
-    proxy_from_environment: Option<bool>,
-    proxy_connect_header: Option<BTreeMap<GoString, Option<Vec<Option<Secret>>>>>,
+crate::http_client::raw_with_http_client! {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawHttpSd {
+        url: Option<GoString>,
+        refresh_interval: Option<DurationMs>,
+    }
 }
 
 impl<'de> Deserialize<'de> for HttpSdConfig {
     /// Prometheus' checks, in its order: a URL, parsed as Go parses it,
     /// with an http(s) scheme and a host; then the client's settings.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = RawHttpSd::deserialize(d)?;
-        let url = raw.url.map(|GoString(u)| u).unwrap_or_default();
+        let mut raw = RawHttpSd::deserialize(d)?;
+        let url = raw.url.take().map(|GoString(u)| u).unwrap_or_default();
         if url.is_empty() {
             return Err(de::Error::custom("URL is missing"));
         }
@@ -237,21 +319,7 @@ impl<'de> Deserialize<'de> for HttpSdConfig {
         if parsed.host.is_empty() {
             return Err(de::Error::custom("host is missing in URL"));
         }
-        let http_client = crate::http_client::validate(RawHttpClient {
-            basic_auth: raw.basic_auth,
-            authorization: raw.authorization,
-            oauth2: raw.oauth2,
-            bearer_token: raw.bearer_token,
-            bearer_token_file: raw.bearer_token_file,
-            tls_config: raw.tls_config,
-            follow_redirects: raw.follow_redirects,
-            enable_http2: raw.enable_http2,
-            http_headers: raw.http_headers,
-            proxy_url: raw.proxy_url,
-            no_proxy: raw.no_proxy,
-            proxy_from_environment: raw.proxy_from_environment,
-            proxy_connect_header: raw.proxy_connect_header,
-        })
+        let http_client = crate::http_client::validate(raw.take_http_client())
         .map_err(de::Error::custom)?;
         Ok(HttpSdConfig {
             url,

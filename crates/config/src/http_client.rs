@@ -533,7 +533,7 @@ impl ProxyConfig {
 }
 
 /// `proxy_connect_header` as written: name → secrets (either may be null).
-type RawHeaderLists = BTreeMap<GoString, Option<Vec<Option<Secret>>>>;
+pub(crate) type RawHeaderLists = BTreeMap<GoString, Option<Vec<Option<Secret>>>>;
 
 /// The `urn:ietf:params:oauth:grant-type:jwt-bearer` grant type.
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -836,6 +836,62 @@ impl HttpClientConfig {
         None
     }
 }
+
+/// Declares a configuration struct as read from YAML: the given fields
+/// followed by the HTTP client's settings, which Prometheus inlines
+/// (`HTTPClientConfig`, `yaml:",inline"`) in scrape jobs, Alertmanager
+/// sets and discoveries; and its `take_http_client`, which hands them to
+/// [`validate`].
+macro_rules! raw_with_http_client {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($fields:tt)* }) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $($fields)*
+            basic_auth: Option<$crate::http_client::BasicAuth>,
+            authorization: Option<$crate::http_client::Authorization>,
+            oauth2: Option<$crate::http_client::OAuth2>,
+            bearer_token: Option<$crate::http_client::Secret>,
+            bearer_token_file: Option<$crate::yaml::GoString>,
+            tls_config: Option<$crate::http_client::TlsConfig>,
+            #[serde(default, deserialize_with = "crate::yaml::present")]
+            follow_redirects: Option<Option<bool>>,
+            #[serde(default, deserialize_with = "crate::yaml::present")]
+            enable_http2: Option<Option<bool>>,
+            http_headers: Option<
+                std::collections::BTreeMap<
+                    $crate::yaml::GoString,
+                    Option<$crate::http_client::HeaderConfig>,
+                >,
+            >,
+            proxy_url: Option<$crate::http_client::ProxyUrl>,
+            no_proxy: Option<$crate::yaml::GoString>,
+            proxy_from_environment: Option<bool>,
+            proxy_connect_header: Option<$crate::http_client::RawHeaderLists>,
+        }
+
+        impl $name {
+            /// The HTTP client's settings, taken out for validation.
+            fn take_http_client(&mut self) -> $crate::http_client::RawHttpClient {
+                $crate::http_client::RawHttpClient {
+                    basic_auth: self.basic_auth.take(),
+                    authorization: self.authorization.take(),
+                    oauth2: self.oauth2.take(),
+                    bearer_token: self.bearer_token.take(),
+                    bearer_token_file: self.bearer_token_file.take(),
+                    tls_config: self.tls_config.take(),
+                    follow_redirects: self.follow_redirects.take(),
+                    enable_http2: self.enable_http2.take(),
+                    http_headers: self.http_headers.take(),
+                    proxy_url: self.proxy_url.take(),
+                    no_proxy: self.no_proxy.take(),
+                    proxy_from_environment: self.proxy_from_environment.take(),
+                    proxy_connect_header: self.proxy_connect_header.take(),
+                }
+            }
+        }
+    };
+}
+pub(crate) use raw_with_http_client;
 
 /// A job's HTTP client settings as written, decoded with the job.
 #[derive(Default)]

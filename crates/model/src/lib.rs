@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod gofloat;
 pub mod goquote;
+pub mod gotime;
 pub mod histogram;
 pub mod histogram_ops;
 pub mod histogram_record;

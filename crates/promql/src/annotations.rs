@@ -251,7 +251,7 @@ fn rfc3339(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = crate::functions::civil_from_days(days);
+    let (y, m, d) = ferrite_model::gotime::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
         sod / 3600,

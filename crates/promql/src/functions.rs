@@ -1232,20 +1232,6 @@ impl RangeFn {
     }
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
@@ -1258,7 +1244,7 @@ pub fn date_part(name: &str, secs: f64) -> f64 {
     let s = secs as i64;
     let days = s.div_euclid(86_400);
     let sod = s.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = ferrite_model::gotime::civil_from_days(days);
     let month_days = [
         31,
         if is_leap(y) { 29 } else { 28 },

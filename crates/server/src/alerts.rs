@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use axum::extract::State;
 use axum::response::Json;
 use ferrite_model::gofloat::format_e;
+use ferrite_model::goquote::query_escape;
 use ferrite_model::Labels;
 use ferrite_notifier::Notifier;
 use ferrite_rules::alerting::{Alert, AlertNotifier, AlertingRule};
@@ -140,7 +141,7 @@ impl AlertNotifier for NotifierBridge {
         let generator_url = format!(
             "{}/graph?g0.expr={}&g0.tab=1",
             self.external_url,
-            go_query_escape(expr)
+            query_escape(expr)
         );
         let out = alerts
             .into_iter()
@@ -156,21 +157,6 @@ impl AlertNotifier for NotifierBridge {
     }
 }
 
-/// Go's `url.QueryEscape`: unreserved bytes kept, a space as `+`, every
-/// other byte `%XX` (upper-case hex).
-pub fn go_query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
 
 /// Prometheus' external URL: `--web.external-url` without a trailing
 /// slash, or `http://<host name>:<port>` when not given.
@@ -195,7 +181,7 @@ mod tests {
     #[test]
     fn query_escape_as_go() {
         assert_eq!(
-            go_query_escape("up{job=\"a b\"} == 0"),
+            query_escape("up{job=\"a b\"} == 0"),
             "up%7Bjob%3D%22a+b%22%7D+%3D%3D+0"
         );
     }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::printf::{sprint, sprintf, sprintln};
-use crate::prometheus::query_escape;
+use ferrite_model::goquote::query_escape;
 use crate::value::Value;
 
 /// Calls the built-in `name`; `None` when it is not one of these.

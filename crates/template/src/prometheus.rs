@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ferrite_model::gofloat::{format_g, format_g_prec, parse_go_float, FloatError};
-use ferrite_model::goquote::quote as go_quote;
+use ferrite_model::goquote::{query_escape, quote as go_quote};
 
 use crate::value::{labels_map, Sample, Value};
 use crate::QueryFunc;
@@ -276,20 +276,6 @@ fn humanize_duration(mut v: f64) -> String {
     format!("{}{prefix}s", format_g_prec(v, 4))
 }
 
-/// Go's `url.QueryEscape`.
-pub(crate) fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(b))
-            }
-            b' ' => out.push('+'),
-            b => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
 
 /// Go's `strings.ToUpper`/`ToLower`: rune by rune, simple mappings only.
 fn map_chars(s: &str, upper: bool) -> String {

@@ -247,20 +247,6 @@ pub(crate) fn labels_map(l: &Labels) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Days since 1970-01-01 to a civil date (proleptic Gregorian).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// Go's `time.Time.String()` of a UTC time:
 /// `2006-01-02 15:04:05.999999999 +0000 UTC`.
 pub(crate) fn time_string(ns: i64) -> String {
@@ -268,7 +254,7 @@ pub(crate) fn time_string(ns: i64) -> String {
     let frac = ns.rem_euclid(1_000_000_000);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = ferrite_model::gotime::civil_from_days(days);
     let mut out = String::new();
     if y < 0 {
         let _ = write!(out, "-{:04}", -y);

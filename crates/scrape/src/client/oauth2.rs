@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use ferrite_config::http_client::{OAuth2, SecretSource};
-use ferrite_model::goquote::quote as go_quote;
+use ferrite_model::goquote::{query_escape, quote as go_quote};
 use tokio::sync::Mutex;
 
 use super::{error_chain, read_secret_file, tls};
@@ -297,20 +297,6 @@ struct TokenFields {
     error_uri: String,
 }
 
-/// Go's `url.QueryEscape`.
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(b))
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
 
 /// Go's `url.QueryUnescape`, lenient: a bad escape stays as it is.
 fn query_unescape(s: &str) -> String {
