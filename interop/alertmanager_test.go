@@ -57,13 +57,33 @@ func alertmanagerBin(t *testing.T) string {
 }
 
 func buildAlertmanager() (string, error) {
-	dir, err := os.MkdirTemp("", "ferrite-alertmanager-")
+	return buildModuleBinary("github.com/prometheus/alertmanager", alertmanagerVersion, "./cmd/alertmanager",
+		func(src string) error {
+			for _, ui := range []string{"elm", "mantine"} {
+				d := filepath.Join(src, "ui", "app", "dist", ui)
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(d, "index.html"), []byte("<html></html>\n"), 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+}
+
+// buildModuleBinary builds the command pkg of module at version, from a
+// writable copy of the module as the proxy serves it (built with its own
+// go.mod and go.sum, so the interop module's go.mod is left alone);
+// prepare may change the copy first. The binary is kept in a temporary
+// directory.
+func buildModuleBinary(module, version, pkg string, prepare func(src string) error) (string, error) {
+	dir, err := os.MkdirTemp("", "ferrite-"+filepath.Base(module)+"-")
 	if err != nil {
 		return "", err
 	}
-	// Outside any module, so the interop module's go.mod is left alone.
 	env := append(os.Environ(), "GO111MODULE=on", "GOWORK=off", "GOFLAGS=-mod=mod")
-	dl := exec.Command("go", "mod", "download", "-json", "github.com/prometheus/alertmanager@"+alertmanagerVersion)
+	dl := exec.Command("go", "mod", "download", "-json", module+"@"+version)
 	dl.Dir, dl.Env = dir, env
 	out, err := dl.Output()
 	if err != nil {
@@ -77,17 +97,13 @@ func buildAlertmanager() (string, error) {
 	if err := copyTree(mod.Dir, src); err != nil {
 		return "", err
 	}
-	for _, ui := range []string{"elm", "mantine"} {
-		d := filepath.Join(src, "ui", "app", "dist", ui)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(d, "index.html"), []byte("<html></html>\n"), 0o644); err != nil {
+	if prepare != nil {
+		if err := prepare(src); err != nil {
 			return "", err
 		}
 	}
-	bin := filepath.Join(dir, "alertmanager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/alertmanager")
+	bin := filepath.Join(dir, filepath.Base(module))
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Dir, build.Env = src, env
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)

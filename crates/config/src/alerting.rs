@@ -237,8 +237,8 @@ impl<'de> Deserialize<'de> for AlertmanagerEntry {
         let http_sd_configs = discovery_list(raw.http_sd_configs.take(), "http_sd_configs")
             .map_err(de::Error::custom)?;
         let unsupported_discovery = raw.unsupported_discovery();
-        let http_client = crate::http_client::validate(raw.take_http_client())
-        .map_err(de::Error::custom)?;
+        let http_client =
+            crate::http_client::validate(raw.take_http_client()).map_err(de::Error::custom)?;
         let sigv4 = raw.sigv4.is_some();
         let auth = http_client.basic_auth.is_some()
             || http_client.authorization.is_some()

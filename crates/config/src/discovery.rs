@@ -319,8 +319,8 @@ impl<'de> Deserialize<'de> for HttpSdConfig {
         if parsed.host.is_empty() {
             return Err(de::Error::custom("host is missing in URL"));
         }
-        let http_client = crate::http_client::validate(raw.take_http_client())
-        .map_err(de::Error::custom)?;
+        let http_client =
+            crate::http_client::validate(raw.take_http_client()).map_err(de::Error::custom)?;
         Ok(HttpSdConfig {
             url,
             refresh_interval_ms: raw

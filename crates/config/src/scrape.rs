@@ -207,8 +207,8 @@ impl<'de> Deserialize<'de> for ScrapeSection {
         if job_empty {
             return Err(de::Error::custom("job_name is empty"));
         }
-        let http_client = crate::http_client::validate(raw.take_http_client())
-        .map_err(de::Error::custom)?;
+        let http_client =
+            crate::http_client::validate(raw.take_http_client()).map_err(de::Error::custom)?;
         let relabels = raw.relabel_configs.take().unwrap_or_default();
         if relabels.is_empty() {
             for target in static_configs.iter().flat_map(|g| &g.targets) {

@@ -157,7 +157,6 @@ impl AlertNotifier for NotifierBridge {
     }
 }
 
-
 /// Prometheus' external URL: `--web.external-url` without a trailing
 /// slash, or `http://<host name>:<port>` when not given.
 pub fn external_url(flag: &str, listen_port: u16) -> String {

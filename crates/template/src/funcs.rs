@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::printf::{sprint, sprintf, sprintln};
-use ferrite_model::goquote::query_escape;
 use crate::value::Value;
+use ferrite_model::goquote::query_escape;
 
 /// Calls the built-in `name`; `None` when it is not one of these.
 pub(crate) fn call(name: &str, a: &[Value]) -> Option<Result<Value, String>> {

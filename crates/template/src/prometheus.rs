@@ -276,7 +276,6 @@ fn humanize_duration(mut v: f64) -> String {
     format!("{}{prefix}s", format_g_prec(v, 4))
 }
 
-
 /// Go's `strings.ToUpper`/`ToLower`: rune by rune, simple mappings only.
 fn map_chars(s: &str, upper: bool) -> String {
     s.chars()

@@ -297,7 +297,6 @@ struct TokenFields {
     error_uri: String,
 }
 
-
 /// Go's `url.QueryUnescape`, lenient: a bad escape stays as it is.
 fn query_unescape(s: &str) -> String {
     let hex = |c: u8| {
