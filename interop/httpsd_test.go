@@ -164,10 +164,63 @@ func TestHTTPDiscoveryLikePrometheus(t *testing.T) {
 			t.Errorf("%s:\nprometheus %d %s\nferrite %d %s", u, ps, pb, fs, fb)
 		}
 	}
+	// The discovery metrics: the same series (names and labels) for every
+	// family Ferrite keeps, the same discovered targets and failed
+	// configs, HTTP failures counted on both.
+	pm, fm := sdMetrics(t, promURL), sdMetrics(t, ferURL)
+	for series, fv := range fm {
+		pv, ok := pm[series]
+		if !ok {
+			t.Errorf("Prometheus has no %s (ferrite %s)", series, fv)
+			continue
+		}
+		exact := strings.HasPrefix(series, "prometheus_sd_discovered_targets") || strings.HasPrefix(series, "prometheus_sd_failed_configs")
+		if exact && pv != fv {
+			t.Errorf("%s: prometheus %s, ferrite %s", series, pv, fv)
+		}
+	}
+	families := map[string]bool{}
+	for series := range fm {
+		families[strings.SplitN(series, "{", 2)[0]] = true
+	}
+	for series := range pm {
+		if families[strings.SplitN(series, "{", 2)[0]] {
+			if _, ok := fm[series]; !ok {
+				t.Errorf("Ferrite has no %s (prometheus %s)", series, pm[series])
+			}
+		}
+	}
+	if fm["prometheus_sd_http_failures_total"] == "0" || pm["prometheus_sd_http_failures_total"] == "0" {
+		t.Errorf("HTTP discovery failures not counted: prometheus %s, ferrite %s",
+			pm["prometheus_sd_http_failures_total"], fm["prometheus_sd_http_failures_total"])
+	}
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
 	if sd.headers["ferrite"] != sd.headers["prometheus"] || sd.headers["prometheus"] == "" {
 		t.Errorf("discovery request headers: prometheus %q, ferrite %q", sd.headers["prometheus"], sd.headers["ferrite"])
 	}
 	e2eCheckNoPanic(t, ferProc)
+}
+
+// sdMetrics is every prometheus_sd_* series of base's /metrics (summary
+// quantiles left out), by name and labels, with its value.
+func sdMetrics(t *testing.T, base string) map[string]string {
+	t.Helper()
+	status, body, err := e2e.Get(base + "/metrics")
+	if err != nil || status != 200 {
+		t.Fatalf("%s/metrics: %d %v", base, status, err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "prometheus_sd_") || strings.Contains(line, "quantile=") ||
+			strings.Contains(line, "_bucket{") || strings.Contains(line, "kubernetes") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		out[line[:i]] = line[i+1:]
+	}
+	return out
 }

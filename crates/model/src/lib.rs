@@ -34,6 +34,7 @@ pub mod labels;
 pub mod matcher;
 pub mod resolution;
 pub mod sample;
+pub mod selfmetrics;
 pub mod units;
 
 pub use histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};

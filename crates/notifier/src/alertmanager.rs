@@ -28,6 +28,7 @@ use ferrite_config::relabel;
 use ferrite_config::{AlertmanagerConfig, TargetGroup};
 use ferrite_model::{Labels, ValidationScheme};
 use ferrite_scrape::client::JobClient;
+use ferrite_scrape::discovery::metrics::DiscoveryMetrics;
 use ferrite_scrape::discovery::{self, DiscoveryConfigs};
 use tokio::sync::{watch, Notify};
 use tracing::{debug, error, warn};
@@ -302,9 +303,10 @@ pub(crate) struct AlertmanagerSet {
 }
 
 impl AlertmanagerSet {
-    /// Builds the set's HTTP client, finds its static Alertmanagers and
-    /// starts its discovery.
+    /// Builds the set's HTTP client (the `index`-th of the configuration),
+    /// finds its static Alertmanagers and starts its discovery.
     pub(crate) fn start(
+        index: usize,
         cfg: &AlertmanagerConfig,
         names: ValidationScheme,
         settings: LoopSettings,
@@ -324,7 +326,12 @@ impl AlertmanagerSet {
             discovery_stop,
         });
         set.sync(&cfg.static_configs);
+        let sd_name = format!("config-{index}");
+        let metrics = DiscoveryMetrics::global();
+        metrics.updated("notify", &sd_name, target_count(&cfg.static_configs), false);
         let configs = DiscoveryConfigs {
+            // As Prometheus names a set in its discovery metrics.
+            name: sd_name.clone(),
             file: cfg.file_sd_configs.clone(),
             dns: cfg.dns_sd_configs.clone(),
             http: cfg.http_sd_configs.clone(),
@@ -340,6 +347,12 @@ impl AlertmanagerSet {
                     let discovered = rx.borrow_and_update().clone().unwrap_or_default();
                     let mut groups = statics.clone();
                     groups.extend(discovered);
+                    DiscoveryMetrics::global().updated(
+                        "notify",
+                        &sd_name,
+                        target_count(&groups),
+                        true,
+                    );
                     set.sync(&groups);
                 }
             });
@@ -454,6 +467,12 @@ impl AlertmanagerSet {
         let mode = self.stop_mode();
         tokio::spawn(async move { self.stop(mode).await });
     }
+}
+
+/// How many targets the groups list, as `prometheus_sd_discovered_targets`
+/// counts them.
+fn target_count(groups: &[TargetGroup]) -> usize {
+    groups.iter().map(|g| g.targets.len()).sum()
 }
 
 #[cfg(test)]

@@ -171,7 +171,13 @@ impl Notifier {
             .collect();
         let mut sets = Vec::with_capacity(cfg.alerting.alertmanagers.len());
         let mut built: Vec<Arc<AlertmanagerSet>> = Vec::new();
-        for am in &cfg.alerting.alertmanagers {
+        let sd_names: Vec<String> = (0..cfg.alerting.alertmanagers.len())
+            .map(|i| format!("config-{i}"))
+            .collect();
+        let sd_names: Vec<&str> = sd_names.iter().map(String::as_str).collect();
+        ferrite_scrape::discovery::metrics::DiscoveryMetrics::global()
+            .set_configs("notify", &sd_names);
+        for (index, am) in cfg.alerting.alertmanagers.iter().enumerate() {
             let same = old
                 .iter_mut()
                 .find(|s| s.as_ref().is_some_and(|s| s.cfg == *am))
@@ -180,6 +186,7 @@ impl Notifier {
                 Some(s) => s,
                 None => {
                     match AlertmanagerSet::start(
+                        index,
                         am,
                         names,
                         self.settings(),

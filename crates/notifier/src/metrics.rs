@@ -28,30 +28,7 @@ const SUMMARY_AGE: Duration = Duration::from_secs(600);
 /// The most observations the summary keeps.
 const SUMMARY_KEEP: usize = 1000;
 
-/// One sample of a family.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
-    /// The sample's name: the family's, or with `_bucket`, `_sum`,
-    /// `_count`.
-    pub name: String,
-    /// Its labels, in order.
-    pub labels: Vec<(&'static str, String)>,
-    /// Its value.
-    pub value: f64,
-}
-
-/// A metric family as `/metrics` shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Family {
-    /// Its name.
-    pub name: &'static str,
-    /// `counter`, `gauge`, `histogram` or `summary`.
-    pub kind: &'static str,
-    /// Prometheus' help text.
-    pub help: &'static str,
-    /// Its samples.
-    pub samples: Vec<Sample>,
-}
+pub use ferrite_model::selfmetrics::{Family, Sample};
 
 #[derive(Debug, Default)]
 struct Latency {

@@ -22,6 +22,7 @@ use tokio::sync::{watch, Mutex};
 use tokio::task::JoinHandle;
 use tracing::{error, info};
 
+use crate::discovery::metrics::DiscoveryMetrics;
 use crate::discovery::DiscoveryConfigs;
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{fqdn, offset_seed};
@@ -106,8 +107,11 @@ impl ScrapeManager {
             }
         }
         self.restart_discovery(cfg, &ctx);
+        let sd_metrics = DiscoveryMetrics::global();
+        sd_metrics.set_configs("scrape", &wanted);
         for job in &cfg.scrape_configs {
             let groups = &self.groups_of(job);
+            sd_metrics.updated("scrape", &job.job_name, target_count(groups), false);
             match pools.get_mut(&job.job_name) {
                 Some(pool) if pool.config == *job => stopped.extend(pool.sync(&ctx, groups)),
                 Some(pool) => {
@@ -151,6 +155,7 @@ impl ScrapeManager {
             .retain(|job, _| jobs.contains(&job.as_str()));
         for job in &cfg.scrape_configs {
             let configs = DiscoveryConfigs {
+                name: job.job_name.clone(),
                 file: job.file_sd_configs.clone(),
                 dns: job.dns_sd_configs.clone(),
                 http: job.http_sd_configs.clone(),
@@ -268,6 +273,7 @@ async fn sync_on_discovery(
             .unwrap_or_else(|p| p.into_inner())
             .insert(job.job_name.clone(), found);
         let groups = job_groups(&discovered, &job);
+        DiscoveryMetrics::global().updated("scrape", &job.job_name, target_count(&groups), true);
         let stopped = match pools.lock().await.get_mut(&job.job_name) {
             Some(pool) => pool.sync(&ctx, &groups),
             None => continue,
@@ -276,6 +282,12 @@ async fn sync_on_discovery(
         stopping.retain(|l| !l.is_finished());
         stopping.extend(stopped);
     }
+}
+
+/// How many targets the groups list (before relabeling), as
+/// `prometheus_sd_discovered_targets` counts them.
+fn target_count(groups: &[TargetGroup]) -> usize {
+    groups.iter().map(|g| g.targets.len()).sum()
 }
 
 /// A pool's targets at one moment.

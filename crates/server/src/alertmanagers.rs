@@ -44,33 +44,6 @@ pub async fn alertmanagers(State(s): State<Arc<AppState>>) -> Response {
     .into_response()
 }
 
-/// The notifier's metric families, written into `/metrics`.
-pub fn write_metrics(out: &mut String, families: &[ferrite_notifier::metrics::Family]) {
-    use std::fmt::Write as _;
-    for f in families {
-        let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
-        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
-        for s in &f.samples {
-            out.push_str(&s.name);
-            if !s.labels.is_empty() {
-                out.push('{');
-                for (i, (k, v)) in s.labels.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    let v = v
-                        .replace('\\', r"\\")
-                        .replace('"', "\\\"")
-                        .replace('\n', "\\n");
-                    let _ = write!(out, "{k}=\"{v}\"");
-                }
-                out.push('}');
-            }
-            let _ = writeln!(out, " {}", ferrite_model::gofloat::format_f(s.value));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::net::SocketAddr;
@@ -175,7 +148,7 @@ mod tests {
     fn metric_families_are_written_in_the_text_format() {
         let n = ferrite_notifier::Notifier::new(ferrite_notifier::Options::default());
         let mut out = String::new();
-        super::write_metrics(&mut out, &n.metric_families());
+        crate::metrics::write_families(&mut out, &n.metric_families());
         assert!(out.starts_with("# HELP prometheus_notifications_alertmanagers_discovered The number of alertmanagers discovered and active.\n# TYPE prometheus_notifications_alertmanagers_discovered gauge\nprometheus_notifications_alertmanagers_discovered 0\n"), "{out}");
         assert!(
             out.contains("prometheus_notifications_queue_capacity 10000\n"),

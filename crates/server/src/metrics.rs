@@ -116,6 +116,34 @@ fn rule_metrics(e: &mut Exposition, families: &[ferrite_rules::metrics::Family])
     }
 }
 
+/// Writes self-metric families (discovery's, the notifier's) in the text
+/// format.
+pub fn write_families(out: &mut String, families: &[ferrite_model::selfmetrics::Family]) {
+    use std::fmt::Write as _;
+    for f in families {
+        let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
+        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+        for s in &f.samples {
+            out.push_str(&s.name);
+            if !s.labels.is_empty() {
+                out.push('{');
+                for (i, (k, v)) in s.labels.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let v = v
+                        .replace('\\', r"\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n");
+                    let _ = write!(out, "{k}=\"{v}\"");
+                }
+                out.push('}');
+            }
+            let _ = writeln!(out, " {}", ferrite_model::gofloat::format_f(s.value));
+        }
+    }
+}
+
 /// The whole exposition.
 pub fn render(
     s: &AppState,
@@ -126,7 +154,11 @@ pub fn render(
     let mut e = Exposition { out: String::new() };
     scrape_metrics(&mut e, s, pools);
     rule_metrics(&mut e, rules);
-    crate::alertmanagers::write_metrics(&mut e.out, &s.notifier.metric_families());
+    write_families(
+        &mut e.out,
+        &ferrite_scrape::discovery::metrics::DiscoveryMetrics::global().families(),
+    );
+    write_families(&mut e.out, &s.notifier.metric_families());
     let head = s.db.head();
     let stats = &head.stats;
     let float = [("type", "float")];

@@ -18,6 +18,8 @@ use hickory_resolver::proto::rr::{RData, RecordType};
 use hickory_resolver::TokioResolver;
 use tracing::warn;
 
+use crate::discovery::metrics::DiscoveryMetrics;
+
 /// One target found for a name, with its meta labels.
 fn target(address: String, name: &str, meta: &[(&str, String)]) -> TargetGroup {
     let mut labels = vec![("__meta_dns_name", name.to_string())];
@@ -71,6 +73,8 @@ fn answer_target(data: &RData, name: &str, port: u16) -> Option<TargetGroup> {
 /// One job's DNS discovery: the targets found per name.
 pub struct DnsDiscovery {
     configs: Vec<DnsSdConfig>,
+    /// The config's name in the metrics.
+    name: String,
     resolver: Option<TokioResolver>,
     /// Targets by (config index, name).
     found: BTreeMap<(usize, String), Vec<TargetGroup>>,
@@ -79,7 +83,7 @@ pub struct DnsDiscovery {
 impl DnsDiscovery {
     /// Discovery for a job's `dns_sd_configs`, with the system's resolver
     /// configuration (an unreadable one is logged, and lookups fail).
-    pub fn new(configs: Vec<DnsSdConfig>) -> Self {
+    pub fn new(configs: Vec<DnsSdConfig>, name: String) -> Self {
         let resolver = match TokioResolver::builder_tokio().and_then(|b| b.build()) {
             Ok(r) => Some(r),
             Err(e) => {
@@ -89,6 +93,7 @@ impl DnsDiscovery {
         };
         DnsDiscovery {
             configs,
+            name,
             resolver,
             found: BTreeMap::new(),
         }
@@ -110,7 +115,9 @@ impl DnsDiscovery {
         let Some(resolver) = &self.resolver else {
             return false;
         };
+        let metrics = DiscoveryMetrics::global();
         let mut changed = false;
+        let mut failed = false;
         for (i, c) in self.configs.iter().enumerate() {
             let record_type = match c.record_type {
                 DnsRecordType::Srv => RecordType::SRV,
@@ -122,12 +129,23 @@ impl DnsDiscovery {
             for name in &c.names {
                 let groups: Vec<TargetGroup> =
                     match resolver.lookup(name.as_str(), record_type).await {
-                        Ok(lookup) => lookup
-                            .answers()
-                            .iter()
-                            .filter_map(|r| answer_target(&r.data, name, c.port))
-                            .collect(),
+                        Ok(lookup) => {
+                            metrics.dns_lookup(false);
+                            lookup
+                                .answers()
+                                .iter()
+                                .filter_map(|r| answer_target(&r.data, name, c.port))
+                                .collect()
+                        }
+                        // No such name or no records: no targets, as in
+                        // Prometheus (not a failure).
+                        Err(e) if e.is_no_records_found() => {
+                            metrics.dns_lookup(false);
+                            Vec::new()
+                        }
                         Err(e) => {
+                            metrics.dns_lookup(true);
+                            failed = true;
                             warn!(name = %name, error = %e, "error refreshing DNS targets");
                             continue;
                         }
@@ -136,6 +154,7 @@ impl DnsDiscovery {
                 changed |= old.as_ref() != Some(&groups);
             }
         }
+        metrics.refreshed(&self.name, "dns", failed);
         changed
     }
 

@@ -20,6 +20,8 @@ use ferrite_config::discovery::{read_target_groups, FileSdConfig};
 use ferrite_config::TargetGroup;
 use tracing::warn;
 
+use crate::discovery::metrics::DiscoveryMetrics;
+
 /// How often files are checked for changes.
 pub const POLL: Duration = Duration::from_secs(5);
 
@@ -114,13 +116,21 @@ impl FileDiscovery {
             match read {
                 Ok(mut groups) => {
                     let shown = path.display().to_string();
+                    let mtime = stamp
+                        .modified
+                        .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0.0, |d| d.as_secs_f64());
+                    DiscoveryMetrics::global().file_read(&shown, mtime);
                     for g in &mut groups {
                         g.labels.set(FILEPATH_LABEL, &shown);
                     }
                     let old = self.files.insert(path, (stamp, groups.clone()));
                     changed |= old.is_none_or(|(_, g)| g != groups);
                 }
-                Err(e) => warn!(path = %path.display(), error = %e, "error reading file"),
+                Err(e) => {
+                    DiscoveryMetrics::global().file_read_error();
+                    warn!(path = %path.display(), error = %e, "error reading file");
+                }
             }
         }
         changed

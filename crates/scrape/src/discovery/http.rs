@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use crate::client::{JobClient, ScrapeClient};
+use crate::discovery::metrics::DiscoveryMetrics;
 use crate::http::USER_AGENT;
 
 /// The largest answer read (a bigger one fails the refresh).
@@ -32,11 +33,13 @@ struct Endpoint {
 /// One job's HTTP discovery.
 pub struct HttpDiscovery {
     endpoints: Vec<Endpoint>,
+    /// The config's name in the metrics.
+    name: String,
 }
 
 impl HttpDiscovery {
     /// Discovery for a job's `http_sd_configs`, every entry due now.
-    pub fn new(configs: Vec<HttpSdConfig>) -> Self {
+    pub fn new(configs: Vec<HttpSdConfig>, name: String) -> Self {
         let now = Instant::now();
         let endpoints = configs
             .into_iter()
@@ -47,7 +50,7 @@ impl HttpDiscovery {
                 due: now,
             })
             .collect();
-        HttpDiscovery { endpoints }
+        HttpDiscovery { endpoints, name }
     }
 
     /// When the next entry is due.
@@ -62,12 +65,16 @@ impl HttpDiscovery {
         for e in self.endpoints.iter_mut().filter(|e| e.due <= now) {
             let interval = refresh_interval(&e.config);
             e.due = now + interval;
+            let metrics = DiscoveryMetrics::global();
             match fetch(e, interval).await {
                 Ok(groups) => {
+                    metrics.refreshed(&self.name, "http", false);
                     changed |= groups != e.groups;
                     e.groups = groups;
                 }
                 Err(err) => {
+                    metrics.http_failure();
+                    metrics.refreshed(&self.name, "http", true);
                     warn!(url = %e.config.url, error = %err, "Unable to refresh target groups");
                 }
             }
@@ -217,7 +224,7 @@ mod tests {
             refresh_interval_ms: 15_000,
             http_client: Default::default(),
         };
-        let mut d = HttpDiscovery::new(vec![config]);
+        let mut d = HttpDiscovery::new(vec![config], "job".into());
         assert!(d.refresh_due().await);
         let groups = d.groups();
         assert_eq!(groups.len(), 1);

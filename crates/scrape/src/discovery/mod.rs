@@ -3,11 +3,13 @@
 //!
 //! - [`file`] reads files of target groups (`file_sd_configs`);
 //! - [`dns`] looks up DNS records (`dns_sd_configs`);
-//! - [`http`] fetches target groups from URLs (`http_sd_configs`).
+//! - [`http`] fetches target groups from URLs (`http_sd_configs`);
+//! - [`metrics`] counts what they do (`prometheus_sd_*`).
 
 pub mod dns;
 pub mod file;
 pub mod http;
+pub mod metrics;
 
 use ferrite_config::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
 use ferrite_config::TargetGroup;
@@ -16,6 +18,9 @@ use tokio::sync::watch;
 /// A job's discovery providers: their configurations.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DiscoveryConfigs {
+    /// The config's name in the metrics: the job's, or `config-<i>` for
+    /// the i-th Alertmanager set.
+    pub name: String,
     /// `file_sd_configs`
     pub file: Vec<FileSdConfig>,
     /// `dns_sd_configs`
@@ -41,8 +46,10 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut files = (!configs.file.is_empty()).then(|| file::FileDiscovery::new(configs.file));
-    let mut names = (!configs.dns.is_empty()).then(|| dns::DnsDiscovery::new(configs.dns));
-    let mut urls = (!configs.http.is_empty()).then(|| http::HttpDiscovery::new(configs.http));
+    let mut names = (!configs.dns.is_empty())
+        .then(|| dns::DnsDiscovery::new(configs.dns, configs.name.clone()));
+    let mut urls = (!configs.http.is_empty())
+        .then(|| http::HttpDiscovery::new(configs.http, configs.name.clone()));
     let mut next_lookup = tokio::time::Instant::now();
     let mut first = true;
     loop {
