@@ -27,18 +27,18 @@
 //! `sigv4`, are read and named ([`AlertmanagerConfig::unsupported`]) for
 //! the server to refuse them, as it refuses them in scrape jobs.
 
-use std::collections::BTreeMap;
-
 use serde::de::{self, Deserializer, IgnoredAny};
 use serde::Deserialize;
 
-use ferrite_model::{Labels, ValidationScheme};
+use ferrite_model::ValidationScheme;
 
-use crate::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
+use crate::discovery::{
+    discovery_list, target_groups, DnsSdConfig, FileSdConfig, HttpSdConfig, RawTargetGroup,
+};
 use crate::http_client::HttpClientConfig;
 use crate::relabel::{go_quote, RelabelConfig};
 use crate::scrape::TargetGroup;
-use crate::yaml::{present, DurationMs, GoString, LabelNameField};
+use crate::yaml::{present, DurationMs, GoString};
 
 /// Prometheus' default `timeout` of an Alertmanager set: 10 seconds.
 pub const DEFAULT_TIMEOUT_MS: i64 = 10_000;
@@ -163,13 +163,6 @@ crate::discovery::raw_with_discovery! {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTargetGroup {
-    targets: Option<Vec<Option<GoString>>>,
-    labels: Option<BTreeMap<LabelNameField, Option<GoString>>>,
-}
-
 /// An `api_version` value, checked while decoding.
 struct ApiVersion(String);
 
@@ -183,34 +176,6 @@ impl<'de> Deserialize<'de> for ApiVersion {
         }
         Ok(ApiVersion(v))
     }
-}
-
-/// The entries of a discovery list, or Prometheus' error for a null one.
-fn discovery_list<T>(list: Option<Vec<Option<T>>>, key: &str) -> Result<Vec<T>, String> {
-    list.unwrap_or_default()
-        .into_iter()
-        .map(|c| c.ok_or_else(|| format!("empty or null section in {key}")))
-        .collect()
-}
-
-fn target_groups(raw: Vec<RawTargetGroup>) -> Vec<TargetGroup> {
-    let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
-    raw.into_iter()
-        .map(|g| TargetGroup {
-            targets: g
-                .targets
-                .unwrap_or_default()
-                .into_iter()
-                .map(text)
-                .collect(),
-            labels: Labels::new(
-                g.labels
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(LabelNameField(name), value)| (name, text(value))),
-            ),
-        })
-        .collect()
 }
 
 /// Rules of a list, or `null_error` for a null one.

@@ -347,17 +347,53 @@ fn is_file_sd_name(name: &str) -> bool {
     }
 }
 
+/// A target group as written (`static_configs` entries, discovery files
+/// and answers).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawGroup {
+pub(crate) struct RawTargetGroup {
     targets: Option<Vec<Option<GoString>>>,
     labels: Option<BTreeMap<LabelNameField, Option<GoString>>>,
+}
+
+impl RawTargetGroup {
+    /// The group, a null target or label value read as empty.
+    fn into_group(self) -> TargetGroup {
+        let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
+        TargetGroup {
+            targets: self
+                .targets
+                .unwrap_or_default()
+                .into_iter()
+                .map(text)
+                .collect(),
+            labels: Labels::new(
+                self.labels
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(LabelNameField(n), v)| (n, text(v))),
+            ),
+        }
+    }
+}
+
+/// `static_configs` entries as target groups.
+pub(crate) fn target_groups(raw: Vec<RawTargetGroup>) -> Vec<TargetGroup> {
+    raw.into_iter().map(RawTargetGroup::into_group).collect()
+}
+
+/// The entries of a discovery list, or Prometheus' error for a null one.
+pub(crate) fn discovery_list<T>(list: Option<Vec<Option<T>>>, key: &str) -> Result<Vec<T>, String> {
+    list.unwrap_or_default()
+        .into_iter()
+        .map(|c| c.ok_or_else(|| format!("empty or null section in {key}")))
+        .collect()
 }
 
 /// An HTTP discovery answer's target groups (a JSON array of groups, as
 /// in a `.json` discovery file).
 pub fn parse_target_groups_json(text: &str) -> Result<Vec<TargetGroup>, String> {
-    let raw: Vec<Option<RawGroup>> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let raw: Vec<Option<RawTargetGroup>> = serde_json::from_str(text).map_err(|e| e.to_string())?;
     groups_from_raw(raw)
 }
 
@@ -369,7 +405,7 @@ pub fn read_target_groups(path: &Path, text: &str) -> Result<Vec<TargetGroup>, S
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let raw: Vec<Option<RawGroup>> = match ext.as_str() {
+    let raw: Vec<Option<RawTargetGroup>> = match ext.as_str() {
         "json" => serde_json::from_str(text).map_err(|e| e.to_string())?,
         "yml" | "yaml" => {
             // An empty YAML file is no groups.
@@ -385,25 +421,11 @@ pub fn read_target_groups(path: &Path, text: &str) -> Result<Vec<TargetGroup>, S
 }
 
 /// Decoded groups checked (no null group) and made [`TargetGroup`]s.
-fn groups_from_raw(raw: Vec<Option<RawGroup>>) -> Result<Vec<TargetGroup>, String> {
+fn groups_from_raw(raw: Vec<Option<RawTargetGroup>>) -> Result<Vec<TargetGroup>, String> {
     raw.into_iter()
         .map(|g| {
-            let g = g.ok_or_else(|| "nil target group item found".to_string())?;
-            let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
-            Ok(TargetGroup {
-                targets: g
-                    .targets
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(text)
-                    .collect(),
-                labels: Labels::new(
-                    g.labels
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(LabelNameField(n), v)| (n, text(v))),
-                ),
-            })
+            g.map(RawTargetGroup::into_group)
+                .ok_or_else(|| "nil target group item found".to_string())
         })
         .collect()
 }

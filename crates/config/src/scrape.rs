@@ -33,10 +33,12 @@ use ferrite_model::Labels;
 use crate::global::{validate_scrape_protocols, GlobalConfig, ScrapeLimits, ScrapeProtocol};
 use ferrite_model::ValidationScheme;
 
-use crate::discovery::{DnsSdConfig, FileSdConfig, HttpSdConfig};
+use crate::discovery::{
+    discovery_list, target_groups, DnsSdConfig, FileSdConfig, HttpSdConfig, RawTargetGroup,
+};
 use crate::http_client::HttpClientConfig;
 use crate::relabel::{go_quote, RelabelConfig};
-use crate::yaml::{present, Base2Bytes, DurationMs, GoString, LabelNameField, SchemeField};
+use crate::yaml::{present, Base2Bytes, DurationMs, GoString, SchemeField};
 
 /// A group of targets from `static_configs`.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,13 +162,6 @@ crate::discovery::raw_with_discovery! {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTargetGroup {
-    targets: Option<Vec<Option<GoString>>>,
-    labels: Option<BTreeMap<LabelNameField, Option<GoString>>>,
-}
-
 /// A job as read from the file, before the `global:` defaults.
 pub(crate) struct ScrapeSection {
     raw: RawScrape,
@@ -178,14 +173,6 @@ pub(crate) struct ScrapeSection {
     http_sd_configs: Vec<HttpSdConfig>,
     unsupported_discovery: Vec<&'static str>,
     http_client: HttpClientConfig,
-}
-
-/// The entries of a discovery list, or Prometheus' error for a null one.
-fn discovery_list<T>(list: Option<Vec<Option<T>>>, key: &str) -> Result<Vec<T>, String> {
-    list.unwrap_or_default()
-        .into_iter()
-        .map(|c| c.ok_or_else(|| format!("empty or null section in {key}")))
-        .collect()
 }
 
 impl<'de> Deserialize<'de> for ScrapeSection {
@@ -247,26 +234,6 @@ impl<'de> Deserialize<'de> for ScrapeSection {
             http_client,
         })
     }
-}
-
-fn target_groups(raw: Vec<RawTargetGroup>) -> Vec<TargetGroup> {
-    let text = |v: Option<GoString>| v.map(|GoString(s)| s).unwrap_or_default();
-    raw.into_iter()
-        .map(|g| TargetGroup {
-            targets: g
-                .targets
-                .unwrap_or_default()
-                .into_iter()
-                .map(text)
-                .collect(),
-            labels: Labels::new(
-                g.labels
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(LabelNameField(name), value)| (name, text(value))),
-            ),
-        })
-        .collect()
 }
 
 /// The escaping schemes Prometheus knows.

@@ -539,6 +539,63 @@ impl<'t> State<'t> {
         }
     }
 
+    /// A field of the structs Prometheus hands templates (alert data, a
+    /// query sample, a histogram) or a method without arguments of a time
+    /// or duration: the value, and whether it is a method.
+    fn struct_member(&mut self, recv: &Value, name: &str) -> Option<(Value, bool)> {
+        match recv {
+            Value::Alert(a) => match name {
+                "Labels" => Some(Value::StrMap(Arc::new(a.labels.clone()))),
+                "ExternalLabels" => Some(Value::StrMap(Arc::new(a.external_labels.clone()))),
+                "ExternalURL" => Some(Value::str(&a.external_url)),
+                "Value" => {
+                    self.iface = true;
+                    Some(a.value.clone())
+                }
+                _ => None,
+            }
+            .map(|v| (v, false)),
+            Value::Sample(s) => match name {
+                "Labels" => Some(Value::StrMap(Arc::new(s.labels.clone()))),
+                "Value" => {
+                    self.iface = true;
+                    Some(s.value.clone())
+                }
+                _ => None,
+            }
+            .map(|v| (v, false)),
+            Value::Histogram(h) => match name {
+                "Count" => Some(Value::Float(h.count)),
+                "Sum" => Some(Value::Float(h.sum)),
+                "ZeroCount" => Some(Value::Float(h.zero_count)),
+                "ZeroThreshold" => Some(Value::Float(h.zero_threshold)),
+                "Schema" => Some(Value::Int(i64::from(h.schema))),
+                "String" => Some(Value::str(&h.go_string())),
+                _ => None,
+            }
+            .map(|v| (v, false)),
+            Value::Time(ns) => match name {
+                "Unix" => Some(Value::Int(ns.div_euclid(1_000_000_000))),
+                "UnixMilli" => Some(Value::Int(ns.div_euclid(1_000_000))),
+                "UnixNano" => Some(Value::Int(*ns)),
+                "String" => Some(Value::str(&crate::value::time_string(*ns))),
+                _ => None,
+            }
+            .map(|v| (v, true)),
+            Value::Duration(ns) => match name {
+                "Seconds" => Some(Value::Float(*ns as f64 / 1e9)),
+                "Minutes" => Some(Value::Float(*ns as f64 / 6e10)),
+                "Hours" => Some(Value::Float(*ns as f64 / 3.6e12)),
+                "Milliseconds" => Some(Value::Int(ns / 1_000_000)),
+                "Nanoseconds" => Some(Value::Int(*ns)),
+                "String" => Some(Value::str(&crate::value::duration_string(*ns))),
+                _ => None,
+            }
+            .map(|v| (v, true)),
+            _ => None,
+        }
+    }
+
     fn eval_field(
         &mut self,
         name: &str,
@@ -553,103 +610,21 @@ impl<'t> State<'t> {
         } else {
             recv.type_name()
         };
+        if let Some((v, method)) = self.struct_member(&recv, name) {
+            if has_args {
+                return self.error(if method {
+                    format!(
+                        "wrong number of args for {name}: want 0 got {}",
+                        args.len().saturating_sub(1) + usize::from(fin.is_some())
+                    )
+                } else {
+                    format!("{name} has arguments but cannot be invoked as function")
+                });
+            }
+            return Ok(v);
+        }
         match &recv {
             Value::Nil => return Ok(Value::Nil),
-            Value::Alert(a) => {
-                let v = match name {
-                    "Labels" => Some(Value::StrMap(Arc::new(a.labels.clone()))),
-                    "ExternalLabels" => Some(Value::StrMap(Arc::new(a.external_labels.clone()))),
-                    "ExternalURL" => Some(Value::str(&a.external_url)),
-                    "Value" => {
-                        self.iface = true;
-                        Some(a.value.clone())
-                    }
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    if has_args {
-                        return self.error(format!(
-                            "{name} has arguments but cannot be invoked as function"
-                        ));
-                    }
-                    return Ok(v);
-                }
-            }
-            Value::Sample(s) => {
-                let v = match name {
-                    "Labels" => Some(Value::StrMap(Arc::new(s.labels.clone()))),
-                    "Value" => {
-                        self.iface = true;
-                        Some(s.value.clone())
-                    }
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    if has_args {
-                        return self.error(format!(
-                            "{name} has arguments but cannot be invoked as function"
-                        ));
-                    }
-                    return Ok(v);
-                }
-            }
-            Value::Histogram(h) => {
-                let v = match name {
-                    "Count" => Some(Value::Float(h.count)),
-                    "Sum" => Some(Value::Float(h.sum)),
-                    "ZeroCount" => Some(Value::Float(h.zero_count)),
-                    "ZeroThreshold" => Some(Value::Float(h.zero_threshold)),
-                    "Schema" => Some(Value::Int(i64::from(h.schema))),
-                    "String" => Some(Value::str(&h.go_string())),
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    if has_args {
-                        return self.error(format!(
-                            "{name} has arguments but cannot be invoked as function"
-                        ));
-                    }
-                    return Ok(v);
-                }
-            }
-            Value::Time(ns) => {
-                let v = match name {
-                    "Unix" => Some(Value::Int(ns.div_euclid(1_000_000_000))),
-                    "UnixMilli" => Some(Value::Int(ns.div_euclid(1_000_000))),
-                    "UnixNano" => Some(Value::Int(*ns)),
-                    "String" => Some(Value::str(&crate::value::time_string(*ns))),
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    if has_args {
-                        return self.error(format!(
-                            "wrong number of args for {name}: want 0 got {}",
-                            args.len().saturating_sub(1) + usize::from(fin.is_some())
-                        ));
-                    }
-                    return Ok(v);
-                }
-            }
-            Value::Duration(ns) => {
-                let v = match name {
-                    "Seconds" => Some(Value::Float(*ns as f64 / 1e9)),
-                    "Minutes" => Some(Value::Float(*ns as f64 / 6e10)),
-                    "Hours" => Some(Value::Float(*ns as f64 / 3.6e12)),
-                    "Milliseconds" => Some(Value::Int(ns / 1_000_000)),
-                    "Nanoseconds" => Some(Value::Int(*ns)),
-                    "String" => Some(Value::str(&crate::value::duration_string(*ns))),
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    if has_args {
-                        return self.error(format!(
-                            "wrong number of args for {name}: want 0 got {}",
-                            args.len().saturating_sub(1) + usize::from(fin.is_some())
-                        ));
-                    }
-                    return Ok(v);
-                }
-            }
             Value::StrMap(m) => {
                 if has_args {
                     return self.error(format!("{name} is not a method but has arguments"));
