@@ -31,11 +31,10 @@
 //!   `tsdb.retention`, `tsdb.stale_series_compaction_threshold`,
 //!   `exemplars.max_exemplars`).
 //!
-//! Only `storage:` is applied (by the server); nothing scrapes or
-//! evaluates rules yet, so the rest is checked, as `promtool check config`
-//! checks it, and kept for what will use it. The other sections
-//! (`remote_write`, `remote_read`, `tracing`, `otlp`,
-//! `runtime`) are parsed as YAML but not yet read: their contents are
+//! The server applies `storage:`, runs the scrape jobs (those of
+//! `scrape_config_files` too), the rule files and the `alerting:`
+//! section. The other sections (`remote_write`, `remote_read`, `tracing`,
+//! `otlp`, `runtime`) are parsed as YAML but not read: their contents are
 //! neither validated nor applied.
 //!
 //! Errors come as Prometheus' do, and in its order: what Prometheus checks
