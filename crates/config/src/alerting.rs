@@ -91,10 +91,7 @@ impl AlertmanagerConfig {
     /// (`None`: every setting is supported).
     pub fn unsupported(&self) -> Option<(String, &'static str)> {
         if let Some(sd) = self.unsupported_discovery.first() {
-            return Some((
-                sd.to_string(),
-                "this service discovery is not supported by Ferrite yet (file_sd_configs, dns_sd_configs, http_sd_configs and static_configs are)",
-            ));
+            return Some((sd.to_string(), crate::discovery::UNSUPPORTED_DISCOVERY));
         }
         if self.sigv4 {
             return Some((

@@ -124,6 +124,9 @@ macro_rules! raw_with_discovery {
 }
 pub(crate) use raw_with_discovery;
 
+/// Why a service discovery Ferrite does not run is refused.
+pub const UNSUPPORTED_DISCOVERY: &str = "this service discovery is not supported by Ferrite yet (file_sd_configs, dns_sd_configs, http_sd_configs and static_configs are)";
+
 /// One `file_sd_configs` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileSdConfig {

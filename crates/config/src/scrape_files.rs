@@ -30,8 +30,24 @@ impl Config {
     /// validated; the error is Prometheus' text.
     pub fn scrape_configs_with_files(&self) -> Result<Vec<ScrapeConfig>, String> {
         let mut jobs = self.scrape_configs.clone();
+        jobs.extend(self.file_jobs()?);
+        Ok(jobs)
+    }
+
+    /// This configuration with the jobs of `scrape_config_files` appended
+    /// to `scrape_configs` (what the server runs).
+    pub fn with_scrape_config_files(mut self) -> Result<Config, String> {
+        let more = self.file_jobs()?;
+        self.scrape_configs.extend(more);
+        Ok(self)
+    }
+
+    /// The jobs of `scrape_config_files`, checked against the main file's.
+    fn file_jobs(&self) -> Result<Vec<ScrapeConfig>, String> {
+        let mut jobs = Vec::new();
         // Where each job name was first found.
-        let mut found: Vec<(String, String)> = jobs
+        let mut found: Vec<(String, String)> = self
+            .scrape_configs
             .iter()
             .map(|j| (j.job_name.clone(), "main config file".to_string()))
             .collect();
@@ -68,13 +84,6 @@ impl Config {
             }
         }
         Ok(jobs)
-    }
-
-    /// This configuration with the jobs of `scrape_config_files` appended
-    /// to `scrape_configs` (what the server runs).
-    pub fn with_scrape_config_files(mut self) -> Result<Config, String> {
-        self.scrape_configs = self.scrape_configs_with_files()?;
-        Ok(self)
     }
 }
 

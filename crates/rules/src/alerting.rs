@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrite_model::{Labels, METRIC_NAME};
 use ferrite_promql::{Engine, ParsedExpr, Queryable, Sample};
-use ferrite_template::{alert_template_data, Expander, QueryFunc, DEFINITIONS};
+use ferrite_template::{alert_template_data, Expander, QueryFunc, Value, DEFINITIONS};
 use tracing::warn;
 
 use crate::rule::{query_vector, RuleStatus};
@@ -345,7 +345,16 @@ impl AlertingRule {
         let mut seen = std::collections::HashSet::with_capacity(result.len());
         let mut out = Vec::with_capacity(result.len());
         for sample in result {
-            let expand = |text: &str| self.expand(&template_name, text, sample, ctx, ts, templates);
+            // The template data of the sample, built once for all its
+            // labels and annotations.
+            let data = alert_template_data(
+                &sample.labels,
+                ctx.external_labels,
+                ctx.external_url,
+                sample.f,
+                sample.h.as_ref(),
+            );
+            let expand = |text: &str| self.expand(&template_name, text, &data, ctx, ts, templates);
             let mut labels = sample.labels.clone();
             labels.remove(METRIC_NAME);
             for (name, text) in &self.labels {
@@ -376,30 +385,23 @@ impl AlertingRule {
         Ok(out)
     }
 
-    /// One label or annotation template expanded for `sample`, with the
-    /// variables Prometheus defines first; an error is shown in place of
-    /// the text, as Prometheus shows it.
+    /// One label or annotation template expanded over a sample's `data`,
+    /// with the variables Prometheus defines first; an error is shown in
+    /// place of the text, as Prometheus shows it.
     fn expand(
         &self,
         template_name: &str,
         text: &str,
-        sample: &Sample,
+        data: &Value,
         ctx: &AlertContext<'_>,
         ts: i64,
         templates: &TemplateQueries<'_>,
     ) -> String {
         let full = format!("{DEFINITIONS}{text}");
-        let data = alert_template_data(
-            &sample.labels,
-            ctx.external_labels,
-            ctx.external_url,
-            sample.f,
-            sample.h.as_ref(),
-        );
         let expander = Expander::new(
             template_name,
             &full,
-            data,
+            data.clone(),
             ts.div_euclid(1_000_000),
             templates,
             ctx.external_url,

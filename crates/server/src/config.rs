@@ -69,7 +69,7 @@ fn check_scrape_jobs(cfg: &Config) -> Result<(), UnsupportedSetting> {
         if let Some(sd) = job.unsupported_discovery.first() {
             return Err(UnsupportedSetting {
                 setting: format!("scrape_configs[job_name={:?}].{sd}", job.job_name),
-                reason: "this service discovery is not supported by Ferrite yet (file_sd_configs, dns_sd_configs, http_sd_configs and static_configs are)",
+                reason: ferrite_config::discovery::UNSUPPORTED_DISCOVERY,
             });
         }
         if let Some((setting, reason)) = job.http_client.unsupported() {
