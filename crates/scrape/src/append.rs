@@ -63,9 +63,9 @@ use ferrite_textparse::promtext::{TextEntry, TextError, TextParser, TextSeries};
 use ferrite_textparse::protobuf::{HistogramKind, ProtoEntry, ProtoOptions, ProtoParser};
 use ferrite_textparse::MetricType;
 
-use crate::cache::ScrapeCache;
+use crate::cache::{Lookup, ScrapeCache};
 use crate::format::{select_parser, Format};
-use crate::storage::{AppendFailure, HistogramSample, ScrapeAppender};
+use crate::storage::{AppendFailure, HistogramSample, ScrapeAppender, SeriesHandle};
 use crate::target::{parse_go_bool, ALWAYS_SCRAPE_CLASSIC_LABEL, SCRAPE_NATIVE_LABEL};
 
 /// How far ahead of now a sample's timestamp may be (Prometheus'
@@ -577,23 +577,31 @@ fn limit_buckets<H: ReduceResolution>(h: &mut H, s: &HistogramSettings) -> Resul
     Ok(())
 }
 
-/// One sample through the limits into the storage.
-#[allow(clippy::too_many_arguments)]
+/// Where a sample goes: a cached series, or the series of new labels.
+#[derive(Clone, Copy)]
+enum Destination<'d> {
+    Cached(&'d SeriesHandle),
+    New(&'d Labels),
+}
+
+/// One sample through the limits into the storage; the series' handle
+/// when it was new.
 fn push(
     app: &mut dyn ScrapeAppender,
     limit: &mut SampleLimit,
-    series_ref: u64,
-    labels: &Labels,
+    to: Destination<'_>,
     s: &Sample<'_>,
     parser: &BodyParser<'_>,
     histograms: &mut HistogramBufs,
     settings: &HistogramSettings,
-) -> Result<u64, Refused> {
-    match s.value {
+) -> Result<Option<SeriesHandle>, Refused> {
+    let stored = match s.value {
         Value::Float(v) => {
             limit.admit(s.t)?;
-            app.append(series_ref, labels, s.t, v)
-                .map_err(Refused::Storage)
+            match to {
+                Destination::Cached(series) => app.append(series, s.t, v).map(|()| None),
+                Destination::New(labels) => app.append_new(labels, s.t, v).map(Some),
+            }
         }
         Value::Histogram => {
             let Some(mut h) = histograms.read(parser) else {
@@ -606,10 +614,13 @@ fn push(
                 HistogramSample::Float(h) => limit_buckets(&mut **h, settings)?,
             }
             limit.admit(s.t)?;
-            app.append_histogram(series_ref, labels, s.t, h)
-                .map_err(Refused::Storage)
+            match to {
+                Destination::Cached(series) => app.append_histogram(series, s.t, h).map(|()| None),
+                Destination::New(labels) => app.append_histogram_new(labels, s.t, h).map(Some),
+            }
         }
-    }
+    };
+    stored.map_err(Refused::Storage)
 }
 
 fn append_sample(
@@ -621,47 +632,35 @@ fn append_sample(
     counts: &mut AppendCounts,
     histograms: &mut HistogramBufs,
 ) -> Result<(), BodyError> {
-    if b.cache.is_dropped(s.key) {
-        return Ok(());
-    }
     let track = !s.explicit || b.settings.track_timestamps_staleness;
     let hs = b.settings.histograms;
-    let appended = if let Some(mut cached) = b.cache.get(s.key) {
-        let result = if cached.already_scraped && !s.explicit {
-            Err(Refused::Storage(AppendFailure::Duplicate))
-        } else {
-            let e = &*cached.entry;
-            push(
-                app,
-                limit,
-                e.series_ref,
-                &e.labels,
-                &s,
-                parser,
-                histograms,
-                &hs,
-            )
-        };
-        if let Ok(series_ref) = result {
-            cached.entry.series_ref = series_ref;
-            if track {
+    let appended = match b.cache.lookup(s.key) {
+        Lookup::Dropped => return Ok(()),
+        Lookup::Series(mut cached) => {
+            let result = if cached.already_scraped && !s.explicit {
+                Err(Refused::Storage(AppendFailure::Duplicate))
+            } else {
+                let to = Destination::Cached(cached.series);
+                push(app, limit, to, &s, parser, histograms, &hs)
+            };
+            if result.is_ok() && track {
                 cached.track_staleness();
             }
+            result.map(|_| ())
         }
-        result.map(|_| ())
-    } else {
-        let Some(labels) = new_series_labels(b, parser)? else {
-            b.cache.add_dropped(s.key);
-            return Ok(());
-        };
-        let result = push(app, limit, 0, &labels, &s, parser, histograms, &hs);
-        if let Ok(series_ref) = result {
-            b.cache.add(s.key, series_ref, labels, track);
-            if !limit.exceeded && !limit.bucket_exceeded {
-                counts.series_added += 1;
-            }
+        Lookup::Unknown(line) => {
+            let Some(labels) = new_series_labels(b, parser)? else {
+                b.cache.add(line, None, false);
+                return Ok(());
+            };
+            let to = Destination::New(&labels);
+            push(app, limit, to, &s, parser, histograms, &hs).map(|series| {
+                b.cache.add(line, series, track);
+                if !limit.exceeded && !limit.bucket_exceeded {
+                    counts.series_added += 1;
+                }
+            })
         }
-        result.map(|_| ())
     };
     match appended {
         Ok(()) => {}
@@ -839,8 +838,8 @@ fn write_stale_markers(
     app: &mut dyn ScrapeAppender,
     ts: i64,
 ) -> Result<(), BodyError> {
-    for e in b.cache.stale() {
-        match app.append(e.series_ref, &e.labels, ts, STALE_NAN) {
+    for series in b.cache.stale() {
+        match app.append(series, ts, STALE_NAN) {
             Ok(_) | Err(AppendFailure::OutOfOrder | AppendFailure::Duplicate) => {}
             Err(other) => return Err(BodyError::Storage(other)),
         }

@@ -1,65 +1,123 @@
 //! A target's scrape cache: what the last scrapes learnt about each series
-//! line, so that a scrape repeating the last one's series reads no labels,
-//! hashes nothing and allocates nothing per sample.
+//! line, so that a scrape repeating the last one's series reads no labels
+//! and allocates nothing per sample: a known line costs one hash of its
+//! bytes, one table probe and an append to the storage's series handle.
 //!
-//! Keys are a series' bytes as the target wrote them (name and `{...}`),
-//! values the storage's ref and the final labels (after relabeling).
-//! Lines that relabeling dropped are remembered too. The cache also knows
-//! which series each scrape appended (for staleness): a series appended by
-//! the previous scrape and not by this one gets a stale marker.
+//! A line is known by a 128-bit hash of its bytes (name and `{...}` as the
+//! target wrote them), seeded at random once per process, not by the bytes
+//! themselves: a cache entry is 40 bytes whatever the line's length, where
+//! keeping the bytes (and, as Prometheus does, the final labels) cost
+//! several hundred a series. Two lines of one target would have to share
+//! all 128 bits for one's samples to go to the other's series: for a
+//! target of a million lines the odds are below 10^-26, far below those of
+//! a memory error, and a target cannot aim at a collision without knowing
+//! the seed.
+//!
+//! An entry holds the storage's handle on the series (after relabeling),
+//! or nothing for a line relabeling dropped. The cache also knows which
+//! series each scrape appended (for staleness): a series appended by the
+//! previous scrape and not by this one gets a stale marker.
 //!
 //! Entries not seen by a successful scrape are forgotten after it; when
 //! failing scrapes let the cache grow past twice its last successful size
 //! (plus 1,000), it is cleaned anyway, as Prometheus does.
 
-use std::collections::HashMap;
+use std::sync::OnceLock;
 
-use ferrite_model::Labels;
+use hashbrown::HashTable;
 
 use crate::metadata::SharedMetadata;
+use crate::storage::SeriesHandle;
 
-type Map<V> = HashMap<Box<[u8]>, V, foldhash::fast::RandomState>;
+/// A line's identity: the two halves of its 128-bit hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LineKey([u64; 2]);
+
+impl LineKey {
+    fn of(line: &[u8]) -> LineKey {
+        let h = xxhash_rust::xxh3::xxh3_128_with_seed(line, seed());
+        LineKey([h as u64, (h >> 64) as u64])
+    }
+
+    /// The table's hash: the low half (already uniform).
+    fn table_hash(self) -> u64 {
+        self.0[0]
+    }
+}
+
+/// The process' hash seed.
+fn seed() -> u64 {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    *SEED.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // std's per-process random keys.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(0x5eed);
+        h.finish()
+    })
+}
 
 /// What the cache knows of one series line.
 #[derive(Debug)]
 pub struct CacheEntry {
-    /// The storage's ref for the series (0: none yet).
-    pub series_ref: u64,
-    /// The series' labels after relabeling.
-    pub labels: Labels,
+    key: LineKey,
+    /// The storage's series (`None`: relabeling drops the line).
+    pub series: Option<SeriesHandle>,
     /// The last scrape that saw the line.
-    last_iter: u64,
+    last_iter: u32,
     /// The last scrape that appended to it with staleness tracked.
-    tracked_iter: u64,
+    tracked_iter: u32,
 }
 
 /// The cache of one target; see the module documentation.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ScrapeCache {
     /// The current scrape's number (from 1).
-    iter: u64,
-    series: Map<CacheEntry>,
-    /// Lines dropped by relabeling, with the last scrape that saw them.
-    dropped: Map<u64>,
+    iter: u32,
+    entries: HashTable<CacheEntry>,
     /// The cache's size after the last successful scrape.
     successful_count: usize,
     /// The metric families' metadata (shared with the APIs).
     pub metadata: SharedMetadata,
 }
 
-/// A line found in the cache.
+impl std::fmt::Debug for ScrapeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScrapeCache")
+            .field("iter", &self.iter)
+            .field("entries", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a lookup found.
+pub enum Lookup<'c> {
+    /// A line appended before.
+    Series(Cached<'c>),
+    /// A line relabeling drops.
+    Dropped,
+    /// A line the cache does not know; its key, for [`ScrapeCache::add`].
+    Unknown(NewLine),
+}
+
+/// The key of a line the cache did not know.
+#[derive(Debug, Clone, Copy)]
+pub struct NewLine(LineKey);
+
+/// A line found in the cache with its series.
 pub struct Cached<'c> {
-    /// Its entry.
-    pub entry: &'c mut CacheEntry,
+    /// Its series.
+    pub series: &'c SeriesHandle,
     /// Whether this scrape saw the line before (a repeated line).
     pub already_scraped: bool,
-    iter: u64,
+    tracked_iter: &'c mut u32,
+    iter: u32,
 }
 
 impl Cached<'_> {
     /// Marks the series as appended by this scrape, for staleness.
     pub fn track_staleness(&mut self) {
-        self.entry.tracked_iter = self.iter;
+        *self.tracked_iter = self.iter;
     }
 }
 
@@ -72,73 +130,77 @@ impl ScrapeCache {
         }
     }
 
-    /// The entry of a line, marking it seen by this scrape.
-    pub fn get(&mut self, key: &[u8]) -> Option<Cached<'_>> {
+    /// What the cache knows of a line, marking it seen by this scrape.
+    pub fn lookup(&mut self, line: &[u8]) -> Lookup<'_> {
+        let key = LineKey::of(line);
         let iter = self.iter;
-        let entry = self.series.get_mut(key)?;
+        let Some(entry) = self.entries.find_mut(key.table_hash(), |e| e.key == key) else {
+            return Lookup::Unknown(NewLine(key));
+        };
         let already_scraped = entry.last_iter == iter;
         entry.last_iter = iter;
-        Some(Cached {
-            entry,
-            already_scraped,
-            iter,
-        })
-    }
-
-    /// Whether relabeling dropped the line (marking it seen).
-    pub fn is_dropped(&mut self, key: &[u8]) -> bool {
-        match self.dropped.get_mut(key) {
-            Some(iter) => {
-                *iter = self.iter;
-                true
-            }
-            None => false,
+        match &entry.series {
+            None => Lookup::Dropped,
+            Some(series) => Lookup::Series(Cached {
+                series,
+                already_scraped,
+                tracked_iter: &mut entry.tracked_iter,
+                iter,
+            }),
         }
     }
 
-    /// Remembers that relabeling drops the line.
-    pub fn add_dropped(&mut self, key: &[u8]) {
-        self.dropped.insert(key.into(), self.iter);
-    }
-
-    /// Adds a line appended for the first time; `track`: as appended by
-    /// this scrape, for staleness.
-    pub fn add(&mut self, key: &[u8], series_ref: u64, labels: Labels, track: bool) {
+    /// Remembers a line [`ScrapeCache::lookup`] did not know: appended to
+    /// `series` for the first time (`track`: by this scrape, for
+    /// staleness), or dropped by relabeling (`None`).
+    pub fn add(&mut self, line: NewLine, series: Option<SeriesHandle>, track: bool) {
+        let key = line.0;
         let entry = CacheEntry {
-            series_ref,
-            labels,
+            key,
+            series,
             last_iter: self.iter,
             tracked_iter: if track { self.iter } else { 0 },
         };
-        self.series.insert(key.into(), entry);
+        match self
+            .entries
+            .entry(key.table_hash(), |e| e.key == key, |e| e.key.table_hash())
+        {
+            hashbrown::hash_table::Entry::Occupied(mut o) => *o.get_mut() = entry,
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(entry);
+            }
+        }
     }
 
     /// The series the previous scrape appended and this one did not: the
     /// ones to mark stale.
-    pub fn stale(&self) -> impl Iterator<Item = &CacheEntry> {
+    pub fn stale(&self) -> impl Iterator<Item = &SeriesHandle> {
         let prev = self.iter - 1;
-        self.series
-            .values()
+        self.entries
+            .iter()
             .filter(move |e| prev > 0 && e.tracked_iter == prev)
+            .filter_map(|e| e.series.as_ref())
     }
 
     /// The current scrape's number.
-    pub fn iter(&self) -> u64 {
+    pub fn iter(&self) -> u32 {
         self.iter
     }
 
     /// Ends a scrape: after a successful one (or when failures let the
     /// cache grow too much), forgets the lines it did not see.
     pub fn iter_done(&mut self, successful: bool) {
-        let count = self.series.len() + self.dropped.len();
+        let count = self.entries.len();
         let flush = successful || count > self.successful_count * 2 + 1000;
         if successful {
             self.successful_count = count;
         }
         if flush {
             let iter = self.iter;
-            self.series.retain(|_, e| e.last_iter == iter);
-            self.dropped.retain(|_, seen| *seen == iter);
+            self.entries.retain(|e| e.last_iter == iter);
+            if self.entries.capacity() > 4 * self.entries.len().max(64) {
+                self.entries.shrink_to_fit(|e| e.key.table_hash());
+            }
             self.metadata
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -149,11 +211,93 @@ impl ScrapeCache {
 
     /// The number of lines cached (series and dropped).
     pub fn len(&self) -> usize {
-        self.series.len() + self.dropped.len()
+        self.entries.len()
     }
 
     /// Whether nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn handle(n: u64) -> SeriesHandle {
+        SeriesHandle::new(Arc::new(n))
+    }
+
+    fn series_of(c: &mut ScrapeCache, line: &[u8]) -> Option<u64> {
+        match c.lookup(line) {
+            Lookup::Series(s) => s.series.downcast_ref::<u64>().copied(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn lines_known_by_their_bytes_forgotten_when_a_scrape_misses_them() {
+        let mut c = ScrapeCache::new();
+        let Lookup::Unknown(a) = c.lookup(b"a{x=\"1\"}") else {
+            panic!("new line")
+        };
+        c.add(a, Some(handle(1)), true);
+        let Lookup::Unknown(d) = c.lookup(b"dropped") else {
+            panic!("new line")
+        };
+        c.add(d, None, false);
+        assert!(matches!(c.lookup(b"dropped"), Lookup::Dropped));
+        assert!(matches!(c.lookup(b"a{x=\"2\"}"), Lookup::Unknown(_)));
+        c.iter_done(true);
+        assert_eq!(c.len(), 2);
+
+        // Scrape 2 sees `a` twice, not `dropped`.
+        match c.lookup(b"a{x=\"1\"}") {
+            Lookup::Series(s) => assert!(!s.already_scraped),
+            _ => panic!("cached"),
+        }
+        match c.lookup(b"a{x=\"1\"}") {
+            Lookup::Series(s) => assert!(s.already_scraped),
+            _ => panic!("cached"),
+        }
+        assert_eq!(series_of(&mut c, b"a{x=\"1\"}"), Some(1));
+        // Not tracked by scrape 2: stale.
+        assert_eq!(c.stale().count(), 1);
+        c.iter_done(true);
+        assert_eq!(c.len(), 1);
+        assert!(matches!(c.lookup(b"dropped"), Lookup::Unknown(_)));
+    }
+
+    #[test]
+    fn failed_scrapes_keep_the_cache_until_it_grows_too_much() {
+        let mut c = ScrapeCache::new();
+        for i in 0..10u64 {
+            let line = format!("m{i}");
+            let Lookup::Unknown(k) = c.lookup(line.as_bytes()) else {
+                panic!("new")
+            };
+            c.add(k, Some(handle(i)), true);
+        }
+        c.iter_done(true);
+        c.iter_done(false);
+        assert_eq!(c.len(), 10);
+        for i in 0..1100u64 {
+            let line = format!("n{i}");
+            let Lookup::Unknown(k) = c.lookup(line.as_bytes()) else {
+                panic!("new")
+            };
+            c.add(k, Some(handle(i)), true);
+        }
+        // 1,110 > 2 x 10 + 1,000: cleaned, keeping this scrape's lines.
+        c.iter_done(false);
+        assert_eq!(c.len(), 1100);
+        assert_eq!(series_of(&mut c, b"n7"), Some(7));
+    }
+
+    #[test]
+    fn an_entry_is_small() {
+        assert!(std::mem::size_of::<CacheEntry>() <= 40);
     }
 }

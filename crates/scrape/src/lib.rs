@@ -6,8 +6,9 @@
 //!   ...), relabeled by `relabel_configs`, checked and finished (meta
 //!   labels dropped, `instance` defaulted) as Prometheus'
 //!   `scrape.PopulateLabels` does.
-//! - [`cache`]: a target's scrape cache (series line → ref and labels,
-//!   dropped lines, which series each scrape appended).
+//! - [`cache`]: a target's scrape cache (series line's hash → the
+//!   storage's series handle, dropped lines, which series each scrape
+//!   appended).
 //! - [`append`]: one scraped body into the storage: labels, relabeling,
 //!   limits, staleness.
 //! - [`storage`]: what scraping needs of the storage.

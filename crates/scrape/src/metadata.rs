@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use ferrite_textparse::MetricType;
 
 /// How many scrapes a family may be missing before it is forgotten.
-const KEEP_SCRAPES: u64 = 10;
+const KEEP_SCRAPES: u32 = 10;
 
 /// One family's metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,13 +34,13 @@ struct Entry {
     help: String,
     unit: String,
     /// The last scrape that exposed it.
-    last_iter: u64,
+    last_iter: u32,
 }
 
 /// A target's metadata; see the module documentation.
 #[derive(Debug, Default)]
 pub struct TargetMetadata {
-    families: HashMap<Box<[u8]>, Entry>,
+    families: HashMap<Box<[u8]>, Entry, foldhash::fast::RandomState>,
 }
 
 /// The metadata as the loop and the APIs share it.
@@ -49,7 +49,9 @@ pub type SharedMetadata = Arc<Mutex<TargetMetadata>>;
 impl TargetMetadata {
     /// A family's entry, marked seen by scrape `iter`; a key is allocated
     /// only for a family not seen before (metadata lines come every scrape).
-    fn entry(&mut self, name: &[u8], iter: u64) -> &mut Entry {
+    fn entry(&mut self, name: &[u8], iter: u32) -> &mut Entry {
+        // Looked up first, so that a known family (every scrape's case)
+        // costs no allocation.
         if !self.families.contains_key(name) {
             self.families.insert(
                 name.into(),
@@ -70,12 +72,12 @@ impl TargetMetadata {
     }
 
     /// `# TYPE name kind` seen by scrape `iter`.
-    pub fn set_type(&mut self, name: &[u8], kind: MetricType, iter: u64) {
+    pub fn set_type(&mut self, name: &[u8], kind: MetricType, iter: u32) {
         self.entry(name, iter).kind = kind;
     }
 
     /// `# HELP name text` seen by scrape `iter`.
-    pub fn set_help(&mut self, name: &[u8], help: &[u8], iter: u64) {
+    pub fn set_help(&mut self, name: &[u8], help: &[u8], iter: u32) {
         let e = self.entry(name, iter);
         if e.help.as_bytes() != help {
             e.help = String::from_utf8_lossy(help).into_owned();
@@ -83,7 +85,7 @@ impl TargetMetadata {
     }
 
     /// `# UNIT name unit` seen by scrape `iter`.
-    pub fn set_unit(&mut self, name: &[u8], unit: &[u8], iter: u64) {
+    pub fn set_unit(&mut self, name: &[u8], unit: &[u8], iter: u32) {
         let e = self.entry(name, iter);
         if e.unit.as_bytes() != unit {
             e.unit = String::from_utf8_lossy(unit).into_owned();
@@ -92,7 +94,7 @@ impl TargetMetadata {
 
     /// Forgets families not exposed for ten scrapes, after scrape `iter`
     /// succeeded.
-    pub fn forget_old(&mut self, iter: u64) {
+    pub fn forget_old(&mut self, iter: u32) {
         self.families
             .retain(|_, e| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
     }

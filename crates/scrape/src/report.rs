@@ -9,7 +9,7 @@
 
 use ferrite_model::{Labels, METRIC_NAME, STALE_NAN};
 
-use crate::cache::ScrapeCache;
+use crate::cache::{Lookup, ScrapeCache};
 use crate::storage::{AppendFailure, ScrapeAppender};
 
 /// What one scrape reports.
@@ -121,18 +121,13 @@ fn append_one(
         key[n] = 0xff;
         &key[..=n]
     };
-    let result = match cache.get(key) {
-        Some(cached) => {
-            let e = &mut *cached.entry;
-            app.append(e.series_ref, &e.labels, ts, v).map(|r| {
-                e.series_ref = r;
-            })
-        }
-        None => {
+    let result = match cache.lookup(key) {
+        Lookup::Series(cached) => app.append(cached.series, ts, v),
+        Lookup::Dropped => Ok(()),
+        Lookup::Unknown(line) => {
             let labels = report_labels(name, target_labels);
-            app.append(0, &labels, ts, v).map(|r| {
-                cache.add(key, r, labels, false);
-            })
+            app.append_new(&labels, ts, v)
+                .map(|series| cache.add(line, Some(series), false))
         }
     };
     match result {

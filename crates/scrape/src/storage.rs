@@ -10,6 +10,9 @@
 //! (Prometheus' head turns it into a histogram stale marker when the
 //! series' last sample is a histogram; Ferrite's head keeps the float).
 
+use std::any::Any;
+use std::sync::Arc;
+
 use ferrite_model::{FloatHistogram, Histogram, Labels};
 
 /// Why the storage refused one sample. The first three are expected in a
@@ -41,29 +44,69 @@ pub enum HistogramSample<'h> {
     Float(&'h mut FloatHistogram),
 }
 
+/// A series as the storage holds it: what the first append to a series
+/// returns and the target's scrape cache keeps, so that later appends go
+/// straight to the series, with no lookup by labels or by ref. Holding a
+/// handle keeps the series in the storage (the head does not drop a series
+/// anyone holds), so a cached handle is always good.
+#[derive(Clone)]
+pub struct SeriesHandle(Arc<dyn Any + Send + Sync>);
+
+impl SeriesHandle {
+    /// The storage's own series object, shared.
+    pub fn new(series: Arc<dyn Any + Send + Sync>) -> Self {
+        SeriesHandle(series)
+    }
+
+    /// The storage's object (the storage downcasts it).
+    pub fn as_any(&self) -> &Arc<dyn Any + Send + Sync> {
+        &self.0
+    }
+
+    /// The storage's object as a `T`, if it is one.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for SeriesHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SeriesHandle")
+    }
+}
+
 /// One scrape's appends.
 pub trait ScrapeAppender {
-    /// Appends a float sample. `series_ref` is what an earlier append to
-    /// the same series returned, or 0; a ref the storage no longer knows
-    /// is looked up again by `labels`. Returns the series' ref.
-    fn append(
+    /// Appends a float sample to a series an earlier append returned.
+    fn append(&mut self, series: &SeriesHandle, t: i64, v: f64) -> Result<(), AppendFailure>;
+
+    /// Appends a float sample to the series of `labels`, creating it if
+    /// needed; returns the series.
+    fn append_new(
         &mut self,
-        series_ref: u64,
         labels: &Labels,
         t: i64,
         v: f64,
-    ) -> Result<u64, AppendFailure>;
+    ) -> Result<SeriesHandle, AppendFailure>;
 
-    /// Appends a native histogram sample, refs as for [`Self::append`].
-    /// The histogram is checked by the storage (an invalid one fails the
-    /// scrape with the storage's message).
+    /// Appends a native histogram sample to a series an earlier append
+    /// returned. The histogram is checked by the storage (an invalid one
+    /// fails the scrape with the storage's message).
     fn append_histogram(
         &mut self,
-        series_ref: u64,
+        series: &SeriesHandle,
+        t: i64,
+        h: HistogramSample<'_>,
+    ) -> Result<(), AppendFailure>;
+
+    /// [`Self::append_histogram`] to the series of `labels`, creating it
+    /// if needed.
+    fn append_histogram_new(
+        &mut self,
         labels: &Labels,
         t: i64,
         h: HistogramSample<'_>,
-    ) -> Result<u64, AppendFailure>;
+    ) -> Result<SeriesHandle, AppendFailure>;
 
     /// Makes every append durable and visible.
     fn commit(self: Box<Self>) -> Result<(), String>;

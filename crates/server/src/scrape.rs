@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use ferrite_model::Labels;
-use ferrite_scrape::storage::{AppendFailure, HistogramSample, ScrapeAppender, ScrapeStorage};
-use ferrite_tsdb::head::{AppendError, HeadAppender, LentHistogram};
+use ferrite_scrape::storage::{
+    AppendFailure, HistogramSample, ScrapeAppender, ScrapeStorage, SeriesHandle,
+};
+use ferrite_tsdb::head::{AppendError, FoundSeries, HeadAppender, LentHistogram};
 use ferrite_tsdb::Db;
 use tokio::sync::Notify;
 
@@ -34,48 +36,53 @@ struct DbScrapeAppender<'d> {
 }
 
 impl ScrapeAppender for DbScrapeAppender<'_> {
-    fn append(
+    fn append(&mut self, series: &SeriesHandle, t: i64, v: f64) -> Result<(), AppendFailure> {
+        let series = head_series(series)?;
+        self.app
+            .append_found(&series, t, v)
+            .map(|_| ())
+            .map_err(failure)
+    }
+
+    fn append_new(
         &mut self,
-        series_ref: u64,
         labels: &Labels,
         t: i64,
         v: f64,
-    ) -> Result<u64, AppendFailure> {
-        let appended = if series_ref == 0 {
-            self.app.append(labels, t, v)
-        } else {
-            match self.app.append_ref(series_ref, t, v) {
-                // The series was dropped from the head since (compacted
-                // away after going stale): create it again.
-                Err(AppendError::UnknownSeries(_)) => self.app.append(labels, t, v),
-                other => other.map(|()| series_ref),
-            }
-        };
-        appended.map_err(failure)
+    ) -> Result<SeriesHandle, AppendFailure> {
+        let series = self.app.append_series(labels, t, v).map_err(failure)?;
+        Ok(SeriesHandle::new(series.into_any()))
     }
 
     fn append_histogram(
         &mut self,
-        series_ref: u64,
+        series: &SeriesHandle,
+        t: i64,
+        mut h: HistogramSample<'_>,
+    ) -> Result<(), AppendFailure> {
+        let series = head_series(series)?;
+        self.app
+            .append_histogram_found(&series, t, lend(&mut h))
+            .map(|_| ())
+            .map_err(failure)
+    }
+
+    fn append_histogram_new(
+        &mut self,
         labels: &Labels,
         t: i64,
         mut h: HistogramSample<'_>,
-    ) -> Result<u64, AppendFailure> {
-        if series_ref != 0 {
-            match self.app.append_histogram_ref(series_ref, t, lend(&mut h)) {
-                // Dropped from the head since: create it again.
-                Err(AppendError::UnknownSeries(_)) => {}
-                other => return other.map(|()| series_ref).map_err(failure),
-            }
-        }
-        // A new series: its pairs, for the head to lend from.
+    ) -> Result<SeriesHandle, AppendFailure> {
+        // The head lends from (name, value) pairs.
         let pairs: Vec<(&str, &str)> = labels
             .iter()
             .map(|l| (l.name.as_str(), l.value.as_str()))
             .collect();
-        self.app
-            .append_histogram_pairs(&pairs, t, lend(&mut h))
-            .map_err(failure)
+        let series = self
+            .app
+            .append_histogram_series(&pairs, t, lend(&mut h))
+            .map_err(failure)?;
+        Ok(SeriesHandle::new(series.into_any()))
     }
 
     fn commit(self: Box<Self>) -> Result<(), String> {
@@ -92,6 +99,12 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
             tracing::warn!(error = %e, "rolling back a scrape failed");
         }
     }
+}
+
+/// The head's series behind a handle this storage gave.
+fn head_series(series: &SeriesHandle) -> Result<FoundSeries, AppendFailure> {
+    FoundSeries::from_any(series.as_any())
+        .ok_or_else(|| AppendFailure::Other("a series handle of another storage".into()))
 }
 
 /// A scraped histogram lent to the head (which takes its contents if it
@@ -167,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn histograms_by_labels_then_by_ref_then_a_float_stale_marker() {
+    fn histograms_by_labels_then_by_handle_then_a_float_stale_marker() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Arc::new(Db::open(dir.path(), DbOptions::default()).expect("open"));
         let storage = DbScrapeStorage {
@@ -177,17 +190,16 @@ mod tests {
         let labels = Labels::new([("__name__", "h"), ("job", "j")]);
         let mut app = storage.appender();
         let mut h = histogram(1);
-        let r = app
-            .append_histogram(0, &labels, 1000, HistogramSample::Int(&mut h))
+        let series = app
+            .append_histogram_new(&labels, 1000, HistogramSample::Int(&mut h))
             .expect("new series");
-        assert_ne!(r, 0);
         app.commit().expect("commit");
 
         let mut app = storage.appender();
         let mut h = histogram(2);
         assert_eq!(
-            app.append_histogram(r, &labels, 2000, HistogramSample::Int(&mut h)),
-            Ok(r)
+            app.append_histogram(&series, 2000, HistogramSample::Int(&mut h)),
+            Ok(())
         );
         // A float histogram too.
         let mut f = FloatHistogram {
@@ -195,22 +207,31 @@ mod tests {
             ..histogram(3).to_float()
         };
         assert_eq!(
-            app.append_histogram(r, &labels, 3000, HistogramSample::Float(&mut f)),
-            Ok(r)
+            app.append_histogram(&series, 3000, HistogramSample::Float(&mut f)),
+            Ok(())
         );
-        // An unknown ref: found again by its labels.
+        // The same labels again: the same series.
         let mut h = histogram(5);
+        let again = app
+            .append_histogram_new(&labels, 4000, HistogramSample::Int(&mut h))
+            .expect("same series");
         assert_eq!(
-            app.append_histogram(r + 1000, &labels, 4000, HistogramSample::Int(&mut h)),
-            Ok(r)
+            head_series(&again).map(|s| s.series_ref()),
+            head_series(&series).map(|s| s.series_ref())
         );
         // An invalid one fails the scrape with the head's message.
         let mut bad = histogram(6);
         bad.positive_buckets.clear();
         let e = app
-            .append_histogram(r, &labels, 5000, HistogramSample::Int(&mut bad))
+            .append_histogram(&series, 5000, HistogramSample::Int(&mut bad))
             .expect_err("invalid");
         assert!(matches!(e, AppendFailure::Other(_)), "{e}");
+        // A handle of another storage is refused.
+        let foreign = SeriesHandle::new(Arc::new(7u64));
+        assert!(matches!(
+            app.append(&foreign, 5000, 1.0),
+            Err(AppendFailure::Other(_))
+        ));
         app.commit().expect("commit");
 
         // The series goes stale: a float stale marker, as Prometheus'
@@ -220,10 +241,10 @@ mod tests {
         // Another histogram at a stored one's timestamp: a duplicate.
         let mut h = histogram(7);
         assert_eq!(
-            app.append_histogram(r, &labels, 4000, HistogramSample::Int(&mut h)),
+            app.append_histogram(&series, 4000, HistogramSample::Int(&mut h)),
             Err(AppendFailure::Duplicate)
         );
-        assert_eq!(app.append(r, &labels, 6000, STALE_NAN), Ok(r));
+        assert_eq!(app.append(&series, 6000, STALE_NAN), Ok(()));
         app.commit().expect("commit");
         assert_eq!(
             read(&db, "h"),

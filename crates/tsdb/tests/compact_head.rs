@@ -254,3 +254,49 @@ fn head_ranges_are_written_unpublished_and_put_in_place_in_order() {
         .collect();
     assert_eq!(left, Vec::<String>::new(), "temporary directories left");
 }
+
+/// A series someone holds (a scrape cache's handle) stays in the head
+/// through compaction even with no samples left, so appends to the handle
+/// land in the head; once released, the next truncation drops it.
+#[test]
+fn a_held_series_is_not_garbage_collected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), options()).unwrap();
+    let held_labels = Labels::from_pairs(&[("__name__", "held")]);
+    let gone_labels = Labels::from_pairs(&[("__name__", "gone")]);
+    let mut app = db.appender();
+    let held = app.append_series(&held_labels, BLOCK_START, 1.0).unwrap();
+    app.append(&gone_labels, BLOCK_START, 1.0).unwrap();
+    app.commit().unwrap();
+    // Only a later series has samples past the first range.
+    for h in 1..=4 {
+        let mut app = db.appender();
+        let l = Labels::from_pairs(&[("__name__", "later")]);
+        app.append(&l, BLOCK_START + h * HOUR, 1.0).unwrap();
+        app.commit().unwrap();
+    }
+    db.compact().unwrap();
+    assert_eq!(db.head().num_series(), 2, "`gone` dropped, `held` kept");
+    let t = BLOCK_START + 5 * HOUR;
+    let mut app = db.appender();
+    app.append_found(&held, t, 2.0).unwrap();
+    app.commit().unwrap();
+    let got = contents(&db);
+    let held_samples: Vec<_> = got
+        .iter()
+        .filter(|(l, _)| *l == held_labels)
+        .flat_map(|(_, s)| s.iter().map(|&(t, _)| t))
+        .collect();
+    assert_eq!(held_samples, vec![BLOCK_START, t]);
+
+    // Released, with its samples compacted away: dropped.
+    drop(held);
+    for h in 6..=9 {
+        let mut app = db.appender();
+        let l = Labels::from_pairs(&[("__name__", "later")]);
+        app.append(&l, BLOCK_START + h * HOUR, 1.0).unwrap();
+        app.commit().unwrap();
+    }
+    db.compact().unwrap();
+    assert_eq!(db.head().num_series(), 1, "only `later` left");
+}

@@ -1,5 +1,3 @@
-use std::collections::HashMap;
-
 use super::*;
 use ferrite_config::relabel::parse_rules;
 use ferrite_model::histogram_record::{float_record, int_record};
@@ -10,12 +8,12 @@ mod client_model;
 use client_model as pb;
 
 /// An in-memory storage: series by labels, samples per series (floats as
-/// their text or "stale", histograms as their record).
+/// their text or "stale", histograms as their record). A series' handle
+/// holds its labels.
 #[derive(Default)]
 struct Memory {
-    refs: HashMap<Labels, u64>,
     samples: Vec<(Labels, i64, String)>,
-    /// Appends that came with a ref (the cache at work).
+    /// Appends that came with a handle (the cache at work).
     by_ref: usize,
 }
 
@@ -25,15 +23,9 @@ struct MemoryAppender<'m> {
 }
 
 impl MemoryAppender<'_> {
-    fn put(&mut self, r: u64, labels: &Labels, t: i64, v: String) -> Result<u64, AppendFailure> {
+    fn put(&mut self, labels: &Labels, t: i64, v: String) -> Result<(), AppendFailure> {
         if labels.get("fail") == "yes" {
             return Err(AppendFailure::Other("refused".into()));
-        }
-        let n = self.mem.refs.len() as u64 + 1;
-        let got = *self.mem.refs.entry(labels.clone()).or_insert(n);
-        if r != 0 {
-            assert_eq!(r, got, "a cached ref is the series' ref");
-            self.mem.by_ref += 1;
         }
         let last = self
             .mem
@@ -49,32 +41,66 @@ impl MemoryAppender<'_> {
             _ => {}
         }
         self.pending.push((labels.clone(), t, v));
-        Ok(got)
+        Ok(())
+    }
+
+    /// A handle's labels.
+    fn labels_of(&mut self, series: &SeriesHandle) -> Labels {
+        self.mem.by_ref += 1;
+        series
+            .downcast_ref::<Labels>()
+            .expect("a handle this storage gave")
+            .clone()
+    }
+}
+
+fn float_text(v: f64) -> String {
+    if ferrite_model::is_stale_nan(v) {
+        "stale".to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+/// A lent histogram taken as the head takes it.
+fn histogram_text(h: HistogramSample<'_>) -> String {
+    match h {
+        HistogramSample::Int(h) => int_record(&std::mem::take(h)),
+        HistogramSample::Float(h) => float_record(&std::mem::take(h)),
     }
 }
 
 impl ScrapeAppender for MemoryAppender<'_> {
-    fn append(&mut self, r: u64, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendFailure> {
-        let v = if ferrite_model::is_stale_nan(v) {
-            "stale".to_string()
-        } else {
-            v.to_string()
-        };
-        self.put(r, labels, t, v)
+    fn append(&mut self, series: &SeriesHandle, t: i64, v: f64) -> Result<(), AppendFailure> {
+        let labels = self.labels_of(series);
+        self.put(&labels, t, float_text(v))
+    }
+    fn append_new(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        v: f64,
+    ) -> Result<SeriesHandle, AppendFailure> {
+        self.put(labels, t, float_text(v))?;
+        Ok(SeriesHandle::new(std::sync::Arc::new(labels.clone())))
     }
     fn append_histogram(
         &mut self,
-        r: u64,
+        series: &SeriesHandle,
+        t: i64,
+        h: HistogramSample<'_>,
+    ) -> Result<(), AppendFailure> {
+        let labels = self.labels_of(series);
+        self.put(&labels, t, histogram_text(h))
+    }
+    fn append_histogram_new(
+        &mut self,
         labels: &Labels,
         t: i64,
         h: HistogramSample<'_>,
-    ) -> Result<u64, AppendFailure> {
-        // Taken as the head takes a lent histogram.
-        let v = match h {
-            HistogramSample::Int(h) => int_record(&std::mem::take(h)),
-            HistogramSample::Float(h) => float_record(&std::mem::take(h)),
-        };
-        self.put(r, labels, t, v)
+    ) -> Result<SeriesHandle, AppendFailure> {
+        self.put(labels, t, histogram_text(h))?;
+        Ok(SeriesHandle::new(std::sync::Arc::new(labels.clone())))
     }
     fn commit(self: Box<Self>) -> Result<(), String> {
         self.mem.samples.extend(self.pending);

@@ -241,6 +241,21 @@ impl<'h> HeadAppender<'h> {
         Ok(r)
     }
 
+    /// [`HeadAppender::append`] returning the series, to append to it
+    /// later with [`HeadAppender::append_found`].
+    pub fn append_series(
+        &mut self,
+        labels: &Labels,
+        t: i64,
+        v: f64,
+    ) -> Result<FoundSeries, AppendError> {
+        labels.validate()?;
+        self.check_bounds(t)?;
+        let (r, entry) = self.get_or_create_labels(labels);
+        self.append_entry(r, entry.clone(), t, v)?;
+        Ok(FoundSeries { entry })
+    }
+
     /// [`HeadAppender::append`] for a label set given as (name, value)
     /// pairs sorted by name, as receivers decode them in place: no
     /// [`Labels`] is built unless the series is new.
@@ -763,8 +778,11 @@ impl CommitStats {
     }
 }
 
-/// A series found by [`HeadAppender::find_existing`]; holding it keeps
-/// the series from being garbage-collected.
+/// A series found by [`HeadAppender::find_existing`] or created by
+/// [`HeadAppender::append_series`]; holding it keeps the series from being
+/// garbage-collected (head truncation drops only series nobody holds), so
+/// appends to it never need a lookup.
+#[derive(Clone)]
 pub struct FoundSeries {
     entry: Arc<SeriesEntry>,
 }
@@ -772,6 +790,20 @@ pub struct FoundSeries {
 impl FoundSeries {
     pub fn series_ref(&self) -> u64 {
         self.entry.series_ref()
+    }
+
+    /// The series as an opaque shared object (for callers that keep
+    /// series of several storages), without another allocation.
+    pub fn into_any(self) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.entry
+    }
+
+    /// A series [`FoundSeries::into_any`] gave, or `None` for any other
+    /// object.
+    pub fn from_any(any: &Arc<dyn std::any::Any + Send + Sync>) -> Option<FoundSeries> {
+        Arc::downcast::<SeriesEntry>(any.clone())
+            .ok()
+            .map(|entry| FoundSeries { entry })
     }
 }
 

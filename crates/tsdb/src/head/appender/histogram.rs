@@ -182,6 +182,20 @@ impl HeadAppender<'_> {
         }
     }
 
+    /// [`HeadAppender::append_histogram_pairs`] returning the series, to
+    /// append to it later with [`HeadAppender::append_histogram_found`].
+    pub fn append_histogram_series(
+        &mut self,
+        pairs: &[(&str, &str)],
+        t: i64,
+        h: LentHistogram<'_>,
+    ) -> Result<FoundSeries, AppendError> {
+        match h {
+            LentHistogram::Int(h) => self.append_series_any(pairs, t, h),
+            LentHistogram::Float(h) => self.append_series_any(pairs, t, h),
+        }
+    }
+
     /// Appends a lent histogram of either kind to a series
     /// [`HeadAppender::find_existing`] found.
     pub fn append_histogram_found(
@@ -215,11 +229,20 @@ impl HeadAppender<'_> {
         t: i64,
         h: &mut H,
     ) -> Result<u64, AppendError> {
+        self.append_series_any(pairs, t, h).map(|s| s.series_ref())
+    }
+
+    fn append_series_any<H: BatchedHistogram>(
+        &mut self,
+        pairs: &[(&str, &str)],
+        t: i64,
+        h: &mut H,
+    ) -> Result<FoundSeries, AppendError> {
         self.check_histogram(t, h)?;
         check_pairs(pairs)?;
         let (series_ref, entry) = self.get_or_create(pairs.iter().copied(), pairs.len());
-        self.append_histogram_entry(series_ref, entry, t, Given::Lent(h))?;
-        Ok(series_ref)
+        self.append_histogram_entry(series_ref, entry.clone(), t, Given::Lent(h))?;
+        Ok(FoundSeries { entry })
     }
 
     fn append_found_any<H: BatchedHistogram>(
