@@ -104,6 +104,9 @@ pub struct TextParser<'a> {
     labels: Vec<LabelSpan>,
     /// The type of the last `# TYPE` line.
     mtype: MetricType,
+    /// Whether common series lines take the one-pass path (always, but
+    /// in the tests that compare both paths).
+    fast: bool,
 }
 
 impl<'a> TextParser<'a> {
@@ -116,6 +119,7 @@ impl<'a> TextParser<'a> {
             name: None,
             labels: Vec::new(),
             mtype: MetricType::Unknown,
+            fast: true,
         }
     }
 
@@ -125,6 +129,12 @@ impl<'a> TextParser<'a> {
             self.start = self.lexer.i;
             self.name = None;
             self.labels.clear();
+            if self.fast {
+                if let Some(series) = self.common_series() {
+                    return Ok(Some(TextEntry::Series(series)));
+                }
+                self.labels.clear();
+            }
             let entry = match self.token() {
                 Token::Eof => return Ok(None),
                 Token::Linebreak => continue,
@@ -156,6 +166,94 @@ impl<'a> TextParser<'a> {
                 t => return Err(self.unexpected("expected a valid start token", t)),
             };
             return Ok(Some(entry));
+        }
+    }
+
+    /// A series line in its common form, read in one pass without the
+    /// lexer: `name{a="x",b="y"} value [timestamp]` and a newline, with
+    /// one run of blanks between the series and the value (and the value
+    /// and the timestamp) and no other, no escapes, NUL bytes or
+    /// non-ASCII bytes in label values, a value that parses and a
+    /// timestamp that fits. Anything else is `None`, the lexer untouched
+    /// (some of the line's label spans may be pushed), and the line is
+    /// read token by token: on the lines this takes, both read the same.
+    fn common_series(&mut self) -> Option<TextSeries<'a>> {
+        let buf = self.lexer.buf;
+        let start = self.lexer.i;
+        let mut i = start;
+        if !lexer::is_metric_start(*buf.get(i)?) {
+            return None;
+        }
+        i += 1;
+        while buf.get(i).is_some_and(|&c| lexer::is_metric_char(c)) {
+            i += 1;
+        }
+        let name_end = i;
+        if buf.get(i) == Some(&b'{') {
+            i = self.common_labels(i + 1)?;
+        }
+        let series_end = i;
+        let (value, mut i) = common_value(buf, i)?;
+        let timestamp = match buf.get(i)? {
+            b'\n' => None,
+            _ => {
+                let (ts, end) = common_timestamp(buf, i)?;
+                i = end;
+                Some(ts)
+            }
+        };
+        // Past the newline: the lexer is at the next line's start, in
+        // the state a line's end leaves it in.
+        self.lexer.i = i + 1;
+        self.lexer.start = i;
+        self.name = Some((start, name_end));
+        Some(TextSeries {
+            series: &buf[start..series_end],
+            value,
+            timestamp,
+        })
+    }
+
+    /// [`TextParser::common_series`]' label pairs from just after `{`;
+    /// the index after `}`.
+    fn common_labels(&mut self, mut i: usize) -> Option<usize> {
+        let buf = self.lexer.buf;
+        loop {
+            let c = *buf.get(i)?;
+            if c == b'}' {
+                return Some(i + 1);
+            }
+            if !lexer::is_label_start(c) {
+                return None;
+            }
+            let name_start = i;
+            i += 1;
+            while lexer::is_label_char(*buf.get(i)?) {
+                i += 1;
+            }
+            let name_end = i;
+            if buf.get(i..i + 2)? != b"=\"" {
+                return None;
+            }
+            i += 2;
+            let value_start = i;
+            loop {
+                match *buf.get(i)? {
+                    b'"' => break,
+                    b'\\' | b'\n' | 0 | 0x80.. => return None,
+                    _ => i += 1,
+                }
+            }
+            self.labels.push(LabelSpan {
+                name: (name_start, name_end),
+                value: (value_start, i),
+            });
+            i += 1;
+            match *buf.get(i)? {
+                b',' => i += 1,
+                b'}' => {}
+                _ => return None,
+            }
         }
     }
 
@@ -400,6 +498,48 @@ impl<'a> TextParser<'a> {
             self.lexer.quoted_text(self.start, end)
         ))
     }
+}
+
+/// [`TextParser::common_series`]' blanks and value from `i`: the value and
+/// the index after it.
+fn common_value(buf: &[u8], mut i: usize) -> Option<(f64, usize)> {
+    if !lexer::is_blank(*buf.get(i)?) {
+        return None;
+    }
+    while lexer::is_blank(*buf.get(i)?) {
+        i += 1;
+    }
+    let value_start = i;
+    while buf.get(i).is_some_and(|&c| lexer::is_value_char(c)) {
+        i += 1;
+    }
+    let value = match parse_prom_float(&buf[value_start..i]) {
+        Ok(v) if v.is_nan() => f64::from_bits(NORMAL_NAN_BITS),
+        Ok(v) => v,
+        Err(_) => return None,
+    };
+    Some((value, i))
+}
+
+/// [`TextParser::common_series`]' blanks and timestamp from `i`, up to a
+/// newline: the timestamp and the newline's index.
+fn common_timestamp(buf: &[u8], mut i: usize) -> Option<(i64, usize)> {
+    if !lexer::is_blank(*buf.get(i)?) {
+        return None;
+    }
+    while lexer::is_blank(*buf.get(i)?) {
+        i += 1;
+    }
+    let digits_start = i;
+    let mut ts: i64 = 0;
+    while let Some(d) = buf.get(i).filter(|c| c.is_ascii_digit()) {
+        ts = ts.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+        i += 1;
+    }
+    if i == digits_start || *buf.get(i)? != b'\n' {
+        return None;
+    }
+    Some((ts, i))
 }
 
 /// `# HELP` text with `\\` and `\n` unescaped (other escapes kept).

@@ -93,28 +93,28 @@ pub(super) struct Lexer<'a> {
     state: State,
 }
 
-fn is_blank(c: u8) -> bool {
+pub(super) fn is_blank(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
 
-fn is_metric_start(c: u8) -> bool {
+pub(super) fn is_metric_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c == b':'
 }
 
-fn is_metric_char(c: u8) -> bool {
+pub(super) fn is_metric_char(c: u8) -> bool {
     is_metric_start(c) || c.is_ascii_digit()
 }
 
-fn is_label_start(c: u8) -> bool {
+pub(super) fn is_label_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
 
-fn is_label_char(c: u8) -> bool {
+pub(super) fn is_label_char(c: u8) -> bool {
     is_label_start(c) || c.is_ascii_digit()
 }
 
 /// A byte of a value token.
-fn is_value_char(c: u8) -> bool {
+pub(super) fn is_value_char(c: u8) -> bool {
     !matches!(c, 0 | b'\n' | b' ' | b'\t' | b'{')
 }
 
@@ -335,7 +335,11 @@ impl<'a> Lexer<'a> {
             }
         }
         if c != 0 && c != b'\n' {
-            self.advance_while(|c| c != 0 && c != b'\n');
+            // To the newline (the virtual one at the end, if need be):
+            // what stepping byte by byte finds, as NUL bytes are stepped
+            // over here.
+            let rest = self.buf.get(self.i + 1..).unwrap_or(&[]);
+            self.i += 1 + memchr::memchr(b'\n', rest).unwrap_or(rest.len());
         }
         self.state = State::Init;
         Token::Text

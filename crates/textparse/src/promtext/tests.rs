@@ -199,6 +199,29 @@ fn names_that_are_not_utf8() {
     }
 }
 
+/// A common line with one byte put in, deleted or changed.
+fn mutated_common_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let special = proptest::sample::select(b"\\\"{}=, \t\n\0#e.+-_x\xc3".to_vec());
+    (
+        common_line(),
+        any::<proptest::sample::Index>(),
+        special,
+        0..3u8,
+    )
+        .prop_map(|(mut line, at, byte, how)| {
+            let i = at.index(line.len());
+            match how {
+                0 => line.insert(i, byte),
+                1 => {
+                    line.remove(i);
+                }
+                _ => line[i] = byte,
+            }
+            line
+        })
+}
+
 proptest::proptest! {
     /// Any input: no panic, and every series' raw bytes are a prefix of
     /// its line.
@@ -212,4 +235,131 @@ proptest::proptest! {
             }
         }
     }
+}
+
+/// Everything a parser gives for a body: entries with each series'
+/// labels, up to the first error.
+fn everything(body: &[u8], fast: bool) -> Vec<String> {
+    let mut p = TextParser::new(body);
+    p.fast = fast;
+    let mut out = Vec::new();
+    loop {
+        match p.next_entry() {
+            Ok(None) => return out,
+            Ok(Some(TextEntry::Series(s))) => {
+                let mut labels = Vec::new();
+                let labels = p.labels(&mut labels).map(|()| labels);
+                out.push(format!(
+                    "{:?} {} {:?} {labels:?}",
+                    s.series,
+                    s.value.to_bits(),
+                    s.timestamp
+                ));
+            }
+            Ok(Some(e)) => out.push(format!("{e:?}")),
+            Err(e) => {
+                out.push(format!("error {e}"));
+                return out;
+            }
+        }
+    }
+}
+
+/// A line near the common form: pieces that are common, unusual or
+/// wrong, so that both paths meet every case.
+fn near_common_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let piece = prop_oneof![
+        6 => "[a-z_:][a-z0-9_:]{0,6}",
+        3 => Just("{".to_string()),
+        3 => Just("}".to_string()),
+        3 => Just("=\"".to_string()),
+        3 => Just("\"".to_string()),
+        3 => Just(",".to_string()),
+        4 => Just(" ".to_string()),
+        1 => Just("\t".to_string()),
+        4 => "[0-9]{1,4}",
+        2 => "[-+]?[0-9]{0,3}(\\.[0-9]{0,3})?([eE][-+]?[0-9]{1,4})?",
+        1 => prop_oneof![Just("NaN"), Just("+Inf"), Just("-Inf"), Just("0x1p3"), Just("1_0")].prop_map(String::from),
+        1 => Just("\\".to_string()),
+        1 => Just("\u{0}".to_string()),
+        1 => Just("é".to_string()),
+        1 => Just("\n".to_string()),
+        1 => Just("# TYPE a histogram\n".to_string()),
+        1 => Just("le=\"1\"".to_string()),
+        1 => Just("99999999999999999999".to_string()),
+    ];
+    proptest::collection::vec(piece, 0..14).prop_map(|ps| {
+        let mut line = ps.concat().into_bytes();
+        line.push(b'\n');
+        line
+    })
+}
+
+/// A common series line with random labels, value and timestamp.
+fn common_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let label = (
+        "[a-z_][a-z0-9_]{0,5}",
+        "([ -!#-\\[\\]-~]|\\\\[\\\\n\"]){0,6}",
+    );
+    (
+        "[a-z_:][a-z0-9_:]{0,8}",
+        proptest::option::of(proptest::collection::vec(label, 0..4)),
+        prop_oneof![Just(" "), Just("  "), Just("\t")],
+        "-?[0-9]{1,5}(\\.[0-9]{1,4})?(e[-+]?[0-9]{1,3})?",
+        proptest::option::of("[0-9]{1,14}"),
+    )
+        .prop_map(|(name, labels, blank, value, ts)| {
+            let mut line = name;
+            if let Some(labels) = labels {
+                let pairs: Vec<String> =
+                    labels.iter().map(|(n, v)| format!("{n}=\"{v}\"")).collect();
+                line.push('{');
+                line.push_str(&pairs.join(","));
+                line.push('}');
+            }
+            line.push_str(blank);
+            line.push_str(&value);
+            if let Some(ts) = ts {
+                line.push(' ');
+                line.push_str(&ts);
+            }
+            line.push('\n');
+            line.into_bytes()
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// The one-pass path reads every line it takes as the lexer does,
+    /// and leaves the rest to it.
+    #[test]
+    fn the_common_line_path_reads_as_the_lexer_does(
+        lines in proptest::collection::vec(
+            proptest::prop_oneof![near_common_line(), common_line(), mutated_common_line()],
+            1..8,
+        ),
+        chop in proptest::bool::ANY,
+    ) {
+        let mut body = lines.concat();
+        if chop {
+            // No final newline.
+            body.pop();
+        }
+        proptest::prop_assert_eq!(everything(&body, true), everything(&body, false));
+    }
+}
+
+#[test]
+fn common_lines_take_the_one_pass_path() {
+    let body = b"a{b=\"1\",c=\"x y\",} 1.5 17\nb 2\nc{} -3e2\n";
+    let mut p = TextParser::new(body);
+    for _ in 0..3 {
+        let s = p.common_series().expect("a common line");
+        assert!(!s.series.is_empty());
+    }
+    assert_eq!(everything(body, true), everything(body, false));
+    assert_eq!(everything(body, true).len(), 3);
 }
