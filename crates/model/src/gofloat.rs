@@ -37,6 +37,9 @@ pub enum FloatError {
 /// `strconv.ParseFloat(s, 64)` as Prometheus' text parsers call it: also
 /// refuses `p`, `P` and `_` (Prometheus keeps to pre-Go 1.13 float formats).
 pub fn parse_prom_float(s: &[u8]) -> Result<f64, FloatError> {
+    if let Some(f) = exact_decimal(s) {
+        return Ok(f);
+    }
     if s.iter().any(|&c| matches!(c, b'p' | b'P' | b'_')) {
         return Err(FloatError::Syntax);
     }
@@ -45,6 +48,9 @@ pub fn parse_prom_float(s: &[u8]) -> Result<f64, FloatError> {
 
 /// `strconv.ParseFloat(s, 64)`: Ok only where Go returns no error.
 pub fn parse_go_float(s: &[u8]) -> Result<f64, FloatError> {
+    if let Some(f) = exact_decimal(s) {
+        return Ok(f);
+    }
     if let Some(f) = special(s) {
         return Ok(f);
     }
@@ -153,6 +159,87 @@ pub fn parse_go_float(s: &[u8]) -> Result<f64, FloatError> {
         v
     };
     Ok(if neg { -f } else { f })
+}
+
+/// A plain decimal (`[+-]digits[.digits][e[+-]digits]`, no `_`) whose
+/// digits fit 53 bits and whose power of ten is within 22: the value is
+/// the digits times or over an exact power of ten, one correctly rounded
+/// operation (Clinger's fast path), so it is what a full parse gives.
+/// `None` for anything else (the full parse decides).
+fn exact_decimal(s: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let (neg, mut i) = match s.first()? {
+        b'-' => (true, 1),
+        b'+' => (false, 1),
+        _ => (false, 0),
+    };
+    let mut mantissa: u64 = 0;
+    let mut digits = 0u32;
+    let mut fraction_digits = 0i32;
+    let mut seen_dot = false;
+    while let Some(&c) = s.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                if mantissa >= 1 << 53 {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                digits += 1;
+                if seen_dot {
+                    fraction_digits += 1;
+                }
+            }
+            b'.' if !seen_dot => seen_dot = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if digits == 0 || mantissa >= 1 << 53 {
+        return None;
+    }
+    let mut exponent = 0i32;
+    if let Some(b'e' | b'E') = s.get(i) {
+        i += 1;
+        let negative = match s.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        while let Some(&c) = s.get(i).filter(|c| c.is_ascii_digit()) {
+            if i - start >= 4 {
+                return None;
+            }
+            exponent = exponent * 10 + i32::from(c - b'0');
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        if negative {
+            exponent = -exponent;
+        }
+    }
+    if i != s.len() {
+        return None;
+    }
+    let power = exponent - fraction_digits;
+    let m = mantissa as f64;
+    let v = match power {
+        0..=22 => m * POW10[power as usize],
+        -22..=-1 => m / POW10[(-power) as usize],
+        _ => return None,
+    };
+    Some(if neg { -v } else { v })
 }
 
 /// `inf`, `infinity` (signed or not) and `nan` (unsigned), any case.
@@ -569,6 +656,31 @@ pub fn seconds_to_millis(ts: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
+
+        /// The fast path gives what Rust's full parse gives, bit for bit.
+        #[test]
+        fn exact_decimals_parse_as_the_full_parse(
+            s in "[-+]?[0-9]{0,18}(\\.[0-9]{0,18})?([eE][-+]?[0-9]{1,5})?"
+        ) {
+            if let Some(fast) = exact_decimal(s.as_bytes()) {
+                let full: f64 = s.parse().expect("a decimal Rust reads");
+                proptest::prop_assert_eq!(fast.to_bits(), full.to_bits(), "{}", s);
+            }
+        }
+
+        /// Values as Go's `%g` and `%f` print them.
+        #[test]
+        fn printed_floats_parse_back(v in proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::SUBNORMAL) {
+            for text in [format!("{v:e}"), format!("{v}"), format!("{v:.3}")] {
+                let got = parse_go_float(text.as_bytes()).expect("parses");
+                let full: f64 = text.parse().expect("parses");
+                proptest::prop_assert_eq!(got.to_bits(), full.to_bits(), "{}", text);
+            }
+        }
+    }
 
     fn ok(s: &str) -> f64 {
         parse_go_float(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e:?}"))

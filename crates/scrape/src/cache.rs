@@ -5,13 +5,17 @@
 //!
 //! A line is known by a 128-bit hash of its bytes (name and `{...}` as the
 //! target wrote them), seeded at random once per process, not by the bytes
-//! themselves: a cache entry is 40 bytes whatever the line's length, where
+//! themselves: a cache entry is about 48 bytes (with its index slot) whatever the line's length, where
 //! keeping the bytes (and, as Prometheus does, the final labels) cost
 //! several hundred a series. Two lines of one target would have to share
 //! all 128 bits for one's samples to go to the other's series: for a
 //! target of a million lines the odds are below 10^-26, far below those of
 //! a memory error, and a target cannot aim at a collision without knowing
 //! the seed.
+//!
+//! Entries are kept in the order the target writes its lines, with an
+//! index by key beside them: a scrape that repeats the last one's order
+//! finds each line at the entry after the last one found.
 //!
 //! An entry holds the storage's handle on the series (after relabeling),
 //! or nothing for a line relabeling dropped. The cache also knows which
@@ -74,7 +78,15 @@ pub struct CacheEntry {
 pub struct ScrapeCache {
     /// The current scrape's number (from 1).
     iter: u32,
-    entries: HashTable<CacheEntry>,
+    /// The entries, in the order scrapes first saw their lines: a target
+    /// that writes its lines in the same order every time finds each at
+    /// `cursor`, walking the entries in order (no probe of the index, no
+    /// cache miss the hardware does not see coming).
+    entries: Vec<CacheEntry>,
+    /// A line's key to its index in `entries`.
+    index: HashTable<u32>,
+    /// Where the next line is expected: after the last one found.
+    cursor: usize,
     /// The cache's size after the last successful scrape.
     successful_count: usize,
     /// The metric families' metadata (shared with the APIs).
@@ -130,13 +142,26 @@ impl ScrapeCache {
         }
     }
 
+    /// The index of a line's entry: the expected one, else the index's.
+    fn find(&self, key: LineKey) -> Option<usize> {
+        if self.entries.get(self.cursor).is_some_and(|e| e.key == key) {
+            return Some(self.cursor);
+        }
+        let entries = &self.entries;
+        self.index
+            .find(key.table_hash(), |&i| entries[i as usize].key == key)
+            .map(|&i| i as usize)
+    }
+
     /// What the cache knows of a line, marking it seen by this scrape.
     pub fn lookup(&mut self, line: &[u8]) -> Lookup<'_> {
         let key = LineKey::of(line);
-        let iter = self.iter;
-        let Some(entry) = self.entries.find_mut(key.table_hash(), |e| e.key == key) else {
+        let Some(i) = self.find(key) else {
             return Lookup::Unknown(NewLine(key));
         };
+        self.cursor = i + 1;
+        let iter = self.iter;
+        let entry = &mut self.entries[i];
         let already_scraped = entry.last_iter == iter;
         entry.last_iter = iter;
         match &entry.series {
@@ -161,15 +186,21 @@ impl ScrapeCache {
             last_iter: self.iter,
             tracked_iter: if track { self.iter } else { 0 },
         };
-        match self
-            .entries
-            .entry(key.table_hash(), |e| e.key == key, |e| e.key.table_hash())
-        {
-            hashbrown::hash_table::Entry::Occupied(mut o) => *o.get_mut() = entry,
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(entry);
-            }
+        if let Some(i) = self.find(key) {
+            self.entries[i] = entry;
+            return;
         }
+        let i = self.entries.len();
+        self.entries.push(entry);
+        self.insert_index(i);
+        self.cursor = i + 1;
+    }
+
+    fn insert_index(&mut self, i: usize) {
+        let entries = &self.entries;
+        let hash = entries[i].key.table_hash();
+        self.index
+            .insert_unique(hash, i as u32, |&j| entries[j as usize].key.table_hash());
     }
 
     /// The series the previous scrape appended and this one did not: the
@@ -196,17 +227,36 @@ impl ScrapeCache {
             self.successful_count = count;
         }
         if flush {
-            let iter = self.iter;
-            self.entries.retain(|e| e.last_iter == iter);
-            if self.entries.capacity() > 4 * self.entries.len().max(64) {
-                self.entries.shrink_to_fit(|e| e.key.table_hash());
-            }
-            self.metadata
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .forget_old(iter);
+            self.forget_unseen();
         }
         self.iter += 1;
+        self.cursor = 0;
+    }
+
+    /// Drops the entries this scrape did not see (re-indexing the rest
+    /// when there were any) and the metadata of families long gone.
+    fn forget_unseen(&mut self) {
+        let iter = self.iter;
+        if self.entries.iter().any(|e| e.last_iter != iter) {
+            self.entries.retain(|e| e.last_iter == iter);
+            self.index.clear();
+            for i in 0..self.entries.len() {
+                self.insert_index(i);
+            }
+        }
+        let len = self.entries.len();
+        if self.entries.capacity() > len + len / 4 + 16 {
+            self.entries.shrink_to_fit();
+        }
+        if self.index.capacity() > 4 * len.max(64) {
+            let entries = &self.entries;
+            self.index
+                .shrink_to_fit(|&j| entries[j as usize].key.table_hash());
+        }
+        self.metadata
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget_old(iter);
     }
 
     /// The number of lines cached (series and dropped).
@@ -294,6 +344,40 @@ mod tests {
         c.iter_done(false);
         assert_eq!(c.len(), 1100);
         assert_eq!(series_of(&mut c, b"n7"), Some(7));
+    }
+
+    #[test]
+    fn lines_in_another_order_and_new_lines_between_are_found() {
+        let mut c = ScrapeCache::new();
+        let lines: Vec<String> = (0..50).map(|i| format!("m{{i=\"{i}\"}}")).collect();
+        for (i, l) in lines.iter().enumerate() {
+            let Lookup::Unknown(k) = c.lookup(l.as_bytes()) else {
+                panic!("new")
+            };
+            c.add(k, Some(handle(i as u64)), true);
+        }
+        c.iter_done(true);
+        // Reversed, every other line, with new ones between.
+        for (i, l) in lines.iter().enumerate().rev().step_by(2) {
+            assert_eq!(series_of(&mut c, l.as_bytes()), Some(i as u64), "{l}");
+            let new = format!("n{i}");
+            let Lookup::Unknown(k) = c.lookup(new.as_bytes()) else {
+                panic!("new")
+            };
+            c.add(k, Some(handle(1000 + i as u64)), true);
+        }
+        c.iter_done(true);
+        assert_eq!(c.len(), 50);
+        for (i, l) in lines.iter().enumerate() {
+            let want = (i % 2 == 1).then_some(i as u64);
+            assert_eq!(series_of(&mut c, l.as_bytes()), want, "{l}");
+            if i % 2 == 1 {
+                assert_eq!(
+                    series_of(&mut c, format!("n{i}").as_bytes()),
+                    Some(1000 + i as u64)
+                );
+            }
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
     fn append(&mut self, series: &SeriesHandle, t: i64, v: f64) -> Result<(), AppendFailure> {
         let series = head_series(series)?;
         self.app
-            .append_found(&series, t, v)
+            .append_found_owned(series, t, v)
             .map(|_| ())
             .map_err(failure)
     }

@@ -321,6 +321,20 @@ impl<'h> HeadAppender<'h> {
         Ok(s.series_ref())
     }
 
+    /// [`HeadAppender::append_found`] taking the series, which saves
+    /// cloning it for the batch.
+    pub fn append_found_owned(
+        &mut self,
+        s: FoundSeries,
+        t: i64,
+        v: f64,
+    ) -> Result<u64, AppendError> {
+        self.check_bounds(t)?;
+        let r = s.series_ref();
+        self.append_entry(r, s.entry, t, v)?;
+        Ok(r)
+    }
+
     /// Appends a sample to a series known by ref.
     pub fn append_ref(&mut self, series_ref: u64, t: i64, v: f64) -> Result<(), AppendError> {
         self.check_bounds(t)?;
