@@ -72,6 +72,12 @@ impl<'a> BitWriter<'a> {
         // back is a fixed-size store instead of a variable-length memcpy.
         let nbytes = left.div_ceil(8);
         let keep = self.buf.len() + nbytes as usize;
+        if self.buf.capacity() - self.buf.len() < 8 {
+            // Grown by a quarter, not doubled: a head holds millions of
+            // open chunks, and doubling leaves a third of them unused on
+            // average.
+            self.buf.reserve_exact(16.max(self.buf.len() / 4));
+        }
         self.buf.extend_from_slice(&pending.to_be_bytes());
         self.buf.truncate(keep);
         *self.free = (nbytes * 8 - left) as u8;

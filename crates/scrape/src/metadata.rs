@@ -5,10 +5,14 @@
 //! Shared between the target's scrape loop, which updates it while
 //! appending (allocating only for a family that is new or changed), and
 //! the APIs, which read it at any time. A family not exposed for more than
-//! ten successful scrapes is forgotten, as in Prometheus.
+//! ten successful scrapes is forgotten, as in Prometheus. Names, help
+//! texts and units are interned process-wide: the targets of a job share
+//! one copy of each.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use hashbrown::HashTable;
 
 use ferrite_textparse::MetricType;
 
@@ -31,8 +35,8 @@ pub struct MetricMetadata {
 #[derive(Debug)]
 struct Entry {
     kind: MetricType,
-    help: String,
-    unit: String,
+    help: Interned,
+    unit: Interned,
     /// The last scrape that exposed it.
     last_iter: u32,
 }
@@ -40,33 +44,77 @@ struct Entry {
 /// A target's metadata; see the module documentation.
 #[derive(Debug, Default)]
 pub struct TargetMetadata {
-    families: HashMap<Box<[u8]>, Entry, foldhash::fast::RandomState>,
+    families: HashTable<(Interned, Entry)>,
 }
 
 /// The metadata as the loop and the APIs share it.
 pub type SharedMetadata = Arc<Mutex<TargetMetadata>>;
 
+/// A metadata string shared by every target that gives it: the targets
+/// of a job mostly expose the same families with the same help, which
+/// would otherwise be kept once per target (tens of kilobytes each).
+type Interned = Arc<[u8]>;
+
+/// Every interned string, with the count at which unused ones are next
+/// dropped.
+struct Interner {
+    strings: HashSet<Interned, foldhash::fast::RandomState>,
+    sweep_at: usize,
+}
+
+static INTERNER: LazyLock<Mutex<Interner>> = LazyLock::new(|| {
+    Mutex::new(Interner {
+        strings: HashSet::default(),
+        sweep_at: 1024,
+    })
+});
+
+/// The shared copy of `bytes`. Strings no target holds any more are
+/// dropped whenever the set has doubled since the last sweep.
+fn intern(bytes: &[u8]) -> Interned {
+    let mut interner = INTERNER.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = interner.strings.get(bytes) {
+        return s.clone();
+    }
+    if interner.strings.len() >= interner.sweep_at {
+        interner.strings.retain(|s| Arc::strong_count(s) > 1);
+        interner.sweep_at = (interner.strings.len() * 2).max(1024);
+    }
+    let s: Interned = Arc::from(bytes);
+    interner.strings.insert(s.clone());
+    s
+}
+
+fn hash_name(name: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    static HASHER: LazyLock<foldhash::fast::RandomState> = LazyLock::new(Default::default);
+    HASHER.hash_one(name)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
 impl TargetMetadata {
-    /// A family's entry, marked seen by scrape `iter`; a key is allocated
-    /// only for a family not seen before (metadata lines come every scrape).
+    /// A family's entry, marked seen by scrape `iter`; the name is looked
+    /// up in the interner only for a family not seen before (metadata
+    /// lines come every scrape).
     fn entry(&mut self, name: &[u8], iter: u32) -> &mut Entry {
-        // Looked up first, so that a known family (every scrape's case)
-        // costs no allocation.
-        if !self.families.contains_key(name) {
-            self.families.insert(
-                name.into(),
-                Entry {
-                    kind: MetricType::Unknown,
-                    help: String::new(),
-                    unit: String::new(),
-                    last_iter: iter,
-                },
-            );
-        }
-        let e = self
+        let hash = hash_name(name);
+        let entry = self
             .families
-            .get_mut(name)
-            .expect("the family was inserted just above");
+            .entry(hash, |(n, _)| &n[..] == name, |(n, _)| hash_name(n))
+            .or_insert_with(|| {
+                let empty = intern(b"");
+                let entry = Entry {
+                    kind: MetricType::Unknown,
+                    help: empty.clone(),
+                    unit: empty,
+                    last_iter: iter,
+                };
+                (intern(name), entry)
+            });
+        let e = &mut entry.into_mut().1;
         e.last_iter = iter;
         e
     }
@@ -79,16 +127,16 @@ impl TargetMetadata {
     /// `# HELP name text` seen by scrape `iter`.
     pub fn set_help(&mut self, name: &[u8], help: &[u8], iter: u32) {
         let e = self.entry(name, iter);
-        if e.help.as_bytes() != help {
-            e.help = String::from_utf8_lossy(help).into_owned();
+        if &e.help[..] != help {
+            e.help = intern(help);
         }
     }
 
     /// `# UNIT name unit` seen by scrape `iter`.
     pub fn set_unit(&mut self, name: &[u8], unit: &[u8], iter: u32) {
         let e = self.entry(name, iter);
-        if e.unit.as_bytes() != unit {
-            e.unit = String::from_utf8_lossy(unit).into_owned();
+        if &e.unit[..] != unit {
+            e.unit = intern(unit);
         }
     }
 
@@ -96,7 +144,7 @@ impl TargetMetadata {
     /// succeeded.
     pub fn forget_old(&mut self, iter: u32) {
         self.families
-            .retain(|_, e| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
+            .retain(|(_, e)| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
     }
 
     /// Every family's metadata, sorted by name.
@@ -104,12 +152,7 @@ impl TargetMetadata {
         let mut out: Vec<MetricMetadata> = self
             .families
             .iter()
-            .map(|(name, e)| MetricMetadata {
-                metric: String::from_utf8_lossy(name).into_owned(),
-                kind: e.kind,
-                help: e.help.clone(),
-                unit: e.unit.clone(),
-            })
+            .map(|(name, e)| e.to_metadata(text(name)))
             .collect();
         out.sort_by(|a, b| a.metric.cmp(&b.metric));
         out
@@ -117,14 +160,21 @@ impl TargetMetadata {
 
     /// One family's metadata.
     pub fn get(&self, metric: &str) -> Option<MetricMetadata> {
+        let name = metric.as_bytes();
         self.families
-            .get(metric.as_bytes())
-            .map(|e| MetricMetadata {
-                metric: metric.to_string(),
-                kind: e.kind,
-                help: e.help.clone(),
-                unit: e.unit.clone(),
-            })
+            .find(hash_name(name), |(n, _)| &n[..] == name)
+            .map(|(_, e)| e.to_metadata(metric.to_string()))
+    }
+}
+
+impl Entry {
+    fn to_metadata(&self, metric: String) -> MetricMetadata {
+        MetricMetadata {
+            metric,
+            kind: self.kind,
+            help: text(&self.help),
+            unit: text(&self.unit),
+        }
     }
 }
 
@@ -147,5 +197,36 @@ mod tests {
         m.forget_old(12);
         assert_eq!(m.list().len(), 1, "b was last seen 11 scrapes ago");
         assert_eq!(m.get("a").map(|e| e.kind), Some(MetricType::Gauge));
+    }
+
+    #[test]
+    fn targets_share_one_copy_of_each_text() {
+        let (mut a, mut b) = (TargetMetadata::default(), TargetMetadata::default());
+        let help = b"Shared help of metadata_test_family.";
+        a.set_help(b"metadata_test_family", help, 1);
+        b.set_help(b"metadata_test_family", help, 1);
+        let help_of = |m: &TargetMetadata| {
+            let name: &[u8] = b"metadata_test_family";
+            m.families
+                .find(hash_name(name), |(n, _)| &n[..] == name)
+                .map(|(_, e)| e.help.clone())
+                .expect("the family")
+        };
+        assert!(Arc::ptr_eq(&help_of(&a), &help_of(&b)));
+        // A changed text is a new string; the same again is no change.
+        b.set_help(b"metadata_test_family", b"Other help.", 2);
+        assert!(!Arc::ptr_eq(&help_of(&a), &help_of(&b)));
+        assert_eq!(
+            b.get("metadata_test_family").map(|e| e.help),
+            Some("Other help.".into())
+        );
+        // Texts nobody holds go at a sweep.
+        drop(a);
+        for i in 0..3000 {
+            intern(format!("metadata_test_filler_{i}").as_bytes());
+        }
+        let interner = INTERNER.lock().expect("interner");
+        assert!(!interner.strings.contains(&help[..]));
+        assert!(interner.strings.contains(&b"Other help."[..]));
     }
 }
