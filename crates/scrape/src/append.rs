@@ -412,6 +412,11 @@ fn append_entries(
     let mut histograms = HistogramBufs::default();
     // The last `# TYPE` line, for the NHCB check.
     let mut last_type: (&[u8], MetricType) = (b"", MetricType::Unknown);
+    // Locked for the whole body (metadata lines come every few series);
+    // released before the cache's end of scrape, which locks it too.
+    let metadata = b.cache.metadata.clone();
+    let mut metadata = lock(&metadata);
+    let iter = b.cache.iter();
     while let Some(entry) = parser.next_entry()? {
         let (key, value, timestamp) = match &entry {
             BodyEntry::Series(s) => (s.series, Value::Float(s.value), s.timestamp),
@@ -422,19 +427,16 @@ fn append_entries(
                 (parser.proto_key(), Value::Histogram, *timestamp)
             }
             BodyEntry::Help(metric, text) => {
-                let iter = b.cache.iter();
-                lock(&b.cache.metadata).set_help(metric, text, iter);
+                metadata.set_help(metric, text, iter);
                 continue;
             }
             BodyEntry::Type(metric, kind) => {
-                let iter = b.cache.iter();
-                lock(&b.cache.metadata).set_type(metric, *kind, iter);
+                metadata.set_type(metric, *kind, iter);
                 last_type = (metric, *kind);
                 continue;
             }
             BodyEntry::Unit(metric, unit) => {
-                let iter = b.cache.iter();
-                lock(&b.cache.metadata).set_unit(metric, unit, iter);
+                metadata.set_unit(metric, unit, iter);
                 continue;
             }
             BodyEntry::Comment => continue,
@@ -461,6 +463,7 @@ fn append_entries(
         };
         append_sample(b, &parser, app, &mut limit, sample, counts, &mut histograms)?;
     }
+    drop(metadata);
     b.bucket_limit_exceeded = limit.bucket_exceeded;
     if limit.exceeded {
         return Err(BodyError::SampleLimit);

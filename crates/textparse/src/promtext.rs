@@ -134,6 +134,9 @@ impl<'a> TextParser<'a> {
                     return Ok(Some(TextEntry::Series(series)));
                 }
                 self.labels.clear();
+                if let Some(metadata) = self.common_metadata() {
+                    return Ok(Some(metadata));
+                }
             }
             let entry = match self.token() {
                 Token::Eof => return Ok(None),
@@ -212,6 +215,53 @@ impl<'a> TextParser<'a> {
             value,
             timestamp,
         })
+    }
+
+    /// A `# HELP` or `# TYPE` line in its common form, read in one pass:
+    /// `# HELP name text` or `# TYPE name type` and a newline, single
+    /// spaces, an unquoted name, text that starts with neither a blank nor
+    /// a NUL byte, valid UTF-8 help and a known type. Anything else is
+    /// `None`, the lexer untouched, and the line is read token by token:
+    /// on the lines this takes, both read the same.
+    fn common_metadata(&mut self) -> Option<TextEntry<'a>> {
+        let buf = self.lexer.buf;
+        let start = self.lexer.i;
+        let rest = buf.get(start..)?;
+        let help = match rest.get(..7)? {
+            b"# HELP " => true,
+            b"# TYPE " => false,
+            _ => return None,
+        };
+        let name_start = start + 7;
+        let mut i = name_start;
+        if !lexer::is_metric_start(*buf.get(i)?) {
+            return None;
+        }
+        while lexer::is_metric_char(*buf.get(i)?) {
+            i += 1;
+        }
+        let name_end = i;
+        if *buf.get(i)? != b' ' || matches!(*buf.get(i + 1)?, b' ' | b'\t' | b'\n' | 0) {
+            return None;
+        }
+        let text_start = i + 1;
+        let newline = text_start + memchr::memchr(b'\n', buf.get(text_start..)?)?;
+        let text = &buf[text_start..newline];
+        let metric = &buf[name_start..name_end];
+        let entry = if help {
+            std::str::from_utf8(text).ok()?;
+            TextEntry::Help {
+                metric,
+                text: unescape_help(text),
+            }
+        } else {
+            let kind = type_named(text)?;
+            self.mtype = kind;
+            TextEntry::Type { metric, kind }
+        };
+        self.lexer.i = newline + 1;
+        self.lexer.start = newline;
+        Some(entry)
     }
 
     /// [`TextParser::common_series`]' label pairs from just after `{`;
@@ -328,18 +378,11 @@ impl<'a> TextParser<'a> {
         let raw = self.lexer.token_text();
         let text = raw.get(1..).unwrap_or(&[]);
         let entry = if keyword == Token::Type {
-            let kind = match text {
-                b"counter" => MetricType::Counter,
-                b"gauge" => MetricType::Gauge,
-                b"histogram" => MetricType::Histogram,
-                b"summary" => MetricType::Summary,
-                b"untyped" => MetricType::Unknown,
-                _ => {
-                    return Err(TextError(format!(
-                        "invalid metric type {}",
-                        quote_bytes(text)
-                    )))
-                }
+            let Some(kind) = type_named(text) else {
+                return Err(TextError(format!(
+                    "invalid metric type {}",
+                    quote_bytes(text)
+                )));
             };
             self.mtype = kind;
             TextEntry::Type { metric, kind }
@@ -498,6 +541,18 @@ impl<'a> TextParser<'a> {
             self.lexer.quoted_text(self.start, end)
         ))
     }
+}
+
+/// The type a `# TYPE` line names.
+fn type_named(text: &[u8]) -> Option<MetricType> {
+    Some(match text {
+        b"counter" => MetricType::Counter,
+        b"gauge" => MetricType::Gauge,
+        b"histogram" => MetricType::Histogram,
+        b"summary" => MetricType::Summary,
+        b"untyped" => MetricType::Unknown,
+        _ => return None,
+    })
 }
 
 /// [`TextParser::common_series`]' blanks and value from `i`: the value and

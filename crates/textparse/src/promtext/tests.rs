@@ -199,12 +199,33 @@ fn names_that_are_not_utf8() {
     }
 }
 
-/// A common line with one byte put in, deleted or changed.
+/// A `# HELP` or `# TYPE` line in the common form.
+fn common_metadata_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let help = (
+        "[a-z_:][a-z0-9_:]{0,8}",
+        "([ -\\[\\]-~]|\\\\[\\\\n]|é){1,12}",
+    )
+        .prop_map(|(n, t)| format!("# HELP {n} {t}\n"));
+    let kind = prop_oneof![
+        Just("counter"),
+        Just("gauge"),
+        Just("histogram"),
+        Just("summary"),
+        Just("untyped"),
+        Just("info"),
+    ];
+    let type_line = ("[a-z_:][a-z0-9_:]{0,8}", kind).prop_map(|(n, k)| format!("# TYPE {n} {k}\n"));
+    prop_oneof![help, type_line].prop_map(String::into_bytes)
+}
+
+/// A common series or metadata line with one byte put in, deleted or
+/// changed.
 fn mutated_common_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
     use proptest::prelude::*;
-    let special = proptest::sample::select(b"\\\"{}=, \t\n\0#e.+-_x\xc3".to_vec());
+    let special = proptest::sample::select(b"\\\"{}=, \t\n\0#e.+-_xHT\xc3".to_vec());
     (
-        common_line(),
+        prop_oneof![common_line(), common_metadata_line()],
         any::<proptest::sample::Index>(),
         special,
         0..3u8,
@@ -288,6 +309,15 @@ fn near_common_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
         1 => Just("# TYPE a histogram\n".to_string()),
         1 => Just("le=\"1\"".to_string()),
         1 => Just("99999999999999999999".to_string()),
+        2 => prop_oneof![
+            Just("# HELP "),
+            Just("# TYPE "),
+            Just("#  HELP "),
+            Just("counter"),
+            Just("gauge"),
+            Just("untyped"),
+        ]
+        .prop_map(String::from),
     ];
     proptest::collection::vec(piece, 0..14).prop_map(|ps| {
         let mut line = ps.concat().into_bytes();
@@ -338,7 +368,12 @@ proptest::proptest! {
     #[test]
     fn the_common_line_path_reads_as_the_lexer_does(
         lines in proptest::collection::vec(
-            proptest::prop_oneof![near_common_line(), common_line(), mutated_common_line()],
+            proptest::prop_oneof![
+                near_common_line(),
+                common_line(),
+                common_metadata_line(),
+                mutated_common_line(),
+            ],
             1..8,
         ),
         chop in proptest::bool::ANY,
