@@ -44,13 +44,41 @@ pub enum FetchError {
     Forced(String),
 }
 
-/// A scraped body and its `Content-Type`.
+/// A scraped body as received, and its `Content-Type`: decoded by
+/// [`Fetched::decode`] where it is appended (a gzip body into a buffer
+/// the appending thread reuses).
 #[derive(Debug)]
 pub struct Fetched {
-    /// The decoded body.
-    pub body: Vec<u8>,
+    raw: Vec<u8>,
+    gzipped: bool,
+    /// `body_size_limit` (`u64::MAX`: none).
+    limit: u64,
     /// The response's `Content-Type` ("" if none).
     pub content_type: String,
+}
+
+impl Fetched {
+    /// Decodes a gzip body into `scratch` (a plain one stays where it
+    /// is) and checks `body_size_limit`: a body of that many bytes or
+    /// more is an error.
+    pub fn decode(&self, scratch: &mut Vec<u8>) -> Result<(), FetchError> {
+        if self.gzipped {
+            gunzip(&self.raw, self.limit, scratch)?;
+        }
+        if self.body(scratch).len() as u64 >= self.limit {
+            return Err(FetchError::BodySizeLimit);
+        }
+        Ok(())
+    }
+
+    /// The body [`Fetched::decode`] decoded (into `scratch` if gzipped).
+    pub fn body<'a>(&'a self, scratch: &'a [u8]) -> &'a [u8] {
+        if self.gzipped {
+            scratch
+        } else {
+            &self.raw
+        }
+    }
 }
 
 /// Fetches `url` within `timeout` through the job's client (its
@@ -120,18 +148,18 @@ pub async fn fetch<C: ScrapeClient + ?Sized>(
     } else {
         limit
     };
-    let raw = read_body(response, raw_limit)
+    let Some(raw) = read_body(response, raw_limit)
         .await
-        .map_err(request_error)?;
-    let body = match (gzipped, raw) {
-        (_, None) => return Err(FetchError::BodySizeLimit),
-        (false, Some(raw)) => raw,
-        (true, Some(raw)) => gunzip(&raw, limit)?,
-    };
-    if body.len() as u64 >= limit {
+        .map_err(request_error)?
+    else {
         return Err(FetchError::BodySizeLimit);
-    }
-    Ok(Fetched { body, content_type })
+    };
+    Ok(Fetched {
+        raw,
+        gzipped,
+        limit,
+        content_type,
+    })
 }
 
 /// The body, or `None` once it reaches `limit` bytes.
@@ -155,19 +183,19 @@ async fn read_body(
     Ok(Some(body))
 }
 
-/// Decodes a gzip body, reading at most `limit` bytes of it.
-fn gunzip(raw: &[u8], limit: u64) -> Result<Vec<u8>, FetchError> {
-    if let Some(body) = inflate_whole(raw, limit) {
-        return Ok(body);
+/// Decodes a gzip body into `out`, reading at most `limit` bytes of it.
+fn gunzip(raw: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<(), FetchError> {
+    if inflate_whole(raw, limit, out) {
+        return Ok(());
     }
     // The streaming decoder, for what `inflate_whole` leaves: bodies over
     // the limit, and bad ones (its errors are the messages shown).
-    let mut out = Vec::with_capacity(raw.len() * 4);
+    out.clear();
     flate2::read::GzDecoder::new(raw)
         .take(limit)
-        .read_to_end(&mut out)
+        .read_to_end(out)
         .map_err(|e| FetchError::Gzip(e.to_string()))?;
-    Ok(out)
+    Ok(())
 }
 
 thread_local! {
@@ -176,25 +204,34 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// A one-member gzip body decoded at once, several times faster than the
-/// streaming decoder, into a buffer of the size its trailer gives (the
-/// trailer's size and checksum are checked). `None` when the body is not
-/// that (trailing data, a size that is wrong, over `limit`, a bad stream):
-/// the streaming decoder then reads it.
-fn inflate_whole(raw: &[u8], limit: u64) -> Option<Vec<u8>> {
-    let trailer = raw.get(raw.len().checked_sub(4)?..)?;
-    let size = u32::from_le_bytes(trailer.try_into().ok()?);
-    if u64::from(size) >= limit {
-        return None;
+/// A one-member gzip body decoded at once into `out`, several times
+/// faster than the streaming decoder, sized by its trailer (whose size
+/// and checksum are checked); `out`'s bytes are zeroed only where it
+/// grows. False when the body is not that (trailing data, a size that is
+/// wrong, over `limit`, a bad stream): the streaming decoder then reads
+/// it.
+fn inflate_whole(raw: &[u8], limit: u64, out: &mut Vec<u8>) -> bool {
+    let Some(trailer) = raw.len().checked_sub(4).and_then(|at| raw.get(at..)) else {
+        return false;
+    };
+    let Ok(trailer) = <[u8; 4]>::try_from(trailer) else {
+        return false;
+    };
+    let size = u32::from_le_bytes(trailer) as usize;
+    if size as u64 >= limit {
+        return false;
     }
-    let mut out = vec![0u8; size as usize];
-    let n = DECOMPRESSOR.with(|d| {
+    if out.len() < size {
+        out.resize(size, 0);
+    }
+    let decoded = DECOMPRESSOR.with(|d| {
         let mut d = d.borrow_mut();
         d.get_or_insert_with(libdeflater::Decompressor::new)
-            .gzip_decompress(raw, &mut out)
+            .gzip_decompress(raw, &mut out[..size])
             .ok()
-    })?;
-    (n == out.len()).then_some(out)
+    });
+    out.truncate(size);
+    decoded == Some(size)
 }
 
 /// An error with its causes, `: `-separated.
@@ -224,6 +261,13 @@ mod tests {
         e.finish().expect("finish")
     }
 
+    fn decoded(raw: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        gunzip(raw, limit, &mut out)
+            .map(|()| out)
+            .map_err(|e| e.to_string())
+    }
+
     /// The streaming decoder alone, as a reference.
     fn streamed(raw: &[u8], limit: u64) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
@@ -240,19 +284,24 @@ mod tests {
             .flat_map(|i| format!("m{{i=\"{}\"}} {i}\n", i % 97).into_bytes())
             .collect();
         let raw = gzip(&body);
-        assert!(inflate_whole(&raw, u64::MAX).is_some(), "the fast path");
-        assert_eq!(gunzip(&raw, u64::MAX).ok(), Some(body.clone()));
-        assert_eq!(gunzip(&gzip(b""), u64::MAX).ok(), Some(Vec::new()));
+        let mut out = Vec::new();
+        assert!(inflate_whole(&raw, u64::MAX, &mut out), "the fast path");
+        assert_eq!(decoded(&raw, u64::MAX), Ok(body.clone()));
+        assert_eq!(decoded(&gzip(b""), u64::MAX), Ok(Vec::new()));
+        // Into a buffer holding a longer body.
+        let mut out = vec![7; body.len() * 2];
+        assert!(gunzip(&gzip(b"short\n"), u64::MAX, &mut out).is_ok());
+        assert_eq!(out, b"short\n");
 
         // Over the limit: the streaming decoder stops at it.
-        assert!(inflate_whole(&raw, 1000).is_none());
-        assert_eq!(gunzip(&raw, 1000).ok().map(|b| b.len()), Some(1000));
+        assert!(!inflate_whole(&raw, 1000, &mut out));
+        assert_eq!(decoded(&raw, 1000).map(|b| b.len()), Ok(1000));
 
         // Two members: left to the streaming decoder.
         let mut two = raw.clone();
         two.extend(gzip(b"more\n"));
-        assert!(inflate_whole(&two, u64::MAX).is_none());
-        assert_eq!(gunzip(&two, u64::MAX).ok(), streamed(&two, u64::MAX).ok());
+        assert!(!inflate_whole(&two, u64::MAX, &mut out));
+        assert_eq!(decoded(&two, u64::MAX).ok(), streamed(&two, u64::MAX).ok());
 
         // A trailer whose size or checksum is wrong, a cut stream, junk:
         // the streaming decoder's verdict.
@@ -272,9 +321,9 @@ mod tests {
             b"not gzip at all".to_vec(),
             Vec::new(),
         ] {
-            assert!(inflate_whole(&bad, u64::MAX).is_none());
+            assert!(!inflate_whole(&bad, u64::MAX, &mut out));
             assert_eq!(
-                gunzip(&bad, u64::MAX).map_err(|e| e.to_string()).is_err(),
+                decoded(&bad, u64::MAX).is_err(),
                 streamed(&bad, u64::MAX).is_err()
             );
         }

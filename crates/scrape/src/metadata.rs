@@ -44,7 +44,14 @@ struct Entry {
 /// A target's metadata; see the module documentation.
 #[derive(Debug, Default)]
 pub struct TargetMetadata {
-    families: HashTable<(Interned, Entry)>,
+    /// The families in the order the target first gave them, so that a
+    /// scrape repeating that order finds each at `cursor` (or, its TYPE
+    /// line after its HELP line, just before it) without a lookup.
+    families: Vec<(Interned, Entry)>,
+    /// A name's index in `families`.
+    index: HashTable<u32>,
+    /// After the last family found.
+    cursor: usize,
 }
 
 /// The metadata as the loop and the APIs share it.
@@ -100,23 +107,51 @@ impl TargetMetadata {
     /// up in the interner only for a family not seen before (metadata
     /// lines come every scrape).
     fn entry(&mut self, name: &[u8], iter: u32) -> &mut Entry {
-        let hash = hash_name(name);
-        let entry = self
-            .families
-            .entry(hash, |(n, _)| &n[..] == name, |(n, _)| hash_name(n))
-            .or_insert_with(|| {
-                let empty = intern(b"");
-                let entry = Entry {
-                    kind: MetricType::Unknown,
-                    help: empty.clone(),
-                    unit: empty,
-                    last_iter: iter,
-                };
-                (intern(name), entry)
-            });
-        let e = &mut entry.into_mut().1;
+        let i = match self.find(name) {
+            Some(i) => i,
+            None => self.add(name, iter),
+        };
+        self.cursor = i + 1;
+        let e = &mut self.families[i].1;
         e.last_iter = iter;
         e
+    }
+
+    /// A family's index: the expected one, the one before it, else the
+    /// index's.
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        for i in [self.cursor, self.cursor.wrapping_sub(1)] {
+            if self.families.get(i).is_some_and(|(n, _)| &n[..] == name) {
+                return Some(i);
+            }
+        }
+        let families = &self.families;
+        self.index
+            .find(hash_name(name), |&i| &families[i as usize].0[..] == name)
+            .map(|&i| i as usize)
+    }
+
+    /// A new family; its index.
+    fn add(&mut self, name: &[u8], iter: u32) -> usize {
+        let empty = intern(b"");
+        let entry = Entry {
+            kind: MetricType::Unknown,
+            help: empty.clone(),
+            unit: empty,
+            last_iter: iter,
+        };
+        self.families.push((intern(name), entry));
+        let i = self.families.len() - 1;
+        self.insert_index(i);
+        i
+    }
+
+    fn insert_index(&mut self, i: usize) {
+        let families = &self.families;
+        self.index
+            .insert_unique(hash_name(&families[i].0), i as u32, |&j| {
+                hash_name(&families[j as usize].0)
+            });
     }
 
     /// `# TYPE name kind` seen by scrape `iter`.
@@ -143,8 +178,16 @@ impl TargetMetadata {
     /// Forgets families not exposed for ten scrapes, after scrape `iter`
     /// succeeded.
     pub fn forget_old(&mut self, iter: u32) {
-        self.families
-            .retain(|(_, e)| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
+        self.cursor = 0;
+        let kept = |e: &Entry| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES;
+        if self.families.iter().all(|(_, e)| kept(e)) {
+            return;
+        }
+        self.families.retain(|(_, e)| kept(e));
+        self.index.clear();
+        for i in 0..self.families.len() {
+            self.insert_index(i);
+        }
     }
 
     /// Every family's metadata, sorted by name.
@@ -160,10 +203,8 @@ impl TargetMetadata {
 
     /// One family's metadata.
     pub fn get(&self, metric: &str) -> Option<MetricMetadata> {
-        let name = metric.as_bytes();
-        self.families
-            .find(hash_name(name), |(n, _)| &n[..] == name)
-            .map(|(_, e)| e.to_metadata(metric.to_string()))
+        self.find(metric.as_bytes())
+            .map(|i| self.families[i].1.to_metadata(metric.to_string()))
     }
 }
 
@@ -200,17 +241,34 @@ mod tests {
     }
 
     #[test]
+    fn families_in_any_order_are_one_entry_each() {
+        let mut m = TargetMetadata::default();
+        let names: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();
+        for (iter, order) in [(1, false), (2, true), (3, false)] {
+            let mut list: Vec<&String> = names.iter().collect();
+            if order {
+                list.reverse();
+            }
+            for n in list {
+                m.set_help(n.as_bytes(), format!("help {n} {iter}").as_bytes(), iter);
+                m.set_type(n.as_bytes(), MetricType::Gauge, iter);
+            }
+            m.forget_old(iter);
+        }
+        assert_eq!(m.families.len(), 20);
+        assert_eq!(m.list().len(), 20);
+        assert_eq!(m.get("f7").map(|e| e.help), Some("help f7 3".into()));
+    }
+
+    #[test]
     fn targets_share_one_copy_of_each_text() {
         let (mut a, mut b) = (TargetMetadata::default(), TargetMetadata::default());
         let help = b"Shared help of metadata_test_family.";
         a.set_help(b"metadata_test_family", help, 1);
         b.set_help(b"metadata_test_family", help, 1);
         let help_of = |m: &TargetMetadata| {
-            let name: &[u8] = b"metadata_test_family";
-            m.families
-                .find(hash_name(name), |(n, _)| &n[..] == name)
-                .map(|(_, e)| e.help.clone())
-                .expect("the family")
+            let i = m.find(b"metadata_test_family").expect("the family");
+            m.families[i].1.help.clone()
         };
         assert!(Arc::ptr_eq(&help_of(&a), &help_of(&b)));
         // A changed text is a new string; the same again is no change.

@@ -273,6 +273,14 @@ struct ScrapeOutcome {
     error: Option<String>,
 }
 
+thread_local! {
+    /// The buffer gzip bodies are decoded into on this thread.
+    static BODY_SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A thread keeps its decoding buffer up to this size.
+const KEEP_SCRATCH_BYTES: usize = 16 << 20;
+
 /// Appends a fetched body (or the stale markers of a failed scrape) and
 /// the report, then commits.
 fn append_scrape(
@@ -287,11 +295,16 @@ fn append_scrape(
     let now = millis(SystemTime::now());
     let mut app = storage.appender();
     let mut body_bytes = 0i64;
-    let (counts, error) = match fetched {
+    let mut scratch = BODY_SCRATCH.take();
+    let fetched = fetched.and_then(|f| f.decode(&mut scratch).map(|()| f));
+    let (counts, error) = match &fetched {
         Ok(f) => {
-            body_bytes = f.body.len() as i64;
+            let body = f.body(&scratch);
+            body_bytes = body.len() as i64;
+            // The last scrape's series and report samples, about.
+            app.reserve(cache.len());
             let mut b = BodyAppender::new(cache, &s.append);
-            let appended = append_body(&mut b, &mut *app, &f.body, &f.content_type, ts, now);
+            let appended = append_body(&mut b, &mut *app, body, &f.content_type, ts, now);
             count_skipped(metrics, &b.skipped);
             if b.bucket_limit_exceeded {
                 ScrapeMetrics::inc(&metrics.exceeded_bucket_limit);
@@ -330,6 +343,9 @@ fn append_scrape(
             (AppendCounts::default(), Some(e.to_string()))
         }
     };
+    if scratch.capacity() <= KEEP_SCRATCH_BYTES {
+        BODY_SCRATCH.set(scratch);
+    }
     let report = ScrapeReport {
         healthy: error.is_none(),
         duration_seconds: start.elapsed().as_secs_f64(),

@@ -108,6 +108,12 @@ pub trait ScrapeAppender {
         h: HistogramSample<'_>,
     ) -> Result<SeriesHandle, AppendFailure>;
 
+    /// A hint: about `n` samples are coming (the storage may make room
+    /// for them at once).
+    fn reserve(&mut self, n: usize) {
+        let _ = n;
+    }
+
     /// Makes every append durable and visible.
     fn commit(self: Box<Self>) -> Result<(), String>;
 

@@ -85,6 +85,10 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
         Ok(SeriesHandle::new(series.into_any()))
     }
 
+    fn reserve(&mut self, n: usize) {
+        self.app.reserve_floats(n);
+    }
+
     fn commit(self: Box<Self>) -> Result<(), String> {
         let storage = self.storage;
         self.app.commit().map_err(|e| e.to_string())?;

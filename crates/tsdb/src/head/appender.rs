@@ -231,6 +231,20 @@ impl<'h> HeadAppender<'h> {
         &mut self.batches[last]
     }
 
+    /// Makes room for `n` more float samples in the current batch, so a
+    /// caller that knows about how many are coming (a scrape: the last
+    /// one's count) spares the batch's growth.
+    pub fn reserve_floats(&mut self, n: usize) {
+        if self.batches.is_empty() {
+            self.batches.push(Batch::default());
+        }
+        let last = self.batches.len() - 1;
+        let b = &mut self.batches[last];
+        b.floats.reserve(n);
+        b.float_series.reserve(n);
+        b.float_hints.reserve(n);
+    }
+
     /// Appends a sample to the series with these labels, creating it if
     /// needed. Returns the series ref for faster later appends.
     pub fn append(&mut self, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendError> {
@@ -719,7 +733,8 @@ pub(super) fn encode_sample_records(
     recs: &mut Vec<Vec<u8>>,
 ) {
     if !floats.is_empty() {
-        let mut rec = Vec::new();
+        // About what a sample takes: two varint deltas and the value.
+        let mut rec = Vec::with_capacity(16 + floats.len() * 12);
         encode_samples(&mut rec, floats);
         recs.push(rec);
     }
