@@ -32,6 +32,7 @@ pub mod histogram_record;
 pub mod histogram_trim;
 pub mod labels;
 pub mod matcher;
+pub mod prefetch;
 pub mod resolution;
 pub mod sample;
 pub mod selfmetrics;

@@ -33,6 +33,9 @@ use hashbrown::HashTable;
 use crate::metadata::SharedMetadata;
 use crate::storage::SeriesHandle;
 
+/// How many entries ahead of the line found the series are prefetched.
+const PREFETCH_AHEAD: usize = 4;
+
 /// A line's identity: the two halves of its 128-bit hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct LineKey([u64; 2]);
@@ -145,6 +148,16 @@ impl ScrapeCache {
     /// The index of a line's entry: the expected one, else the index's.
     fn find(&self, key: LineKey) -> Option<usize> {
         if self.entries.get(self.cursor).is_some_and(|e| e.key == key) {
+            // The lines to come are likely the entries after it: their
+            // series are asked for ahead, so that their cache misses
+            // overlap this line's work.
+            if let Some(series) = self
+                .entries
+                .get(self.cursor + PREFETCH_AHEAD)
+                .and_then(|e| e.series.as_ref())
+            {
+                series.prefetch();
+            }
             return Some(self.cursor);
         }
         let entries = &self.entries;

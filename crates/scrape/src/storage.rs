@@ -63,6 +63,12 @@ impl SeriesHandle {
         &self.0
     }
 
+    /// Asks the CPU to bring the start of the storage's object closer (a
+    /// hint, for a series appended to soon).
+    pub fn prefetch(&self) {
+        ferrite_model::prefetch::prefetch_lines(Arc::as_ptr(&self.0).cast::<u8>(), 3);
+    }
+
     /// The storage's object as a `T`, if it is one.
     pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
         self.0.downcast_ref()

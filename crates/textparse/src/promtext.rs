@@ -287,12 +287,11 @@ impl<'a> TextParser<'a> {
             }
             i += 2;
             let value_start = i;
-            loop {
-                match *buf.get(i)? {
-                    b'"' => break,
-                    b'\\' | b'\n' | 0 | 0x80.. => return None,
-                    _ => i += 1,
-                }
+            while lexer::is_plain_label_value(*buf.get(i)?) {
+                i += 1;
+            }
+            if buf[i] != b'"' {
+                return None;
             }
             self.labels.push(LabelSpan {
                 name: (name_start, name_end),

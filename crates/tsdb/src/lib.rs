@@ -23,7 +23,6 @@ pub mod head;
 pub mod head_chunks;
 mod heap;
 pub mod postings;
-mod prefetch;
 pub mod querier;
 pub mod replay;
 pub mod replay_wbl;

@@ -69,8 +69,8 @@ use crate::head::registry::{hash_labels, SeriesEntry};
 use crate::head::series::{MemSeries, MmappedChunk};
 use crate::head::Head;
 use crate::head_chunks::ChunkDiskMapperRef;
-use crate::prefetch::{prefetch, prefetch_lines};
 use crate::replay_wbl::{attach_ooo_chunks, replay_wbl, WblReplayStats};
+use ferrite_model::prefetch::{prefetch, prefetch_lines};
 
 mod buffers;
 use buffers::{DecodedHistogram, HistogramBatch, Pool, Pools, Recycle, Scratch};

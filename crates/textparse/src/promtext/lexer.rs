@@ -93,29 +93,86 @@ pub(super) struct Lexer<'a> {
     state: State,
 }
 
+/// Byte classes, as bits of [`CLASSES`] (a table lookup per byte is what
+/// the scanning loops cost).
+const BLANK: u8 = 1;
+const METRIC_START: u8 = 2;
+const METRIC_CHAR: u8 = 4;
+const LABEL_START: u8 = 8;
+const LABEL_CHAR: u8 = 16;
+/// A byte of a value token: not NUL, newline, space, tab or `{`.
+const VALUE_CHAR: u8 = 32;
+/// A byte of a label value the one-pass path reads as it is: ASCII, not
+/// `"`, `\\`, newline or NUL.
+const PLAIN_LABEL_VALUE: u8 = 64;
+
+static CLASSES: [u8; 256] = classes();
+
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        let alpha = c.is_ascii_alphabetic();
+        let digit = c.is_ascii_digit();
+        let mut bits = 0;
+        if c == b' ' || c == b'\t' {
+            bits |= BLANK;
+        }
+        if alpha || c == b'_' || c == b':' {
+            bits |= METRIC_START | METRIC_CHAR;
+        }
+        if digit {
+            bits |= METRIC_CHAR | LABEL_CHAR;
+        }
+        if alpha || c == b'_' {
+            bits |= LABEL_START | LABEL_CHAR;
+        }
+        if !matches!(c, 0 | b'\n' | b' ' | b'\t' | b'{') {
+            bits |= VALUE_CHAR;
+        }
+        if c < 0x80 && !matches!(c, 0 | b'\n' | b'"' | b'\\') {
+            bits |= PLAIN_LABEL_VALUE;
+        }
+        t[i] = bits;
+        i += 1;
+    }
+    t
+}
+
+#[inline(always)]
+fn is(c: u8, class: u8) -> bool {
+    CLASSES[c as usize] & class != 0
+}
+
 pub(super) fn is_blank(c: u8) -> bool {
-    c == b' ' || c == b'\t'
+    is(c, BLANK)
 }
 
 pub(super) fn is_metric_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b':'
+    is(c, METRIC_START)
 }
 
 pub(super) fn is_metric_char(c: u8) -> bool {
-    is_metric_start(c) || c.is_ascii_digit()
+    is(c, METRIC_CHAR)
 }
 
 pub(super) fn is_label_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_'
+    is(c, LABEL_START)
 }
 
 pub(super) fn is_label_char(c: u8) -> bool {
-    is_label_start(c) || c.is_ascii_digit()
+    is(c, LABEL_CHAR)
 }
 
 /// A byte of a value token.
 pub(super) fn is_value_char(c: u8) -> bool {
-    !matches!(c, 0 | b'\n' | b' ' | b'\t' | b'{')
+    is(c, VALUE_CHAR)
+}
+
+/// A byte of a label value the one-pass path takes as it is.
+pub(super) fn is_plain_label_value(c: u8) -> bool {
+    is(c, PLAIN_LABEL_VALUE)
 }
 
 impl<'a> Lexer<'a> {
@@ -431,6 +488,34 @@ impl<'a> Lexer<'a> {
                 0 => return false,
                 _ => c = self.advance(),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_classes_are_the_grammar_s() {
+        for c in 0..=255u8 {
+            let metric_start = c.is_ascii_alphabetic() || c == b'_' || c == b':';
+            let label_start = c.is_ascii_alphabetic() || c == b'_';
+            assert_eq!(is_blank(c), c == b' ' || c == b'\t', "{c}");
+            assert_eq!(is_metric_start(c), metric_start, "{c}");
+            assert_eq!(is_metric_char(c), metric_start || c.is_ascii_digit(), "{c}");
+            assert_eq!(is_label_start(c), label_start, "{c}");
+            assert_eq!(is_label_char(c), label_start || c.is_ascii_digit(), "{c}");
+            assert_eq!(
+                is_value_char(c),
+                !matches!(c, 0 | b'\n' | b' ' | b'\t' | b'{'),
+                "{c}"
+            );
+            assert_eq!(
+                is_plain_label_value(c),
+                c.is_ascii() && !matches!(c, 0 | b'\n' | b'"' | b'\\'),
+                "{c}"
+            );
         }
     }
 }

@@ -35,9 +35,9 @@ use super::series::{AppendHint, Appendable, MemSeries};
 use super::wbl::WblBatch;
 use super::Head;
 use crate::error::HeadError;
-use crate::prefetch::prefetch_lines;
 use crate::sample::SampleRef;
 use crate::symbols::{Resolver, SymbolTable};
+use ferrite_model::prefetch::prefetch_lines;
 
 thread_local! {
     /// Compression buffers of the appenders committing on this thread.

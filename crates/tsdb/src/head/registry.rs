@@ -18,9 +18,9 @@ use parking_lot::{Mutex, RwLock};
 
 use super::series::MemSeries;
 use crate::counting_sort::group_by_slot;
-use crate::prefetch::prefetch;
 use crate::symbols::{Resolver, SymbolId, SymbolTable};
 use crate::varint::{put_uvarint, uvarint_len};
+use ferrite_model::prefetch::prefetch;
 
 const STRIPES: usize = 512;
 /// Fewer stripes for the label-set map: readers share them, and a batch

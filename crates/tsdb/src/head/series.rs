@@ -19,8 +19,8 @@ use ferrite_chunkenc::{
 };
 use ferrite_model::{FloatHistogram, Histogram, SampleValue};
 
-use crate::prefetch::prefetch_lines;
 use crate::sample::SampleRef;
+use ferrite_model::prefetch::prefetch_lines;
 use tracing::error;
 
 pub use super::chunk::{HeadChunk, ValueKind};

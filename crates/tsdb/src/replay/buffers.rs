@@ -11,8 +11,8 @@ use ferrite_model::{CounterResetHint, FloatHistogram, Histogram, HistogramError,
 use ferrite_wal::record::{RefFloatHistogramSample, RefHistogramSample, RefSample};
 use parking_lot::Mutex;
 
-use crate::prefetch::prefetch_lines;
 use crate::sample::SampleRef;
+use ferrite_model::prefetch::prefetch_lines;
 
 /// Buffers a pool keeps at most; more are dropped when given back.
 const POOL_CAP: usize = 64;

@@ -1,12 +1,13 @@
 //! Cache prefetch hints, for the loops that touch many series in turn
-//! (WAL replay, committing an append batch, series lookup): each series
+//! (WAL replay, committing an append batch, series lookup, a scrape's
+//! cached series): each series
 //! is several heap objects, and waiting on their cache misses one after
 //! another is most of such a loop's time.
 
 /// Asks the CPU to bring the cache line at `p` closer; a hint only, for
 /// any address (null or dangling included).
 #[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never
     // dereferences its address (it cannot fault).
@@ -20,7 +21,7 @@ pub(crate) fn prefetch<T>(p: *const T) {
 
 /// [`prefetch`] of `lines` cache lines from `p`; nothing for null.
 #[inline(always)]
-pub(crate) fn prefetch_lines<T>(p: *const T, lines: usize) {
+pub fn prefetch_lines<T>(p: *const T, lines: usize) {
     if p.is_null() {
         return;
     }
