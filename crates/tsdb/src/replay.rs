@@ -769,7 +769,7 @@ impl Worker<'_> {
             let data = NonNull::from(MutexGuard::leak(entry.data.lock()));
             let mut ws = WorkerSeries { entry, data };
             if let Some(chunks) = mmapped.remove(&r) {
-                ws.data_mut().mmapped = chunks;
+                ws.data_mut().mmapped = chunks.into();
             }
             self.index.insert(r, self.series.len() as u32);
             self.series.push(ws);

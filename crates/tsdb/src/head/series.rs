@@ -80,7 +80,7 @@ pub struct UnmappedChunk {
 
 /// Sample data of one series.
 pub struct MemSeries {
-    pub mmapped: Vec<MmappedChunk>,
+    pub mmapped: thin_vec::ThinVec<MmappedChunk>,
     pub open: Option<OpenChunk>,
     pub unmapped: Option<Box<Vec<UnmappedChunk>>>,
     next_at: i64,
@@ -149,7 +149,7 @@ impl Default for MemSeries {
 impl MemSeries {
     pub fn new() -> Self {
         MemSeries {
-            mmapped: Vec::new(),
+            mmapped: thin_vec::ThinVec::new(),
             open: None,
             unmapped: None,
             next_at: i64::MIN,
