@@ -1,8 +1,10 @@
 //! Fetching a target's exposition: the request Prometheus sends (its
 //! `Accept` header from the job's `scrape_protocols`, `Accept-Encoding`,
 //! `X-Prometheus-Scrape-Timeout-Seconds`), the scrape timeout, a status
-//! other than 200 as an error, a gzip body decoded, and `body_size_limit`
-//! on the decoded size.
+//! other than 200 as an error, a gzip body decoded ([`Fetched::decode`],
+//! on the thread that appends it, into a buffer that thread reuses;
+//! libdeflate for a whole one-member body, the streaming decoder for
+//! anything else), and `body_size_limit` on the decoded size.
 //!
 //! The request goes through the job's [`ScrapeClient`]
 //! ([`crate::client::JobClient`]): TLS (`https` targets), proxies,
