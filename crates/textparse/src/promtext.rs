@@ -554,15 +554,22 @@ fn type_named(text: &[u8]) -> Option<MetricType> {
     })
 }
 
-/// [`TextParser::common_series`]' blanks and value from `i`: the value and
-/// the index after it.
-fn common_value(buf: &[u8], mut i: usize) -> Option<(f64, usize)> {
+/// The index after the run of blanks at `i`; `None` if there is none (or
+/// the buffer ends in it).
+fn after_blanks(buf: &[u8], mut i: usize) -> Option<usize> {
     if !lexer::is_blank(*buf.get(i)?) {
         return None;
     }
     while lexer::is_blank(*buf.get(i)?) {
         i += 1;
     }
+    Some(i)
+}
+
+/// [`TextParser::common_series`]' blanks and value from `i`: the value and
+/// the index after it.
+fn common_value(buf: &[u8], i: usize) -> Option<(f64, usize)> {
+    let mut i = after_blanks(buf, i)?;
     let value_start = i;
     while buf.get(i).is_some_and(|&c| lexer::is_value_char(c)) {
         i += 1;
@@ -577,13 +584,8 @@ fn common_value(buf: &[u8], mut i: usize) -> Option<(f64, usize)> {
 
 /// [`TextParser::common_series`]' blanks and timestamp from `i`, up to a
 /// newline: the timestamp and the newline's index.
-fn common_timestamp(buf: &[u8], mut i: usize) -> Option<(i64, usize)> {
-    if !lexer::is_blank(*buf.get(i)?) {
-        return None;
-    }
-    while lexer::is_blank(*buf.get(i)?) {
-        i += 1;
-    }
+fn common_timestamp(buf: &[u8], i: usize) -> Option<(i64, usize)> {
+    let mut i = after_blanks(buf, i)?;
     let digits_start = i;
     let mut ts: i64 = 0;
     while let Some(d) = buf.get(i).filter(|c| c.is_ascii_digit()) {
