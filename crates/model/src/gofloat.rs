@@ -43,14 +43,19 @@ pub fn parse_prom_float(s: &[u8]) -> Result<f64, FloatError> {
     if s.iter().any(|&c| matches!(c, b'p' | b'P' | b'_')) {
         return Err(FloatError::Syntax);
     }
-    parse_go_float(s)
+    parse_go_float_full(s)
 }
 
 /// `strconv.ParseFloat(s, 64)`: Ok only where Go returns no error.
 pub fn parse_go_float(s: &[u8]) -> Result<f64, FloatError> {
-    if let Some(f) = exact_decimal(s) {
-        return Ok(f);
+    match exact_decimal(s) {
+        Some(f) => Ok(f),
+        None => parse_go_float_full(s),
     }
+}
+
+/// [`parse_go_float`] for what [`exact_decimal`] does not take.
+fn parse_go_float_full(s: &[u8]) -> Result<f64, FloatError> {
     if let Some(f) = special(s) {
         return Ok(f);
     }

@@ -1,21 +1,22 @@
 //! A target's scrape cache: what the last scrapes learnt about each series
 //! line, so that a scrape repeating the last one's series reads no labels
 //! and allocates nothing per sample: a known line costs one hash of its
-//! bytes, one table probe and an append to the storage's series handle.
+//! bytes, a comparison with the entry expected next (a table probe when
+//! the order changed) and an append to the storage's series handle.
 //!
 //! A line is known by a 128-bit hash of its bytes (name and `{...}` as the
 //! target wrote them), seeded at random once per process, not by the bytes
-//! themselves: a cache entry is about 48 bytes (with its index slot) whatever the line's length, where
-//! keeping the bytes (and, as Prometheus does, the final labels) cost
-//! several hundred a series. Two lines of one target would have to share
+//! themselves: a cache entry is about 48 bytes (with its index slot)
+//! whatever the line's length, where keeping the bytes (and, as Prometheus
+//! does, the final labels) cost several hundred a series. Two lines of one target would have to share
 //! all 128 bits for one's samples to go to the other's series: for a
 //! target of a million lines the odds are below 10^-26, far below those of
 //! a memory error, and a target cannot aim at a collision without knowing
 //! the seed.
 //!
-//! Entries are kept in the order the target writes its lines, with an
-//! index by key beside them: a scrape that repeats the last one's order
-//! finds each line at the entry after the last one found.
+//! Entries are kept in the order the target writes its lines
+//! ([`crate::ordered`]): a scrape that repeats the last one's order finds
+//! each line at the entry after the last one found.
 //!
 //! An entry holds the storage's handle on the series (after relabeling),
 //! or nothing for a line relabeling dropped. The cache also knows which
@@ -28,9 +29,8 @@
 
 use std::sync::OnceLock;
 
-use hashbrown::HashTable;
-
 use crate::metadata::SharedMetadata;
+use crate::ordered::{Indexed, OrderedTable};
 use crate::storage::SeriesHandle;
 
 /// How many entries ahead of the line found the series are prefetched.
@@ -66,10 +66,10 @@ fn seed() -> u64 {
 
 /// What the cache knows of one series line.
 #[derive(Debug)]
-pub struct CacheEntry {
+struct CacheEntry {
     key: LineKey,
     /// The storage's series (`None`: relabeling drops the line).
-    pub series: Option<SeriesHandle>,
+    series: Option<SeriesHandle>,
     /// The last scrape that saw the line.
     last_iter: u32,
     /// The last scrape that appended to it with staleness tracked.
@@ -81,26 +81,25 @@ pub struct CacheEntry {
 pub struct ScrapeCache {
     /// The current scrape's number (from 1).
     iter: u32,
-    /// The entries, in the order scrapes first saw their lines: a target
-    /// that writes its lines in the same order every time finds each at
-    /// `cursor`, walking the entries in order (no probe of the index, no
-    /// cache miss the hardware does not see coming).
-    entries: Vec<CacheEntry>,
-    /// A line's key to its index in `entries`.
-    index: HashTable<u32>,
-    /// Where the next line is expected: after the last one found.
-    cursor: usize,
+    /// The entries, in the order scrapes first saw their lines.
+    entries: OrderedTable<CacheEntry>,
     /// The cache's size after the last successful scrape.
     successful_count: usize,
     /// The metric families' metadata (shared with the APIs).
     pub metadata: SharedMetadata,
 }
 
+impl Indexed for CacheEntry {
+    fn index_hash(&self) -> u64 {
+        self.key.table_hash()
+    }
+}
+
 impl std::fmt::Debug for ScrapeCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScrapeCache")
             .field("iter", &self.iter)
-            .field("entries", &self.entries.len())
+            .field("entries", &self.len())
             .finish_non_exhaustive()
     }
 }
@@ -145,25 +144,9 @@ impl ScrapeCache {
         }
     }
 
-    /// The index of a line's entry: the expected one, else the index's.
+    /// The position of a line's entry.
     fn find(&self, key: LineKey) -> Option<usize> {
-        if self.entries.get(self.cursor).is_some_and(|e| e.key == key) {
-            // The lines to come are likely the entries after it: their
-            // series are asked for ahead, so that their cache misses
-            // overlap this line's work.
-            if let Some(series) = self
-                .entries
-                .get(self.cursor + PREFETCH_AHEAD)
-                .and_then(|e| e.series.as_ref())
-            {
-                series.prefetch();
-            }
-            return Some(self.cursor);
-        }
-        let entries = &self.entries;
-        self.index
-            .find(key.table_hash(), |&i| entries[i as usize].key == key)
-            .map(|&i| i as usize)
+        self.entries.position(key.table_hash(), |e| e.key == key)
     }
 
     /// What the cache knows of a line, marking it seen by this scrape.
@@ -172,9 +155,18 @@ impl ScrapeCache {
         let Some(i) = self.find(key) else {
             return Lookup::Unknown(NewLine(key));
         };
-        self.cursor = i + 1;
+        // The lines to come are likely the entries after it: their series
+        // are asked for ahead, so that their cache misses overlap this
+        // line's work.
+        if let Some(series) = self
+            .entries
+            .get(i + PREFETCH_AHEAD)
+            .and_then(|e| e.series.as_ref())
+        {
+            series.prefetch();
+        }
         let iter = self.iter;
-        let entry = &mut self.entries[i];
+        let entry = self.entries.visit(i);
         let already_scraped = entry.last_iter == iter;
         entry.last_iter = iter;
         match &entry.series {
@@ -199,21 +191,12 @@ impl ScrapeCache {
             last_iter: self.iter,
             tracked_iter: if track { self.iter } else { 0 },
         };
-        if let Some(i) = self.find(key) {
-            self.entries[i] = entry;
-            return;
+        match self.find(key) {
+            Some(i) => self.entries.set(i, entry),
+            None => {
+                self.entries.push(entry);
+            }
         }
-        let i = self.entries.len();
-        self.entries.push(entry);
-        self.insert_index(i);
-        self.cursor = i + 1;
-    }
-
-    fn insert_index(&mut self, i: usize) {
-        let entries = &self.entries;
-        let hash = entries[i].key.table_hash();
-        self.index
-            .insert_unique(hash, i as u32, |&j| entries[j as usize].key.table_hash());
     }
 
     /// The series the previous scrape appended and this one did not: the
@@ -221,6 +204,7 @@ impl ScrapeCache {
     pub fn stale(&self) -> impl Iterator<Item = &SeriesHandle> {
         let prev = self.iter - 1;
         self.entries
+            .items()
             .iter()
             .filter(move |e| prev > 0 && e.tracked_iter == prev)
             .filter_map(|e| e.series.as_ref())
@@ -234,47 +218,25 @@ impl ScrapeCache {
     /// Ends a scrape: after a successful one (or when failures let the
     /// cache grow too much), forgets the lines it did not see.
     pub fn iter_done(&mut self, successful: bool) {
-        let count = self.entries.len();
+        let count = self.len();
         let flush = successful || count > self.successful_count * 2 + 1000;
         if successful {
             self.successful_count = count;
         }
         if flush {
-            self.forget_unseen();
+            let iter = self.iter;
+            self.entries.retain(|e| e.last_iter == iter);
+            self.metadata
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .forget_old(iter);
         }
         self.iter += 1;
-        self.cursor = 0;
-    }
-
-    /// Drops the entries this scrape did not see (re-indexing the rest
-    /// when there were any) and the metadata of families long gone.
-    fn forget_unseen(&mut self) {
-        let iter = self.iter;
-        if self.entries.iter().any(|e| e.last_iter != iter) {
-            self.entries.retain(|e| e.last_iter == iter);
-            self.index.clear();
-            for i in 0..self.entries.len() {
-                self.insert_index(i);
-            }
-        }
-        let len = self.entries.len();
-        if self.entries.capacity() > len + len / 4 + 16 {
-            self.entries.shrink_to_fit();
-        }
-        if self.index.capacity() > 4 * len.max(64) {
-            let entries = &self.entries;
-            self.index
-                .shrink_to_fit(|&j| entries[j as usize].key.table_hash());
-        }
-        self.metadata
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .forget_old(iter);
     }
 
     /// The number of lines cached (series and dropped).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.items().len()
     }
 
     /// Whether nothing is cached.

@@ -25,6 +25,7 @@ pub mod manager;
 pub mod metadata;
 pub mod metrics;
 pub mod offset;
+mod ordered;
 pub mod pool;
 pub mod report;
 pub mod scrape_loop;

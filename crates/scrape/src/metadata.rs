@@ -12,9 +12,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use hashbrown::HashTable;
-
 use ferrite_textparse::MetricType;
+
+use crate::ordered::{Indexed, OrderedTable};
 
 /// How many scrapes a family may be missing before it is forgotten.
 const KEEP_SCRAPES: u32 = 10;
@@ -44,14 +44,16 @@ struct Entry {
 /// A target's metadata; see the module documentation.
 #[derive(Debug, Default)]
 pub struct TargetMetadata {
-    /// The families in the order the target first gave them, so that a
-    /// scrape repeating that order finds each at `cursor` (or, its TYPE
-    /// line after its HELP line, just before it) without a lookup.
-    families: Vec<(Interned, Entry)>,
-    /// A name's index in `families`.
-    index: HashTable<u32>,
-    /// After the last family found.
-    cursor: usize,
+    /// The families in the order the target first gave them: a scrape
+    /// repeating that order finds each where it expects it (its TYPE line
+    /// after its HELP line at the same place).
+    families: OrderedTable<(Interned, Entry)>,
+}
+
+impl Indexed for (Interned, Entry) {
+    fn index_hash(&self) -> u64 {
+        hash_name(&self.0)
+    }
 }
 
 /// The metadata as the loop and the APIs share it.
@@ -111,27 +113,18 @@ impl TargetMetadata {
             Some(i) => i,
             None => self.add(name, iter),
         };
-        self.cursor = i + 1;
-        let e = &mut self.families[i].1;
+        let e = &mut self.families.visit(i).1;
         e.last_iter = iter;
         e
     }
 
-    /// A family's index: the expected one, the one before it, else the
-    /// index's.
+    /// A family's position.
     fn find(&self, name: &[u8]) -> Option<usize> {
-        for i in [self.cursor, self.cursor.wrapping_sub(1)] {
-            if self.families.get(i).is_some_and(|(n, _)| &n[..] == name) {
-                return Some(i);
-            }
-        }
-        let families = &self.families;
-        self.index
-            .find(hash_name(name), |&i| &families[i as usize].0[..] == name)
-            .map(|&i| i as usize)
+        self.families
+            .position(hash_name(name), |(n, _)| &n[..] == name)
     }
 
-    /// A new family; its index.
+    /// A new family; its position.
     fn add(&mut self, name: &[u8], iter: u32) -> usize {
         let empty = intern(b"");
         let entry = Entry {
@@ -140,18 +133,7 @@ impl TargetMetadata {
             unit: empty,
             last_iter: iter,
         };
-        self.families.push((intern(name), entry));
-        let i = self.families.len() - 1;
-        self.insert_index(i);
-        i
-    }
-
-    fn insert_index(&mut self, i: usize) {
-        let families = &self.families;
-        self.index
-            .insert_unique(hash_name(&families[i].0), i as u32, |&j| {
-                hash_name(&families[j as usize].0)
-            });
+        self.families.push((intern(name), entry))
     }
 
     /// `# TYPE name kind` seen by scrape `iter`.
@@ -178,22 +160,15 @@ impl TargetMetadata {
     /// Forgets families not exposed for ten scrapes, after scrape `iter`
     /// succeeded.
     pub fn forget_old(&mut self, iter: u32) {
-        self.cursor = 0;
-        let kept = |e: &Entry| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES;
-        if self.families.iter().all(|(_, e)| kept(e)) {
-            return;
-        }
-        self.families.retain(|(_, e)| kept(e));
-        self.index.clear();
-        for i in 0..self.families.len() {
-            self.insert_index(i);
-        }
+        self.families
+            .retain(|(_, e)| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
     }
 
     /// Every family's metadata, sorted by name.
     pub fn list(&self) -> Vec<MetricMetadata> {
         let mut out: Vec<MetricMetadata> = self
             .families
+            .items()
             .iter()
             .map(|(name, e)| e.to_metadata(text(name)))
             .collect();
@@ -203,8 +178,9 @@ impl TargetMetadata {
 
     /// One family's metadata.
     pub fn get(&self, metric: &str) -> Option<MetricMetadata> {
-        self.find(metric.as_bytes())
-            .map(|i| self.families[i].1.to_metadata(metric.to_string()))
+        let i = self.find(metric.as_bytes())?;
+        let (_, e) = self.families.get(i)?;
+        Some(e.to_metadata(metric.to_string()))
     }
 }
 
@@ -255,7 +231,7 @@ mod tests {
             }
             m.forget_old(iter);
         }
-        assert_eq!(m.families.len(), 20);
+        assert_eq!(m.families.items().len(), 20);
         assert_eq!(m.list().len(), 20);
         assert_eq!(m.get("f7").map(|e| e.help), Some("help f7 3".into()));
     }
@@ -268,7 +244,7 @@ mod tests {
         b.set_help(b"metadata_test_family", help, 1);
         let help_of = |m: &TargetMetadata| {
             let i = m.find(b"metadata_test_family").expect("the family");
-            m.families[i].1.help.clone()
+            m.families.items()[i].1.help.clone()
         };
         assert!(Arc::ptr_eq(&help_of(&a), &help_of(&b)));
         // A changed text is a new string; the same again is no change.

@@ -183,14 +183,7 @@ impl<'a> TextParser<'a> {
     fn common_series(&mut self) -> Option<TextSeries<'a>> {
         let buf = self.lexer.buf;
         let start = self.lexer.i;
-        let mut i = start;
-        if !lexer::is_metric_start(*buf.get(i)?) {
-            return None;
-        }
-        i += 1;
-        while buf.get(i).is_some_and(|&c| lexer::is_metric_char(c)) {
-            i += 1;
-        }
+        let mut i = metric_name_end(buf, start)?;
         let name_end = i;
         if buf.get(i) == Some(&b'{') {
             i = self.common_labels(i + 1)?;
@@ -233,13 +226,7 @@ impl<'a> TextParser<'a> {
             _ => return None,
         };
         let name_start = start + 7;
-        let mut i = name_start;
-        if !lexer::is_metric_start(*buf.get(i)?) {
-            return None;
-        }
-        while lexer::is_metric_char(*buf.get(i)?) {
-            i += 1;
-        }
+        let i = metric_name_end(buf, name_start)?;
         let name_end = i;
         if *buf.get(i)? != b' ' || matches!(*buf.get(i + 1)?, b' ' | b'\t' | b'\n' | 0) {
             return None;
@@ -552,6 +539,19 @@ fn type_named(text: &[u8]) -> Option<MetricType> {
         b"untyped" => MetricType::Unknown,
         _ => return None,
     })
+}
+
+/// The end of the unquoted metric name at `i`; `None` if none starts
+/// there.
+fn metric_name_end(buf: &[u8], mut i: usize) -> Option<usize> {
+    if !lexer::is_metric_start(*buf.get(i)?) {
+        return None;
+    }
+    i += 1;
+    while buf.get(i).is_some_and(|&c| lexer::is_metric_char(c)) {
+        i += 1;
+    }
+    Some(i)
 }
 
 /// The index after the run of blanks at `i`; `None` if there is none (or

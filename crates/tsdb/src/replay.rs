@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar};
 use std::time::{Duration, Instant};
+use thin_vec::ThinVec;
 
 use ferrite_model::HistogramError;
 use ferrite_wal::checkpoint::{read_min_valid_time, replay_sources};
@@ -756,7 +757,7 @@ impl Worker<'_> {
     fn add_series(
         &mut self,
         list: Vec<Arc<SeriesEntry>>,
-        mmapped: &mut FastMap<u64, Vec<MmappedChunk>>,
+        mmapped: &mut FastMap<u64, ThinVec<MmappedChunk>>,
     ) {
         for entry in list {
             let r = entry.series_ref();
@@ -769,7 +770,7 @@ impl Worker<'_> {
             let data = NonNull::from(MutexGuard::leak(entry.data.lock()));
             let mut ws = WorkerSeries { entry, data };
             if let Some(chunks) = mmapped.remove(&r) {
-                ws.data_mut().mmapped = chunks.into();
+                ws.data_mut().mmapped = chunks;
             }
             self.index.insert(r, self.series.len() as u32);
             self.series.push(ws);
@@ -997,7 +998,7 @@ fn run_worker(
     head: &Head,
     rx: Receiver<Msg>,
     pools: &Pools,
-    mut mmapped: FastMap<u64, Vec<MmappedChunk>>,
+    mut mmapped: FastMap<u64, ThinVec<MmappedChunk>>,
 ) -> WorkerResult {
     let mut w = Worker {
         head,
@@ -1323,7 +1324,7 @@ pub(crate) fn replay(
     let decoders = cores - 1;
 
     // 1. Chunks already on disk, sharded like the series.
-    let mut mmapped: Vec<FastMap<u64, Vec<MmappedChunk>>> =
+    let mut mmapped: Vec<FastMap<u64, ThinVec<MmappedChunk>>> =
         (0..workers).map(|_| FastMap::default()).collect();
     let mut stats = ReplayStats::default();
     let mut loaded = 0u64;

@@ -255,6 +255,18 @@ fn head_ranges_are_written_unpublished_and_put_in_place_in_order() {
     assert_eq!(left, Vec::<String>::new(), "temporary directories left");
 }
 
+/// A series `later` with a sample at each of `hours` after
+/// `BLOCK_START`, then a compaction.
+fn later_then_compact(db: &Db, hours: std::ops::RangeInclusive<i64>) {
+    let l = Labels::from_pairs(&[("__name__", "later")]);
+    for h in hours {
+        let mut app = db.appender();
+        app.append(&l, BLOCK_START + h * HOUR, 1.0).unwrap();
+        app.commit().unwrap();
+    }
+    db.compact().unwrap();
+}
+
 /// A series someone holds (a scrape cache's handle) stays in the head
 /// through compaction even with no samples left, so appends to the handle
 /// land in the head; once released, the next truncation drops it.
@@ -269,13 +281,7 @@ fn a_held_series_is_not_garbage_collected() {
     app.append(&gone_labels, BLOCK_START, 1.0).unwrap();
     app.commit().unwrap();
     // Only a later series has samples past the first range.
-    for h in 1..=4 {
-        let mut app = db.appender();
-        let l = Labels::from_pairs(&[("__name__", "later")]);
-        app.append(&l, BLOCK_START + h * HOUR, 1.0).unwrap();
-        app.commit().unwrap();
-    }
-    db.compact().unwrap();
+    later_then_compact(&db, 1..=4);
     assert_eq!(db.head().num_series(), 2, "`gone` dropped, `held` kept");
     let t = BLOCK_START + 5 * HOUR;
     let mut app = db.appender();
@@ -291,12 +297,6 @@ fn a_held_series_is_not_garbage_collected() {
 
     // Released, with its samples compacted away: dropped.
     drop(held);
-    for h in 6..=9 {
-        let mut app = db.appender();
-        let l = Labels::from_pairs(&[("__name__", "later")]);
-        app.append(&l, BLOCK_START + h * HOUR, 1.0).unwrap();
-        app.commit().unwrap();
-    }
-    db.compact().unwrap();
+    later_then_compact(&db, 6..=9);
     assert_eq!(db.head().num_series(), 1, "only `later` left");
 }

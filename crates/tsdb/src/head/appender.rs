@@ -248,11 +248,7 @@ impl<'h> HeadAppender<'h> {
     /// Appends a sample to the series with these labels, creating it if
     /// needed. Returns the series ref for faster later appends.
     pub fn append(&mut self, labels: &Labels, t: i64, v: f64) -> Result<u64, AppendError> {
-        labels.validate()?;
-        self.check_bounds(t)?;
-        let (r, entry) = self.get_or_create_labels(labels);
-        self.append_entry(r, entry, t, v)?;
-        Ok(r)
+        self.append_series(labels, t, v).map(|s| s.series_ref())
     }
 
     /// [`HeadAppender::append`] returning the series, to append to it
@@ -330,9 +326,7 @@ impl<'h> HeadAppender<'h> {
 
     /// Appends a sample to a series [`HeadAppender::find_existing`] found.
     pub fn append_found(&mut self, s: &FoundSeries, t: i64, v: f64) -> Result<u64, AppendError> {
-        self.check_bounds(t)?;
-        self.append_entry(s.series_ref(), s.entry.clone(), t, v)?;
-        Ok(s.series_ref())
+        self.append_found_owned(s.clone(), t, v)
     }
 
     /// [`HeadAppender::append_found`] taking the series, which saves

@@ -18,6 +18,7 @@ use ferrite_chunkenc::{
     AppendOutcome, Encoding, MIN_SAMPLES_PER_HISTOGRAM_CHUNK, TARGET_BYTES_PER_HISTOGRAM_CHUNK,
 };
 use ferrite_model::{FloatHistogram, Histogram, SampleValue};
+use thin_vec::ThinVec;
 
 use crate::sample::SampleRef;
 use ferrite_model::prefetch::prefetch_lines;
@@ -80,7 +81,7 @@ pub struct UnmappedChunk {
 
 /// Sample data of one series.
 pub struct MemSeries {
-    pub mmapped: thin_vec::ThinVec<MmappedChunk>,
+    pub mmapped: ThinVec<MmappedChunk>,
     pub open: Option<OpenChunk>,
     pub unmapped: Option<Box<Vec<UnmappedChunk>>>,
     next_at: i64,
@@ -149,7 +150,7 @@ impl Default for MemSeries {
 impl MemSeries {
     pub fn new() -> Self {
         MemSeries {
-            mmapped: thin_vec::ThinVec::new(),
+            mmapped: ThinVec::new(),
             open: None,
             unmapped: None,
             next_at: i64::MIN,

@@ -1,0 +1,160 @@
+//! A table of items kept in the order a target first gives them, with an
+//! index by hash beside them, for what a scrape looks up once per line in
+//! the target's own order (series lines in the scrape cache, metadata
+//! families): a scrape that repeats the last one's order finds each item
+//! at a cursor just after the last one found (or at the last one again),
+//! walking the items in order, with no probe of the index and no cache
+//! miss the hardware does not see coming.
+
+use hashbrown::HashTable;
+
+/// An item of an [`OrderedTable`]: the hash it is indexed by.
+pub(crate) trait Indexed {
+    /// The item's hash (the same for items that compare equal).
+    fn index_hash(&self) -> u64;
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub(crate) struct OrderedTable<T> {
+    items: Vec<T>,
+    /// An item's hash to its index in `items`.
+    index: HashTable<u32>,
+    /// Where the next item is expected: after the last one found.
+    cursor: usize,
+}
+
+impl<T> Default for OrderedTable<T> {
+    fn default() -> Self {
+        OrderedTable {
+            items: Vec::new(),
+            index: HashTable::new(),
+            cursor: 0,
+        }
+    }
+}
+
+impl<T: Indexed> OrderedTable<T> {
+    /// The position of the item for which `eq` holds (its hash is
+    /// `hash`): the expected one, the last one found, else the index's.
+    pub(crate) fn position(&self, hash: u64, eq: impl Fn(&T) -> bool) -> Option<usize> {
+        for i in [self.cursor, self.cursor.wrapping_sub(1)] {
+            if self.items.get(i).is_some_and(&eq) {
+                return Some(i);
+            }
+        }
+        let items = &self.items;
+        self.index
+            .find(hash, |&i| eq(&items[i as usize]))
+            .map(|&i| i as usize)
+    }
+
+    /// The item at `i`, found by this scrape: the next one is expected
+    /// after it.
+    pub(crate) fn visit(&mut self, i: usize) -> &mut T {
+        self.cursor = i + 1;
+        &mut self.items[i]
+    }
+
+    /// Adds an item (found by this scrape); its position.
+    pub(crate) fn push(&mut self, item: T) -> usize {
+        let i = self.items.len();
+        self.items.push(item);
+        self.insert_index(i);
+        self.cursor = i + 1;
+        i
+    }
+
+    fn insert_index(&mut self, i: usize) {
+        let items = &self.items;
+        self.index
+            .insert_unique(items[i].index_hash(), i as u32, |&j| {
+                items[j as usize].index_hash()
+            });
+    }
+
+    /// Keeps the items `keep` holds for (re-indexing them when some go),
+    /// gives back memory the table no longer needs, and expects the next
+    /// scrape to start at the first item.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&T) -> bool) {
+        self.cursor = 0;
+        if !self.items.iter().all(&keep) {
+            self.items.retain(keep);
+            self.index.clear();
+            for i in 0..self.items.len() {
+                self.insert_index(i);
+            }
+        }
+        let len = self.items.len();
+        if self.items.capacity() > len + len / 4 + 16 {
+            self.items.shrink_to_fit();
+        }
+        if self.index.capacity() > 4 * len.max(64) {
+            let items = &self.items;
+            self.index
+                .shrink_to_fit(|&j| items[j as usize].index_hash());
+        }
+    }
+
+    /// The items, in order.
+    pub(crate) fn items(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The item at `i`.
+    pub(crate) fn get(&self, i: usize) -> Option<&T> {
+        self.items.get(i)
+    }
+
+    /// Replaces the item at `i`.
+    pub(crate) fn set(&mut self, i: usize, item: T) {
+        self.items[i] = item;
+    }
+
+    /// The position just after the last item found.
+    #[cfg(test)]
+    pub(crate) fn cursor(&self) -> usize {
+        self.cursor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Indexed for (u64, u32) {
+        fn index_hash(&self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn items_are_found_in_order_out_of_order_and_after_removals() {
+        let mut t = OrderedTable::default();
+        for k in 0..100u64 {
+            // Colliding hashes on purpose: `eq` decides.
+            t.push((k % 7, k as u32));
+        }
+        let find =
+            |t: &OrderedTable<(u64, u32)>, k: u32| t.position(u64::from(k) % 7, |e| e.1 == k);
+        t.retain(|_| true);
+        assert_eq!(t.cursor(), 0);
+        // In order: each at the cursor.
+        for k in 0..100u32 {
+            assert_eq!(find(&t, k), Some(k as usize));
+            assert_eq!(t.cursor(), k as usize);
+            t.visit(k as usize);
+        }
+        // Out of order, and the same one twice.
+        assert_eq!(find(&t, 40), Some(40));
+        t.visit(40);
+        assert_eq!(find(&t, 40), Some(40));
+        assert_eq!(find(&t, 3), Some(3));
+        assert_eq!(find(&t, 1000), None);
+        // The odd ones go; the rest are found at their new places.
+        t.retain(|e| e.1 % 2 == 0);
+        assert_eq!(t.items().len(), 50);
+        assert_eq!(find(&t, 41), None);
+        assert_eq!(find(&t, 42), Some(21));
+    }
+}
