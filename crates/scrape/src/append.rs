@@ -59,12 +59,13 @@ use ferrite_model::{
     FloatHistogram, Histogram, HistogramError, Labels, ValidationScheme, METRIC_NAME, STALE_NAN,
 };
 use ferrite_textparse::omtext::{OmEntry, OmParser};
-use ferrite_textparse::promtext::{TextEntry, TextError, TextParser, TextSeries};
+use ferrite_textparse::promtext::{PeekedLineKind, TextEntry, TextError, TextParser, TextSeries};
 use ferrite_textparse::protobuf::{HistogramKind, ProtoEntry, ProtoOptions, ProtoParser};
 use ferrite_textparse::MetricType;
 
-use crate::cache::{Lookup, ScrapeCache};
+use crate::cache::{LineKey, Lookup, ScrapeCache};
 use crate::format::{select_parser, Format};
+use crate::metadata::{self, TargetMetadata};
 use crate::storage::{AppendFailure, HistogramSample, ScrapeAppender, SeriesHandle};
 use crate::target::{parse_go_bool, ALWAYS_SCRAPE_CLASSIC_LABEL, SCRAPE_NATIVE_LABEL};
 
@@ -417,7 +418,33 @@ fn append_entries(
     let metadata = b.cache.metadata.clone();
     let mut metadata = lock(&metadata);
     let iter = b.cache.iter();
-    while let Some(entry) = parser.next_entry()? {
+    // Lines the target gave before are taken without reading them (the
+    // NHCB check reads every series' labels).
+    let take_known = !b.settings.convert_classic_histograms_to_nhcb;
+    loop {
+        let mut peeked_metadata = 0;
+        if take_known {
+            match take_known_line(&mut parser, b.cache, &mut metadata) {
+                KnownLine::Series(s) => {
+                    counts.total += 1;
+                    let sample = sample_of(
+                        b,
+                        LineKey::of(s.series),
+                        Value::Float(s.value),
+                        s.timestamp,
+                        ts,
+                    );
+                    append_sample(b, &parser, app, &mut limit, sample, counts, &mut histograms)?;
+                    continue;
+                }
+                KnownLine::Metadata => continue,
+                KnownLine::UnknownMetadata(line) => peeked_metadata = line,
+                KnownLine::Unknown => {}
+            }
+        }
+        let Some(entry) = parser.next_entry()? else {
+            break;
+        };
         let (key, value, timestamp) = match &entry {
             BodyEntry::Series(s) => (s.series, Value::Float(s.value), s.timestamp),
             BodyEntry::ProtoSeries { value, timestamp } => {
@@ -426,12 +453,13 @@ fn append_entries(
             BodyEntry::ProtoHistogram { timestamp } => {
                 (parser.proto_key(), Value::Histogram, *timestamp)
             }
+            // A text-format metadata line comes right after its peek.
             BodyEntry::Help(metric, text) => {
-                metadata.set_help(metric, text, iter);
+                metadata.set_help(metric, text, iter, peeked_metadata);
                 continue;
             }
             BodyEntry::Type(metric, kind) => {
-                metadata.set_type(metric, *kind, iter);
+                metadata.set_type(metric, *kind, iter, peeked_metadata);
                 last_type = (metric, *kind);
                 continue;
             }
@@ -454,13 +482,7 @@ fn append_entries(
             }
         }
         counts.total += 1;
-        let explicit = timestamp.filter(|_| b.settings.honor_timestamps);
-        let sample = Sample {
-            key,
-            t: explicit.unwrap_or(ts),
-            value,
-            explicit: explicit.is_some(),
-        };
+        let sample = sample_of(b, LineKey::of(key), value, timestamp, ts);
         append_sample(b, &parser, app, &mut limit, sample, counts, &mut histograms)?;
     }
     drop(metadata);
@@ -474,6 +496,79 @@ fn append_entries(
     write_stale_markers(b, app, ts)?;
     b.cache.iter_done(true);
     Ok(())
+}
+
+/// A line of a text-format body as [`take_known_line`] found it.
+enum KnownLine<'b> {
+    /// A series line the cache knows, taken: its sample is to append.
+    Series(TextSeries<'b>),
+    /// A metadata line that set its family last time, taken.
+    Metadata,
+    /// A metadata line to read: the [`metadata::line_hash`] of its bytes.
+    UnknownMetadata(u64),
+    /// Anything else, to read.
+    Unknown,
+}
+
+/// Takes the body's next line without reading it if the target gave it
+/// before ([`TextParser::peek_line`]): a series line the cache knows,
+/// or a `# HELP` or `# TYPE` line that set the family expected there
+/// (which is then marked seen).
+fn take_known_line<'b>(
+    parser: &mut BodyParser<'b>,
+    cache: &ScrapeCache,
+    metadata: &mut TargetMetadata,
+) -> KnownLine<'b> {
+    let BodyParser::Text(p) = parser else {
+        return KnownLine::Unknown;
+    };
+    let Some(line) = p.peek_line() else {
+        return KnownLine::Unknown;
+    };
+    let iter = cache.iter();
+    let kind = match line.kind {
+        PeekedLineKind::Series(s) => {
+            if !cache.knows(LineKey::of(s.series)) {
+                return KnownLine::Unknown;
+            }
+            p.take_peeked(&line, None);
+            return KnownLine::Series(s);
+        }
+        PeekedLineKind::Help => {
+            let hash = metadata::line_hash(line.bytes(p));
+            if !metadata.known_help(hash, iter) {
+                return KnownLine::UnknownMetadata(hash);
+            }
+            None
+        }
+        PeekedLineKind::Type => {
+            let hash = metadata::line_hash(line.bytes(p));
+            match metadata.known_type(hash, iter) {
+                Some(kind) => Some(kind),
+                None => return KnownLine::UnknownMetadata(hash),
+            }
+        }
+    };
+    p.take_peeked(&line, kind);
+    KnownLine::Metadata
+}
+
+/// A series line's sample: its own timestamp if it gives one and the
+/// job honours it, else the scrape's.
+fn sample_of(
+    b: &BodyAppender<'_>,
+    key: LineKey,
+    value: Value,
+    timestamp: Option<i64>,
+    ts: i64,
+) -> Sample {
+    let explicit = timestamp.filter(|_| b.settings.honor_timestamps);
+    Sample {
+        key,
+        t: explicit.unwrap_or(ts),
+        value,
+        explicit: explicit.is_some(),
+    }
 }
 
 fn lock(
@@ -490,8 +585,9 @@ enum Value {
 }
 
 /// One series line's sample.
-struct Sample<'b> {
-    key: &'b [u8],
+struct Sample {
+    /// The cache's key of the line.
+    key: LineKey,
     t: i64,
     value: Value,
     /// Whether the timestamp came with the sample.
@@ -593,7 +689,7 @@ fn push(
     app: &mut dyn ScrapeAppender,
     limit: &mut SampleLimit,
     to: Destination<'_>,
-    s: &Sample<'_>,
+    s: &Sample,
     parser: &BodyParser<'_>,
     histograms: &mut HistogramBufs,
     settings: &HistogramSettings,
@@ -631,7 +727,7 @@ fn append_sample(
     parser: &BodyParser<'_>,
     app: &mut dyn ScrapeAppender,
     limit: &mut SampleLimit,
-    s: Sample<'_>,
+    s: Sample,
     counts: &mut AppendCounts,
     histograms: &mut HistogramBufs,
 ) -> Result<(), BodyError> {

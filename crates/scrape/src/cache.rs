@@ -38,10 +38,11 @@ const PREFETCH_AHEAD: usize = 4;
 
 /// A line's identity: the two halves of its 128-bit hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LineKey([u64; 2]);
+pub struct LineKey([u64; 2]);
 
 impl LineKey {
-    fn of(line: &[u8]) -> LineKey {
+    /// The key of a series line's bytes (name and `{...}` as written).
+    pub fn of(line: &[u8]) -> LineKey {
         let h = xxhash_rust::xxh3::xxh3_128_with_seed(line, seed());
         LineKey([h as u64, (h >> 64) as u64])
     }
@@ -52,8 +53,8 @@ impl LineKey {
     }
 }
 
-/// The process' hash seed.
-fn seed() -> u64 {
+/// The process' hash seed (also of [`crate::metadata`]'s line hashes).
+pub(crate) fn seed() -> u64 {
     static SEED: OnceLock<u64> = OnceLock::new();
     *SEED.get_or_init(|| {
         use std::hash::{BuildHasher, Hasher};
@@ -149,9 +150,15 @@ impl ScrapeCache {
         self.entries.position(key.table_hash(), |e| e.key == key)
     }
 
-    /// What the cache knows of a line, marking it seen by this scrape.
-    pub fn lookup(&mut self, line: &[u8]) -> Lookup<'_> {
-        let key = LineKey::of(line);
+    /// Whether the cache knows the line of `key` (a line it knows is
+    /// one a scrape read whole before).
+    pub fn knows(&self, key: LineKey) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// What the cache knows of the line of `key`, marking it seen by
+    /// this scrape.
+    pub fn lookup(&mut self, key: LineKey) -> Lookup<'_> {
         let Some(i) = self.find(key) else {
             return Lookup::Unknown(NewLine(key));
         };
@@ -256,7 +263,7 @@ mod tests {
     }
 
     fn series_of(c: &mut ScrapeCache, line: &[u8]) -> Option<u64> {
-        match c.lookup(line) {
+        match c.lookup(LineKey::of(line)) {
             Lookup::Series(s) => s.series.downcast_ref::<u64>().copied(),
             _ => None,
         }
@@ -265,25 +272,28 @@ mod tests {
     #[test]
     fn lines_known_by_their_bytes_forgotten_when_a_scrape_misses_them() {
         let mut c = ScrapeCache::new();
-        let Lookup::Unknown(a) = c.lookup(b"a{x=\"1\"}") else {
+        let Lookup::Unknown(a) = c.lookup(LineKey::of(b"a{x=\"1\"}")) else {
             panic!("new line")
         };
         c.add(a, Some(handle(1)), true);
-        let Lookup::Unknown(d) = c.lookup(b"dropped") else {
+        let Lookup::Unknown(d) = c.lookup(LineKey::of(b"dropped")) else {
             panic!("new line")
         };
         c.add(d, None, false);
-        assert!(matches!(c.lookup(b"dropped"), Lookup::Dropped));
-        assert!(matches!(c.lookup(b"a{x=\"2\"}"), Lookup::Unknown(_)));
+        assert!(matches!(c.lookup(LineKey::of(b"dropped")), Lookup::Dropped));
+        assert!(matches!(
+            c.lookup(LineKey::of(b"a{x=\"2\"}")),
+            Lookup::Unknown(_)
+        ));
         c.iter_done(true);
         assert_eq!(c.len(), 2);
 
         // Scrape 2 sees `a` twice, not `dropped`.
-        match c.lookup(b"a{x=\"1\"}") {
+        match c.lookup(LineKey::of(b"a{x=\"1\"}")) {
             Lookup::Series(s) => assert!(!s.already_scraped),
             _ => panic!("cached"),
         }
-        match c.lookup(b"a{x=\"1\"}") {
+        match c.lookup(LineKey::of(b"a{x=\"1\"}")) {
             Lookup::Series(s) => assert!(s.already_scraped),
             _ => panic!("cached"),
         }
@@ -292,7 +302,10 @@ mod tests {
         assert_eq!(c.stale().count(), 1);
         c.iter_done(true);
         assert_eq!(c.len(), 1);
-        assert!(matches!(c.lookup(b"dropped"), Lookup::Unknown(_)));
+        assert!(matches!(
+            c.lookup(LineKey::of(b"dropped")),
+            Lookup::Unknown(_)
+        ));
     }
 
     #[test]
@@ -300,7 +313,7 @@ mod tests {
         let mut c = ScrapeCache::new();
         for i in 0..10u64 {
             let line = format!("m{i}");
-            let Lookup::Unknown(k) = c.lookup(line.as_bytes()) else {
+            let Lookup::Unknown(k) = c.lookup(LineKey::of(line.as_bytes())) else {
                 panic!("new")
             };
             c.add(k, Some(handle(i)), true);
@@ -310,7 +323,7 @@ mod tests {
         assert_eq!(c.len(), 10);
         for i in 0..1100u64 {
             let line = format!("n{i}");
-            let Lookup::Unknown(k) = c.lookup(line.as_bytes()) else {
+            let Lookup::Unknown(k) = c.lookup(LineKey::of(line.as_bytes())) else {
                 panic!("new")
             };
             c.add(k, Some(handle(i)), true);
@@ -326,7 +339,7 @@ mod tests {
         let mut c = ScrapeCache::new();
         let lines: Vec<String> = (0..50).map(|i| format!("m{{i=\"{i}\"}}")).collect();
         for (i, l) in lines.iter().enumerate() {
-            let Lookup::Unknown(k) = c.lookup(l.as_bytes()) else {
+            let Lookup::Unknown(k) = c.lookup(LineKey::of(l.as_bytes())) else {
                 panic!("new")
             };
             c.add(k, Some(handle(i as u64)), true);
@@ -336,7 +349,7 @@ mod tests {
         for (i, l) in lines.iter().enumerate().rev().step_by(2) {
             assert_eq!(series_of(&mut c, l.as_bytes()), Some(i as u64), "{l}");
             let new = format!("n{i}");
-            let Lookup::Unknown(k) = c.lookup(new.as_bytes()) else {
+            let Lookup::Unknown(k) = c.lookup(LineKey::of(new.as_bytes())) else {
                 panic!("new")
             };
             c.add(k, Some(handle(1000 + i as u64)), true);

@@ -38,15 +38,21 @@ impl<T: Indexed> OrderedTable<T> {
     /// The position of the item for which `eq` holds (its hash is
     /// `hash`): the expected one, the last one found, else the index's.
     pub(crate) fn position(&self, hash: u64, eq: impl Fn(&T) -> bool) -> Option<usize> {
-        for i in [self.cursor, self.cursor.wrapping_sub(1)] {
-            if self.items.get(i).is_some_and(&eq) {
-                return Some(i);
-            }
+        if let Some(i) = self.expected(&eq) {
+            return Some(i);
         }
         let items = &self.items;
         self.index
             .find(hash, |&i| eq(&items[i as usize]))
             .map(|&i| i as usize)
+    }
+
+    /// The position of the item for which `eq` holds if it is the
+    /// expected one or the last one found (no probe of the index).
+    pub(crate) fn expected(&self, eq: impl Fn(&T) -> bool) -> Option<usize> {
+        [self.cursor, self.cursor.wrapping_sub(1)]
+            .into_iter()
+            .find(|&i| self.items.get(i).is_some_and(&eq))
     }
 
     /// The item at `i`, found by this scrape: the next one is expected

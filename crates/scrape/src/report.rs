@@ -121,7 +121,7 @@ fn append_one(
         key[n] = 0xff;
         &key[..=n]
     };
-    let result = match cache.lookup(key) {
+    let result = match cache.lookup(crate::cache::LineKey::of(key)) {
         Lookup::Series(cached) => app.append(cached.series, ts, v),
         Lookup::Dropped => Ok(()),
         Lookup::Unknown(line) => {

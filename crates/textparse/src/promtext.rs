@@ -87,6 +87,34 @@ pub struct TextSeries<'a> {
 #[error("{0}")]
 pub struct TextError(pub String);
 
+/// A line [`TextParser::peek_line`] looked at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeekedLine<'a> {
+    /// What it looks like.
+    pub kind: PeekedLineKind<'a>,
+    start: usize,
+    newline: usize,
+}
+
+/// What a [`PeekedLine`] looks like.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PeekedLineKind<'a> {
+    /// A `# HELP` line.
+    Help,
+    /// A `# TYPE` line.
+    Type,
+    /// A series line: its series part (not checked), value and timestamp.
+    Series(TextSeries<'a>),
+}
+
+impl<'a> PeekedLine<'a> {
+    /// The whole line, without its newline.
+    pub fn bytes(&self, parser: &TextParser<'a>) -> &'a [u8] {
+        let buf = parser.lexer.buf;
+        &buf[self.start..self.newline]
+    }
+}
+
 /// A label of the last series, as byte ranges of the buffer.
 #[derive(Debug, Clone, Copy)]
 struct LabelSpan {
@@ -189,25 +217,72 @@ impl<'a> TextParser<'a> {
             i = self.common_labels(i + 1)?;
         }
         let series_end = i;
-        let (value, mut i) = common_value(buf, i)?;
-        let timestamp = match buf.get(i)? {
-            b'\n' => None,
-            _ => {
-                let (ts, end) = common_timestamp(buf, i)?;
-                i = end;
-                Some(ts)
-            }
-        };
-        // Past the newline: the lexer is at the next line's start, in
-        // the state a line's end leaves it in.
-        self.lexer.i = i + 1;
-        self.lexer.start = i;
+        let (value, timestamp, newline) = common_sample(buf, series_end)?;
+        self.past_line(newline);
         self.name = Some((start, name_end));
         Some(TextSeries {
             series: &buf[start..series_end],
             value,
             timestamp,
         })
+    }
+
+    /// Moves past the line that ends at the newline at `newline`: the
+    /// lexer is at the next line's start, in the state a line's end
+    /// leaves it in.
+    fn past_line(&mut self, newline: usize) {
+        self.lexer.i = newline + 1;
+        self.lexer.start = newline;
+    }
+
+    /// The next line, looked at without reading it, if it is a `# HELP`
+    /// or `# TYPE` line or a series line in the common form of
+    /// [`TextParser::next_entry`]'s one-pass path; `None` for anything
+    /// else.
+    ///
+    /// A series line's series part is found without reading its labels
+    /// (up to the first `}` that a blank follows) and is not checked: it
+    /// is for a caller that knows those exact bytes from an earlier
+    /// [`TextParser::next_entry`] (a scrape cache). Bytes read as a
+    /// series part once, from a line's start, end it the same way
+    /// whatever follows, so such a line reads as that entry; the caller
+    /// then moves past it with [`TextParser::take_peeked`], and reads
+    /// any other line with `next_entry` as usual. Likewise a metadata
+    /// line whose bytes the caller has seen read before.
+    pub fn peek_line(&self) -> Option<PeekedLine<'a>> {
+        let buf = self.lexer.buf;
+        let start = self.lexer.i;
+        let line = match buf.get(start..start + 7) {
+            Some(b"# HELP ") => PeekedLineKind::Help,
+            Some(b"# TYPE ") => PeekedLineKind::Type,
+            _ => {
+                let (series, newline) = peek_series(buf, start)?;
+                return Some(PeekedLine {
+                    kind: PeekedLineKind::Series(series),
+                    start,
+                    newline,
+                });
+            }
+        };
+        let newline = start + memchr::memchr(b'\n', buf.get(start..)?)?;
+        Some(PeekedLine {
+            kind: line,
+            start,
+            newline,
+        })
+    }
+
+    /// Moves past a line [`TextParser::peek_line`] gave, as
+    /// [`TextParser::next_entry`] would have read it; `kind` is the type
+    /// a `# TYPE` line names.
+    pub fn take_peeked(&mut self, line: &PeekedLine<'a>, kind: Option<MetricType>) {
+        self.start = line.start;
+        self.name = None;
+        self.labels.clear();
+        if let Some(kind) = kind {
+            self.mtype = kind;
+        }
+        self.past_line(line.newline);
     }
 
     /// A `# HELP` or `# TYPE` line in its common form, read in one pass:
@@ -246,8 +321,7 @@ impl<'a> TextParser<'a> {
             self.mtype = kind;
             TextEntry::Type { metric, kind }
         };
-        self.lexer.i = newline + 1;
-        self.lexer.start = newline;
+        self.past_line(newline);
         Some(entry)
     }
 
@@ -564,6 +638,45 @@ fn after_blanks(buf: &[u8], mut i: usize) -> Option<usize> {
         i += 1;
     }
     Some(i)
+}
+
+/// The sample of a series line whose series part ends at `series_end`,
+/// in common form (blanks, a value, perhaps blanks and a timestamp, a
+/// newline): value, timestamp and the newline's index.
+fn common_sample(buf: &[u8], series_end: usize) -> Option<(f64, Option<i64>, usize)> {
+    let (value, i) = common_value(buf, series_end)?;
+    Some(match buf.get(i)? {
+        b'\n' => (value, None, i),
+        _ => {
+            let (ts, newline) = common_timestamp(buf, i)?;
+            (value, Some(ts), newline)
+        }
+    })
+}
+
+/// [`TextParser::peek_line`]'s series line at `start`: the series part
+/// is the name and, if `{` follows it, everything up to the first `}`
+/// that a blank follows (not read further); then the sample in common
+/// form. The series and the newline's index.
+fn peek_series(buf: &[u8], start: usize) -> Option<(TextSeries<'_>, usize)> {
+    let name_end = metric_name_end(buf, start)?;
+    let mut series_end = name_end;
+    if buf.get(name_end) == Some(&b'{') {
+        loop {
+            series_end += 1 + memchr::memchr(b'}', buf.get(series_end + 1..)?)?;
+            if lexer::is_blank(*buf.get(series_end + 1)?) {
+                series_end += 1;
+                break;
+            }
+        }
+    }
+    let (value, timestamp, newline) = common_sample(buf, series_end)?;
+    let series = TextSeries {
+        series: &buf[start..series_end],
+        value,
+        timestamp,
+    };
+    Some((series, newline))
 }
 
 /// [`TextParser::common_series`]' blanks and value from `i`: the value and

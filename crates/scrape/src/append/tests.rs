@@ -244,6 +244,34 @@ fn known_series_go_by_ref_and_vanished_ones_go_stale() {
 }
 
 #[test]
+fn repeated_lines_are_taken_as_known_and_changes_are_read() {
+    let mut t = Target::new(settings());
+    let body = "# HELP a An a.\n# TYPE a counter\na 1\nb{x=\"} 1\"} 2\nc{x=\"y\"} 3 500\n";
+    t.scrape(body, 1000).expect("ok");
+    let c = t.scrape(body, 2000).expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (3, 3, 0));
+    assert_eq!(t.mem.by_ref, 3, "every series by its handle");
+    // A repeated line is a duplicate, known or not; a changed help and
+    // type are kept; a timestamp is honoured on the known path too.
+    let changed = "# HELP a Changed.\n# TYPE a gauge\na 5\na 6\nc{x=\"y\"} 7 2500\n";
+    let c = t.scrape(changed, 3000).expect("ok");
+    assert_eq!((c.total, c.added, c.series_added), (3, 3, 0));
+    let a = "{__name__=\"a\", instance=\"h:1\", job=\"j\"}";
+    assert_eq!(
+        t.series(a),
+        vec![(1000, "1".into()), (2000, "1".into()), (3000, "5".into())]
+    );
+    assert_eq!(
+        t.series("{__name__=\"c\", instance=\"h:1\", job=\"j\", x=\"y\"}"),
+        vec![(500, "3".into()), (2500, "7".into())]
+    );
+    let metadata = t.cache.metadata.lock().expect("metadata").list();
+    assert_eq!(metadata.len(), 1);
+    assert_eq!(metadata[0].help, "Changed.");
+    assert_eq!(metadata[0].kind, MetricType::Gauge);
+}
+
+#[test]
 fn explicit_timestamps_are_not_tracked_unless_asked() {
     let mut t = Target::new(settings());
     t.scrape("a 1 500\n", 1000).expect("ok");

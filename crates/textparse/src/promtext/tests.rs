@@ -398,3 +398,161 @@ fn common_lines_take_the_one_pass_path() {
     assert_eq!(everything(body, true), everything(body, false));
     assert_eq!(everything(body, true).len(), 3);
 }
+
+/// What a first read of a body teaches a scrape cache: each series
+/// part, and each metadata line with its entry.
+#[derive(Default)]
+struct Known {
+    series: std::collections::HashSet<Vec<u8>>,
+    metadata: std::collections::HashMap<Vec<u8>, (String, Option<MetricType>)>,
+}
+
+/// One entry as [`read_with_known`] and [`read_learning`] give it (no
+/// labels: a known line's are the cache's), with the type in force after
+/// it.
+fn entry_text(e: &TextEntry<'_>, mtype: MetricType) -> String {
+    match e {
+        TextEntry::Series(s) => format!(
+            "{:?} {} {:?} {mtype:?}",
+            s.series,
+            s.value.to_bits(),
+            s.timestamp
+        ),
+        e => format!("{e:?} {mtype:?}"),
+    }
+}
+
+/// Reads `body` with `next_entry` only, up to the first error, learning
+/// its lines into `known`.
+fn read_learning(body: &[u8], known: &mut Known) -> Vec<String> {
+    let mut p = TextParser::new(body);
+    let mut out = Vec::new();
+    loop {
+        let entry = match p.next_entry() {
+            Ok(None) => return out,
+            Ok(Some(e)) => e,
+            Err(e) => {
+                out.push(format!("error {e}"));
+                return out;
+            }
+        };
+        let text = entry_text(&entry, p.metric_type());
+        match &entry {
+            TextEntry::Series(s) => {
+                known.series.insert(s.series.to_vec());
+            }
+            TextEntry::Help { .. } | TextEntry::Type { .. } => {
+                let rest = &body[p.start..];
+                let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+                let kind = matches!(entry, TextEntry::Type { .. }).then(|| p.metric_type());
+                known
+                    .metadata
+                    .insert(line.to_vec(), (format!("{entry:?}"), kind));
+            }
+            TextEntry::Comment { .. } => {}
+        }
+        out.push(text);
+    }
+}
+
+/// Reads `body` as a scrape with a cache does: a peeked line whose
+/// series part or metadata line `known` holds is taken as known, any
+/// other read with `next_entry`. Also how many lines were taken as known.
+fn read_with_known(body: &[u8], known: &Known) -> (Vec<String>, usize) {
+    let mut p = TextParser::new(body);
+    let mut out = Vec::new();
+    let mut taken = 0;
+    loop {
+        if let Some(line) = p.peek_line() {
+            let hit = match line.kind {
+                PeekedLineKind::Series(s) if known.series.contains(s.series) => {
+                    Some((None, TextEntry::Series(s)))
+                }
+                PeekedLineKind::Series(_) => None,
+                PeekedLineKind::Help | PeekedLineKind::Type => {
+                    known.metadata.get(line.bytes(&p)).map(|(text, kind)| {
+                        (
+                            *kind,
+                            TextEntry::Comment {
+                                text: text.as_bytes(),
+                            },
+                        )
+                    })
+                }
+            };
+            if let Some((kind, entry)) = hit {
+                p.take_peeked(&line, kind);
+                out.push(match entry {
+                    // A known metadata line: its entry as first read.
+                    TextEntry::Comment { text } => {
+                        format!("{} {:?}", String::from_utf8_lossy(text), p.metric_type())
+                    }
+                    e => entry_text(&e, p.metric_type()),
+                });
+                taken += 1;
+                continue;
+            }
+        }
+        match p.next_entry() {
+            Ok(None) => return (out, taken),
+            Ok(Some(e)) => out.push(entry_text(&e, p.metric_type())),
+            Err(e) => {
+                out.push(format!("error {e}"));
+                return (out, taken);
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// Lines taken as known read as `next_entry` reads them, in a body
+    /// made of the lines a first body taught, mutated lines and others.
+    #[test]
+    fn known_lines_read_as_next_entry_reads_them(
+        first in proptest::collection::vec(
+            proptest::prop_oneof![
+                near_common_line(),
+                common_line(),
+                common_metadata_line(),
+            ],
+            1..8,
+        ),
+        others in proptest::collection::vec(
+            proptest::prop_oneof![near_common_line(), mutated_common_line()],
+            0..4,
+        ),
+        picks in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 1..10),
+        chop in proptest::bool::ANY,
+    ) {
+        let mut known = Known::default();
+        read_learning(&first.concat(), &mut known);
+        let pool: Vec<&Vec<u8>> = first.iter().chain(&others).collect();
+        let mut body: Vec<u8> = picks.iter().flat_map(|i| pool[i.index(pool.len())].clone()).collect();
+        if chop {
+            body.pop();
+        }
+        let (with_known, _) = read_with_known(&body, &known);
+        proptest::prop_assert_eq!(with_known, read_learning(&body, &mut Known::default()));
+    }
+}
+
+#[test]
+fn known_lines_are_taken_without_reading_them() {
+    let first = b"# HELP a Help.\n# TYPE a histogram\na_bucket{le=\"1\",x=\"} 1\"} 1\na 2 17\nb{} 3\nc{x=\"}a\"} 4\n";
+    let mut known = Known::default();
+    let plain = read_learning(first, &mut known);
+    let (with_known, taken) = read_with_known(first, &known);
+    assert_eq!(with_known, plain);
+    // The bucket's series part has `} ` inside a label value: not found
+    // by peeking, read by `next_entry` (`c`'s `}` without a blank after
+    // it is stepped over).
+    assert_eq!(taken, 5, "{with_known:?}");
+    // A series part that was never read is not taken, even if it looks
+    // like one that was.
+    let second = b"# TYPE a gauge\na 2 17\na{} 3\n";
+    let (with_known, taken) = read_with_known(second, &known);
+    assert_eq!(with_known, read_learning(second, &mut Known::default()));
+    assert_eq!(taken, 1);
+}

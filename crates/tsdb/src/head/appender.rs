@@ -49,6 +49,18 @@ thread_local! {
 /// them larger than this.
 const KEEP_PREPARED_BYTES: usize = 4 << 20;
 
+thread_local! {
+    /// The emptied first batch of the last appender dropped on this
+    /// thread, for the next one: a scrape's appender of a thousand
+    /// samples would otherwise allocate (and free) its batch vectors
+    /// every time.
+    static SPARE_BATCH: std::cell::Cell<Option<Batch>> = const { std::cell::Cell::new(None) };
+}
+
+/// A batch holding room for more float samples than this is not kept
+/// for the thread's next appender.
+const KEEP_BATCH_FLOATS: usize = 1 << 16;
+
 /// Why a sample was refused. The messages are Prometheus' own.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum AppendError {
@@ -143,6 +155,29 @@ impl Batch {
         self.floats.len() + self.histograms.len() + self.float_histograms.len()
     }
 
+    /// A new batch: the thread's spare one if it has one.
+    fn take() -> Batch {
+        SPARE_BATCH.take().unwrap_or_default()
+    }
+
+    /// Empties the batch (dropping its hold on its series) and keeps it
+    /// as the thread's spare, unless it grew large.
+    fn give_back(mut self) {
+        if self.floats.capacity() > KEEP_BATCH_FLOATS {
+            return;
+        }
+        self.floats.clear();
+        self.float_series.clear();
+        self.float_hints.clear();
+        self.histograms.clear();
+        self.histogram_series.clear();
+        self.float_histograms.clear();
+        self.float_histogram_series.clear();
+        self.uniform = None;
+        self.kinds = None;
+        SPARE_BATCH.set(Some(self));
+    }
+
     /// Whether a sample of `kind` for series `series_ref` may join the
     /// batch: not when the series has histograms of another kind in it
     /// (a float counts as another kind), so that the WAL's order of kinds
@@ -223,7 +258,7 @@ impl<'h> HeadAppender<'h> {
             None => false,
         };
         if !admitted {
-            let mut b = Batch::default();
+            let mut b = Batch::take();
             b.admits(kind, series_ref);
             self.batches.push(b);
         }
@@ -236,7 +271,7 @@ impl<'h> HeadAppender<'h> {
     /// one's count) spares the batch's growth.
     pub fn reserve_floats(&mut self, n: usize) {
         if self.batches.is_empty() {
-            self.batches.push(Batch::default());
+            self.batches.push(Batch::take());
         }
         let last = self.batches.len() - 1;
         let b = &mut self.batches[last];
@@ -905,6 +940,9 @@ impl Drop for HeadAppender<'_> {
             if let Err(e) = self.log(false) {
                 tracing::error!(error = %e, "logging series of a dropped appender failed");
             }
+        }
+        if !self.batches.is_empty() {
+            self.batches.swap_remove(0).give_back();
         }
     }
 }
