@@ -73,6 +73,26 @@ impl Fetched {
         Ok(())
     }
 
+    /// About how many bytes the body holds decoded: a gzip body's
+    /// trailer says (modulo 4 GiB; a bad one says anything, so this is
+    /// only a hint).
+    pub fn decoded_len_hint(&self) -> usize {
+        let trailer = self
+            .raw
+            .len()
+            .checked_sub(4)
+            .and_then(|at| self.raw.get(at..));
+        match trailer.and_then(|t| <[u8; 4]>::try_from(t).ok()) {
+            Some(size) if self.gzipped => u32::from_le_bytes(size) as usize,
+            _ => self.raw.len(),
+        }
+    }
+
+    /// The body's size as received.
+    pub fn raw_len(&self) -> usize {
+        self.raw.len()
+    }
+
     /// The body [`Fetched::decode`] decoded (into `scratch` if gzipped).
     pub fn body<'a>(&'a self, scratch: &'a [u8]) -> &'a [u8] {
         if self.gzipped {

@@ -26,6 +26,11 @@ use crate::append::{
     append_body, AppendCounts, AppendSettings, BodyAppender, BodyError, SkippedSamples,
 };
 use crate::cache::ScrapeCache;
+
+/// Bodies of up to this many bytes (decoded; a quarter of it as
+/// received) are appended on the scrape loop's own task: a few
+/// milliseconds of work at most.
+const INLINE_APPEND_BYTES: usize = 256 << 10;
 use crate::http::{fetch, FetchError};
 use crate::metrics::ScrapeMetrics;
 use crate::report::{append_report, append_stale_report, ExtraReport, ScrapeReport};
@@ -164,7 +169,8 @@ impl ScrapeLoop {
         }
     }
 
-    /// One scrape: fetch, append, report, commit.
+    /// One scrape: fetch, append (on a blocking thread if the body is
+    /// large), report, commit.
     async fn scrape_and_report(mut self, ts: SystemTime) -> Self {
         let start = Instant::now();
         let s = self.settings.clone();
@@ -191,11 +197,26 @@ impl ScrapeLoop {
         let storage = self.storage.clone();
         let metrics = self.metrics.clone();
         let mut cache = std::mem::take(&mut self.cache);
-        let task = tokio::task::spawn_blocking(move || {
+        // A small body is appended right here: handing it to a blocking
+        // thread (a wake-up there and back) would cost more than the
+        // append. A large one would hold up the runtime's other tasks.
+        let inline = match &fetched {
+            Ok(f) => {
+                f.decoded_len_hint() <= INLINE_APPEND_BYTES
+                    && f.raw_len() <= INLINE_APPEND_BYTES / 4
+            }
+            Err(_) => cache.len() <= INLINE_APPEND_BYTES / 100,
+        };
+        let append = move || {
             let outcome = append_scrape(&storage, &mut cache, &s, fetched, ts_ms, start, &metrics);
             (cache, outcome)
-        });
-        match task.await {
+        };
+        let appended = if inline {
+            Ok(append())
+        } else {
+            tokio::task::spawn_blocking(append).await
+        };
+        match appended {
             Ok((cache, outcome)) => {
                 self.cache = cache;
                 let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
