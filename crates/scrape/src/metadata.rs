@@ -5,9 +5,10 @@
 //! Shared between the target's scrape loop, which updates it while
 //! appending (allocating only for a family that is new or changed), and
 //! the APIs, which read it at any time. A family not exposed for more than
-//! ten successful scrapes is forgotten, as in Prometheus. Names, help
-//! texts and units are interned process-wide: the targets of a job share
-//! one copy of each.
+//! ten successful scrapes is forgotten, as in Prometheus. A family's
+//! name, type, help and unit are interned process-wide as one value: the
+//! targets of a job, which mostly give the same families alike, share one
+//! copy of each, and a target keeps about 32 bytes a family.
 //!
 //! A family also keeps a 64-bit hash of the text-format `# HELP` and
 //! `# TYPE` lines that set it last (seeded as the scrape cache's keys):
@@ -40,16 +41,27 @@ pub struct MetricMetadata {
     pub unit: String,
 }
 
+/// A family as a target gives it, interned (see [`intern`]).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Family {
+    name: Box<[u8]>,
+    kind: MetricType,
+    help: Box<[u8]>,
+    unit: Box<[u8]>,
+}
+
+/// A family shared by every target that gives it alike.
+type Interned = Arc<Family>;
+
+/// One family of a target.
 #[derive(Debug)]
 struct Entry {
-    kind: MetricType,
-    help: Interned,
-    unit: Interned,
+    family: Interned,
     /// The last scrape that exposed it.
     last_iter: u32,
-    /// The [`line_hash`] of the `# HELP` line that set `help` (0: none).
+    /// The [`line_hash`] of the `# HELP` line that set the help (0: none).
     help_line: u64,
-    /// The [`line_hash`] of the `# TYPE` line that set `kind` (0: none).
+    /// The [`line_hash`] of the `# TYPE` line that set the type (0: none).
     type_line: u64,
 }
 
@@ -65,51 +77,58 @@ pub struct TargetMetadata {
     /// The families in the order the target first gave them: a scrape
     /// repeating that order finds each where it expects it (its TYPE line
     /// after its HELP line at the same place).
-    families: OrderedTable<(Interned, Entry)>,
+    families: OrderedTable<Entry>,
 }
 
-impl Indexed for (Interned, Entry) {
+impl Indexed for Entry {
     fn index_hash(&self) -> u64 {
-        hash_name(&self.0)
+        hash_name(&self.family.name)
     }
 }
 
 /// The metadata as the loop and the APIs share it.
 pub type SharedMetadata = Arc<Mutex<TargetMetadata>>;
 
-/// A metadata string shared by every target that gives it: the targets
-/// of a job mostly expose the same families with the same help, which
-/// would otherwise be kept once per target (tens of kilobytes each).
-type Interned = Arc<[u8]>;
-
-/// Every interned string, with the count at which unused ones are next
+/// Every interned family, with the count at which unused ones are next
 /// dropped.
 struct Interner {
-    strings: HashSet<Interned, foldhash::fast::RandomState>,
+    families: HashSet<Interned, foldhash::fast::RandomState>,
     sweep_at: usize,
 }
 
 static INTERNER: LazyLock<Mutex<Interner>> = LazyLock::new(|| {
     Mutex::new(Interner {
-        strings: HashSet::default(),
+        families: HashSet::default(),
         sweep_at: 1024,
     })
 });
 
-/// The shared copy of `bytes`. Strings no target holds any more are
+/// The shared copy of `family`. Families no target holds any more are
 /// dropped whenever the set has doubled since the last sweep.
-fn intern(bytes: &[u8]) -> Interned {
+fn intern(family: Family) -> Interned {
     let mut interner = INTERNER.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = interner.strings.get(bytes) {
-        return s.clone();
+    if let Some(f) = interner.families.get(&family) {
+        return f.clone();
     }
-    if interner.strings.len() >= interner.sweep_at {
-        interner.strings.retain(|s| Arc::strong_count(s) > 1);
-        interner.sweep_at = (interner.strings.len() * 2).max(1024);
+    if interner.families.len() >= interner.sweep_at {
+        interner.families.retain(|f| Arc::strong_count(f) > 1);
+        interner.sweep_at = (interner.families.len() * 2).max(1024);
     }
-    let s: Interned = Arc::from(bytes);
-    interner.strings.insert(s.clone());
-    s
+    let f = Arc::new(family);
+    interner.families.insert(f.clone());
+    f
+}
+
+/// `family` with one part changed by `change`, interned.
+fn changed(family: &Family, change: impl FnOnce(&mut Family)) -> Interned {
+    let mut f = Family {
+        name: family.name.clone(),
+        kind: family.kind,
+        help: family.help.clone(),
+        unit: family.unit.clone(),
+    };
+    change(&mut f);
+    intern(f)
 }
 
 fn hash_name(name: &[u8]) -> u64 {
@@ -131,7 +150,7 @@ impl TargetMetadata {
             Some(i) => i,
             None => self.add(name, iter),
         };
-        let e = &mut self.families.visit(i).1;
+        let e = self.families.visit(i);
         e.last_iter = iter;
         e
     }
@@ -139,28 +158,32 @@ impl TargetMetadata {
     /// A family's position.
     fn find(&self, name: &[u8]) -> Option<usize> {
         self.families
-            .position(hash_name(name), |(n, _)| &n[..] == name)
+            .position(hash_name(name), |e| &e.family.name[..] == name)
     }
 
     /// A new family; its position.
     fn add(&mut self, name: &[u8], iter: u32) -> usize {
-        let empty = intern(b"");
-        let entry = Entry {
+        let family = intern(Family {
+            name: name.into(),
             kind: MetricType::Unknown,
-            help: empty.clone(),
-            unit: empty,
+            help: Box::default(),
+            unit: Box::default(),
+        });
+        self.families.push(Entry {
+            family,
             last_iter: iter,
             help_line: 0,
             type_line: 0,
-        };
-        self.families.push((intern(name), entry))
+        })
     }
 
     /// `# TYPE name kind` seen by scrape `iter`, from a text-format line
     /// of [`line_hash`] `line` (0: another format).
     pub fn set_type(&mut self, name: &[u8], kind: MetricType, iter: u32, line: u64) {
         let e = self.entry(name, iter);
-        e.kind = kind;
+        if e.family.kind != kind {
+            e.family = changed(&e.family, |f| f.kind = kind);
+        }
         e.type_line = line;
     }
 
@@ -168,8 +191,8 @@ impl TargetMetadata {
     /// of [`line_hash`] `line` (0: another format).
     pub fn set_help(&mut self, name: &[u8], help: &[u8], iter: u32, line: u64) {
         let e = self.entry(name, iter);
-        if &e.help[..] != help {
-            e.help = intern(help);
+        if &e.family.help[..] != help {
+            e.family = changed(&e.family, |f| f.help = help.into());
         }
         e.help_line = line;
     }
@@ -194,17 +217,17 @@ impl TargetMetadata {
         if line == 0 {
             return None;
         }
-        let i = self.families.expected(|(_, e)| which(e) == line)?;
-        let e = &mut self.families.visit(i).1;
+        let i = self.families.expected(|e| which(e) == line)?;
+        let e = self.families.visit(i);
         e.last_iter = iter;
-        Some(e.kind)
+        Some(e.family.kind)
     }
 
     /// `# UNIT name unit` seen by scrape `iter` (OpenMetrics).
     pub fn set_unit(&mut self, name: &[u8], unit: &[u8], iter: u32) {
         let e = self.entry(name, iter);
-        if &e.unit[..] != unit {
-            e.unit = intern(unit);
+        if &e.family.unit[..] != unit {
+            e.family = changed(&e.family, |f| f.unit = unit.into());
         }
     }
 
@@ -212,7 +235,7 @@ impl TargetMetadata {
     /// succeeded.
     pub fn forget_old(&mut self, iter: u32) {
         self.families
-            .retain(|(_, e)| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
+            .retain(|e| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
     }
 
     /// Every family's metadata, sorted by name.
@@ -221,7 +244,7 @@ impl TargetMetadata {
             .families
             .items()
             .iter()
-            .map(|(name, e)| e.to_metadata(text(name)))
+            .map(|e| e.family.to_metadata())
             .collect();
         out.sort_by(|a, b| a.metric.cmp(&b.metric));
         out
@@ -230,15 +253,14 @@ impl TargetMetadata {
     /// One family's metadata.
     pub fn get(&self, metric: &str) -> Option<MetricMetadata> {
         let i = self.find(metric.as_bytes())?;
-        let (_, e) = self.families.get(i)?;
-        Some(e.to_metadata(metric.to_string()))
+        Some(self.families.get(i)?.family.to_metadata())
     }
 }
 
-impl Entry {
-    fn to_metadata(&self, metric: String) -> MetricMetadata {
+impl Family {
+    fn to_metadata(&self) -> MetricMetadata {
         MetricMetadata {
-            metric,
+            metric: text(&self.name),
             kind: self.kind,
             help: text(&self.help),
             unit: text(&self.unit),
@@ -329,30 +351,41 @@ mod tests {
     }
 
     #[test]
-    fn targets_share_one_copy_of_each_text() {
+    fn targets_share_one_copy_of_each_family() {
         let (mut a, mut b) = (TargetMetadata::default(), TargetMetadata::default());
         let help = b"Shared help of metadata_test_family.";
-        a.set_help(b"metadata_test_family", help, 1, 0);
-        b.set_help(b"metadata_test_family", help, 1, 0);
-        let help_of = |m: &TargetMetadata| {
+        for m in [&mut a, &mut b] {
+            m.set_help(b"metadata_test_family", help, 1, 0);
+            m.set_type(b"metadata_test_family", MetricType::Gauge, 1, 0);
+        }
+        let family_of = |m: &TargetMetadata| {
             let i = m.find(b"metadata_test_family").expect("the family");
-            m.families.items()[i].1.help.clone()
+            m.families.items()[i].family.clone()
         };
-        assert!(Arc::ptr_eq(&help_of(&a), &help_of(&b)));
-        // A changed text is a new string; the same again is no change.
+        assert!(Arc::ptr_eq(&family_of(&a), &family_of(&b)));
+        // A changed text is another family; the same again is no change.
         b.set_help(b"metadata_test_family", b"Other help.", 2, 0);
-        assert!(!Arc::ptr_eq(&help_of(&a), &help_of(&b)));
+        assert!(!Arc::ptr_eq(&family_of(&a), &family_of(&b)));
+        let other = family_of(&b);
+        b.set_help(b"metadata_test_family", b"Other help.", 3, 0);
+        assert!(Arc::ptr_eq(&other, &family_of(&b)));
         assert_eq!(
-            b.get("metadata_test_family").map(|e| e.help),
-            Some("Other help.".into())
+            b.get("metadata_test_family").map(|e| (e.help, e.kind)),
+            Some(("Other help.".into(), MetricType::Gauge))
         );
-        // Texts nobody holds go at a sweep.
+        // Families nobody holds go at a sweep.
         drop(a);
+        let filler = |i: usize| Family {
+            name: format!("metadata_test_filler_{i}").into_bytes().into(),
+            kind: MetricType::Unknown,
+            help: Box::default(),
+            unit: Box::default(),
+        };
         for i in 0..3000 {
-            intern(format!("metadata_test_filler_{i}").as_bytes());
+            intern(filler(i));
         }
         let interner = INTERNER.lock().expect("interner");
-        assert!(!interner.strings.contains(&help[..]));
-        assert!(interner.strings.contains(&b"Other help."[..]));
+        assert!(!interner.families.iter().any(|f| &f.help[..] == help));
+        assert!(interner.families.contains(&other));
     }
 }

@@ -5,6 +5,12 @@
 //! at a cursor just after the last one found (or at the last one again),
 //! walking the items in order, with no probe of the index and no cache
 //! miss the hardware does not see coming.
+//!
+//! The index is built only when a lookup misses the cursor, and dropped
+//! after a scrape that never needed it: a target that repeats its order
+//! keeps no index at all (about 10 bytes an item).
+
+use std::cell::{Cell, OnceCell};
 
 use hashbrown::HashTable;
 
@@ -18,8 +24,10 @@ pub(crate) trait Indexed {
 #[derive(Debug)]
 pub(crate) struct OrderedTable<T> {
     items: Vec<T>,
-    /// An item's hash to its index in `items`.
-    index: HashTable<u32>,
+    /// An item's hash to its index in `items`, while a scrape needs it.
+    index: OnceCell<HashTable<u32>>,
+    /// Whether the index was asked since the last [`OrderedTable::retain`].
+    probed: Cell<bool>,
     /// Where the next item is expected: after the last one found.
     cursor: usize,
 }
@@ -28,7 +36,8 @@ impl<T> Default for OrderedTable<T> {
     fn default() -> Self {
         OrderedTable {
             items: Vec::new(),
-            index: HashTable::new(),
+            index: OnceCell::new(),
+            probed: Cell::new(false),
             cursor: 0,
         }
     }
@@ -41,8 +50,10 @@ impl<T: Indexed> OrderedTable<T> {
         if let Some(i) = self.expected(&eq) {
             return Some(i);
         }
+        self.probed.set(true);
         let items = &self.items;
         self.index
+            .get_or_init(|| index_of(items))
             .find(hash, |&i| eq(&items[i as usize]))
             .map(|&i| i as usize)
     }
@@ -65,43 +76,43 @@ impl<T: Indexed> OrderedTable<T> {
     /// Adds an item (found by this scrape); its position.
     pub(crate) fn push(&mut self, item: T) -> usize {
         let i = self.items.len();
+        let hash = item.index_hash();
         self.items.push(item);
-        self.insert_index(i);
+        if let Some(index) = self.index.get_mut() {
+            let items = &self.items;
+            index.insert_unique(hash, i as u32, |&j| items[j as usize].index_hash());
+        }
         self.cursor = i + 1;
         i
     }
 
-    fn insert_index(&mut self, i: usize) {
-        let items = &self.items;
-        self.index
-            .insert_unique(items[i].index_hash(), i as u32, |&j| {
-                items[j as usize].index_hash()
-            });
-    }
-
-    /// Keeps the items `keep` holds for (re-indexing them when some go),
-    /// gives back memory the table no longer needs, and expects the next
-    /// scrape to start at the first item.
+    /// Keeps the items `keep` holds for, gives back memory the table no
+    /// longer needs (the index too, if this scrape did not ask it or
+    /// items went), and expects the next scrape to start at the first
+    /// item.
     pub(crate) fn retain(&mut self, keep: impl Fn(&T) -> bool) {
         self.cursor = 0;
-        if !self.items.iter().all(&keep) {
-            self.items.retain(keep);
-            self.index.clear();
-            for i in 0..self.items.len() {
-                self.insert_index(i);
-            }
+        if !self.probed.replace(false) || !self.items.iter().all(&keep) {
+            self.index = OnceCell::new();
         }
+        self.items.retain(keep);
         let len = self.items.len();
         if self.items.capacity() > len + len / 4 + 16 {
             self.items.shrink_to_fit();
         }
-        if self.index.capacity() > 4 * len.max(64) {
-            let items = &self.items;
-            self.index
-                .shrink_to_fit(|&j| items[j as usize].index_hash());
+        if let Some(index) = self.index.get_mut() {
+            if index.capacity() > 4 * len.max(64) {
+                let items = &self.items;
+                index.shrink_to_fit(|&j| items[j as usize].index_hash());
+            }
         }
     }
 
+    /// Whether the index is built (for tests).
+    #[cfg(test)]
+    pub(crate) fn has_index(&self) -> bool {
+        self.index.get().is_some()
+    }
     /// The items, in order.
     pub(crate) fn items(&self) -> &[T] {
         &self.items
@@ -122,6 +133,17 @@ impl<T: Indexed> OrderedTable<T> {
     pub(crate) fn cursor(&self) -> usize {
         self.cursor
     }
+}
+
+/// The index of `items`.
+fn index_of<T: Indexed>(items: &[T]) -> HashTable<u32> {
+    let mut index = HashTable::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        index.insert_unique(item.index_hash(), i as u32, |&j| {
+            items[j as usize].index_hash()
+        });
+    }
+    index
 }
 
 #[cfg(test)]
@@ -162,5 +184,33 @@ mod tests {
         assert_eq!(t.items().len(), 50);
         assert_eq!(find(&t, 41), None);
         assert_eq!(find(&t, 42), Some(21));
+    }
+
+    #[test]
+    fn the_index_is_kept_only_while_scrapes_need_it() {
+        let mut t = OrderedTable::default();
+        for k in 0..100u64 {
+            assert_eq!(t.position(k, |e: &(u64, u32)| e.0 == k), None);
+            t.push((k, k as u32));
+        }
+        assert!(t.has_index(), "new items were looked up");
+        t.retain(|_| true);
+        // A scrape in order: found at the cursor; the index goes after it.
+        for k in 0..100u64 {
+            let i = t.position(k, |e| e.0 == k).expect("found");
+            t.visit(i);
+        }
+        assert!(t.has_index());
+        t.retain(|_| true);
+        assert!(!t.has_index());
+        // Out of order: built again, and found.
+        assert_eq!(t.position(70, |e| e.0 == 70), Some(70));
+        assert!(t.has_index());
+        t.visit(70);
+        t.push((1000, 1000));
+        assert_eq!(t.position(1000, |e| e.0 == 1000), Some(100));
+        t.retain(|e| e.0 != 5);
+        assert!(!t.has_index(), "rebuilt when asked next");
+        assert_eq!(t.position(1000, |e| e.0 == 1000), Some(99));
     }
 }
