@@ -555,8 +555,7 @@ impl<'h> HeadQuerier<'h> {
             let mut chunks = Vec::new();
             {
                 let d = entry.data.lock();
-                let unmapped = d.unmapped.as_deref().map_or(&[][..], Vec::as_slice);
-                self.closed_chunks(&d.mmapped, unmapped, &mut chunks);
+                self.closed_chunks(&d.mmapped, d.unmapped(), &mut chunks);
                 if let Some(c) = &d.open {
                     if c.has_samples() && c.maxt >= self.mint && c.mint <= self.maxt {
                         let bytes = c.chunk.bytes().to_vec();
@@ -564,7 +563,7 @@ impl<'h> HeadQuerier<'h> {
                         chunks.push(ChunkHandle::of_head(source, c.mint, c.maxt));
                     }
                 }
-                if let Some(ooo) = &d.ooo {
+                if let Some(ooo) = d.ooo() {
                     self.ooo_chunks(ooo, &mut chunks);
                 }
             }

@@ -66,7 +66,7 @@ pub(crate) fn attach_ooo_chunks(
         };
         stats.ooo_mmapped_chunks += list.len() as u64;
         let mut d = entry.data.lock();
-        let ooo = d.ooo.get_or_insert_with(Default::default);
+        let ooo = d.ooo_or_default();
         for c in list {
             head.update_ooo_time_range(c.mint, c.maxt);
             ooo.mmapped.push(c);
@@ -323,7 +323,7 @@ impl<R: Fn(u64) -> u64> WblApplier<'_, R> {
             return;
         };
         let mut d = entry.data.lock();
-        if let Some(ooo) = d.ooo.as_mut() {
+        if let Some(ooo) = d.ooo_mut() {
             ooo.head = None;
         }
     }

@@ -79,9 +79,8 @@ fn write_head_range(
         let in_range = {
             let d = entry.data.lock();
             d.mmapped.iter().any(|c| c.maxt >= mint && c.mint <= last)
-                || d.unmapped
+                || d.unmapped()
                     .iter()
-                    .flat_map(|u| u.iter())
                     .any(|c| c.maxt >= mint && c.mint <= last)
                 || d.open
                     .as_ref()
@@ -295,7 +294,7 @@ fn head_chunks_in_range(
             })?;
         push(c.encoding as u8, &bytes, c.mint, c.maxt)?;
     }
-    for c in d.unmapped.iter().flat_map(|u| u.iter()) {
+    for c in d.unmapped() {
         push(c.encoding as u8, &c.bytes, c.mint, c.maxt)?;
     }
     if let Some(c) = &d.open {

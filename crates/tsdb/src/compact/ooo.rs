@@ -160,15 +160,15 @@ fn mmap_all(
         };
         let has = {
             let mut d = entry.data.lock();
-            if d.ooo.is_none() {
+            if d.ooo().is_none() {
                 continue;
             }
             d.mmap_ooo_head(r, float_encoding, &head.mapper);
-            let newest = d.ooo.as_ref().and_then(|o| o.mmapped.last());
+            let newest = d.ooo().and_then(|o| o.mmapped.last());
             if let Some(c) = newest {
                 last = last.max(c.chunk_ref);
             }
-            let kept = d.ooo.as_ref().map_or(0, |o| o.unmapped.len());
+            let kept = d.ooo().map_or(0, |o| o.unmapped.len());
             if kept > 0 {
                 unmapped.insert(r, kept);
             }
@@ -190,7 +190,7 @@ fn time_range(
     let mut range: Option<(i64, i64)> = None;
     for (r, e) in entries {
         let d = e.data.lock();
-        let Some(ooo) = d.ooo.as_ref() else {
+        let Some(ooo) = d.ooo() else {
             continue;
         };
         let mmapped = ooo
@@ -269,7 +269,7 @@ impl OooSource<'_> {
     ) -> Result<Vec<(i64, SampleValue)>, String> {
         let (mint, last) = (self.mint, self.last);
         let d = entry.data.lock();
-        let Some(ooo) = d.ooo.as_ref() else {
+        let Some(ooo) = d.ooo() else {
             return Ok(Vec::new());
         };
         let mut out: Vec<(i64, SampleValue)> = Vec::new();

@@ -237,7 +237,7 @@ impl Head {
                 continue;
             };
             let d = entry.data.lock();
-            if let Some((a, b)) = d.ooo.as_ref().and_then(|o| o.time_range()) {
+            if let Some((a, b)) = d.ooo().and_then(|o| o.time_range()) {
                 min = min.min(a);
                 max = max.max(b);
             }

@@ -136,7 +136,7 @@ pub struct OooInsert {
 impl MemSeries {
     /// Whether the series holds out-of-order samples.
     pub fn has_ooo(&self) -> bool {
-        self.ooo.as_ref().is_some_and(|o| !o.is_empty())
+        self.ooo().is_some_and(|o| !o.is_empty())
     }
 
     /// Inserts an out-of-order sample, first writing the in-memory chunk
@@ -151,13 +151,13 @@ impl MemSeries {
         mapper: &ChunkDiskMapper,
     ) -> OooInsert {
         let mut res = OooInsert::default();
-        let full = match self.ooo.as_ref().and_then(|o| o.head.as_ref()) {
+        let full = match self.ooo().and_then(|o| o.head.as_ref()) {
             None => true,
             Some(h) => h.chunk.len() >= cap,
         };
         if full {
             res.mmap_refs = self.mmap_ooo_head(series_ref, float_encoding, mapper);
-            let ooo = self.ooo.get_or_insert_with(Default::default);
+            let ooo = self.ooo_or_default();
             ooo.head = Some(OooHeadChunk {
                 chunk: OooChunk::default(),
                 mint: t,
@@ -165,7 +165,7 @@ impl MemSeries {
             });
             res.chunk_created = true;
         }
-        let Some(head) = self.ooo.as_mut().and_then(|o| o.head.as_mut()) else {
+        let Some(head) = self.ooo_mut().and_then(|o| o.head.as_mut()) else {
             return res;
         };
         res.inserted = head.chunk.insert(t, v);
@@ -189,7 +189,7 @@ impl MemSeries {
         float_encoding: Encoding,
         mapper: &ChunkDiskMapper,
     ) -> Vec<ChunkDiskMapperRef> {
-        let Some(ooo) = self.ooo.as_mut() else {
+        let Some(ooo) = self.ooo_mut() else {
             return Vec::new();
         };
         let Some(head) = ooo.head.take() else {
@@ -228,13 +228,13 @@ impl MemSeries {
     /// of those kept in memory. Returns whether any
     /// out-of-order sample is left.
     pub fn drop_compacted_ooo(&mut self, last: ChunkDiskMapperRef, unmapped: usize) -> bool {
-        let Some(ooo) = self.ooo.as_mut() else {
+        let Some(ooo) = self.ooo_mut() else {
             return false;
         };
         ooo.mmapped.retain(|c| c.chunk_ref > last);
         ooo.unmapped.drain(..unmapped.min(ooo.unmapped.len()));
         if ooo.is_empty() {
-            self.ooo = None;
+            self.clear_ooo();
             return false;
         }
         true
@@ -272,7 +272,7 @@ mod tests {
             }
         }
         assert_eq!(created, 3);
-        let ooo = s.ooo.as_ref().unwrap();
+        let ooo = s.ooo().unwrap();
         assert_eq!(ooo.mmapped.len(), 2);
         assert_eq!(ooo.mmapped[0].num_samples, 32);
         assert_eq!((ooo.mmapped[0].mint, ooo.mmapped[0].maxt), (969, 1000));
@@ -285,7 +285,7 @@ mod tests {
             .unwrap();
         assert_eq!(seen, vec![(7, true, 32), (7, true, 32)]);
         assert!(s.drop_compacted_ooo(ooo.mmapped[1].chunk_ref, 0));
-        assert!(s.ooo.as_ref().unwrap().mmapped.is_empty());
+        assert!(s.ooo().unwrap().mmapped.is_empty());
         assert!(s.has_ooo());
     }
 }

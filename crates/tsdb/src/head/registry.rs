@@ -328,6 +328,13 @@ fn by_stripe(hashes: &[u64]) -> Vec<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_series_entry_fits_its_allocation_class() {
+        // With the `Arc`'s two counts, 168 bytes: glibc's 176-byte chunks
+        // (184 would take 192).
+        assert!(std::mem::size_of::<SeriesEntry>() <= 152);
+    }
     use proptest::prelude::*;
 
     fn entry(symbols: &SymbolTable, r: u64, hash: u64, labels: &[&str]) -> Arc<SeriesEntry> {

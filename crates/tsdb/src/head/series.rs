@@ -83,16 +83,34 @@ pub struct UnmappedChunk {
 pub struct MemSeries {
     pub mmapped: ThinVec<MmappedChunk>,
     pub open: Option<OpenChunk>,
-    pub unmapped: Option<Box<Vec<UnmappedChunk>>>,
     next_at: i64,
     /// The newest sample's value, for the duplicate checks of appends at
     /// its timestamp.
     last: SampleValue,
+    /// What few series have (see [`SeriesExtra`]); `None` when it would
+    /// hold nothing.
+    extra: Option<Box<SeriesExtra>>,
+}
+
+/// The parts of a series that few series need, boxed so that the others
+/// do not carry them (a head holds millions of series; together they
+/// would make every one 16 bytes larger).
+#[derive(Default)]
+struct SeriesExtra {
+    /// Closed chunks that could not be written to `chunks_head/`, kept
+    /// in memory.
+    unmapped: Vec<UnmappedChunk>,
+    /// Out-of-order samples (see `super::ooo`).
+    ooo: Option<OooFields>,
     /// Whether the open histogram chunk's end time was estimated already
     /// (once per chunk, at a quarter of its target size).
     histogram_end_estimated: bool,
-    /// Out-of-order samples, if any (see `super::ooo`).
-    pub ooo: Option<Box<OooFields>>,
+}
+
+impl SeriesExtra {
+    fn is_empty(&self) -> bool {
+        self.unmapped.is_empty() && self.ooo.is_none() && !self.histogram_end_estimated
+    }
 }
 
 /// Where the next float append to a series writes (its open chunk's
@@ -152,11 +170,62 @@ impl MemSeries {
         MemSeries {
             mmapped: ThinVec::new(),
             open: None,
-            unmapped: None,
             next_at: i64::MIN,
             last: SampleValue::Float(0.0),
-            histogram_end_estimated: false,
-            ooo: None,
+            extra: None,
+        }
+    }
+
+    /// The series' extra parts, made if it has none.
+    fn extra_mut(&mut self) -> &mut SeriesExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
+    /// Changes the extra parts with `change`, dropping them if that left
+    /// them empty.
+    fn change_extra<R>(&mut self, change: impl FnOnce(&mut SeriesExtra) -> R) -> R {
+        let r = change(self.extra_mut());
+        if self.extra.as_ref().is_some_and(|e| e.is_empty()) {
+            self.extra = None;
+        }
+        r
+    }
+
+    /// Closed in-order chunks kept in memory because writing them to
+    /// `chunks_head/` failed, oldest first.
+    pub fn unmapped(&self) -> &[UnmappedChunk] {
+        self.extra.as_ref().map_or(&[], |e| &e.unmapped)
+    }
+
+    /// The out-of-order samples, if any.
+    pub fn ooo(&self) -> Option<&OooFields> {
+        self.extra.as_ref().and_then(|e| e.ooo.as_ref())
+    }
+
+    /// The out-of-order samples, if any, to change.
+    pub fn ooo_mut(&mut self) -> Option<&mut OooFields> {
+        self.extra.as_mut().and_then(|e| e.ooo.as_mut())
+    }
+
+    /// The out-of-order samples, made empty if there are none.
+    pub fn ooo_or_default(&mut self) -> &mut OooFields {
+        self.extra_mut().ooo.get_or_insert_with(Default::default)
+    }
+
+    /// Forgets the out-of-order samples.
+    pub fn clear_ooo(&mut self) {
+        self.change_extra(|e| e.ooo = None);
+    }
+
+    fn histogram_end_estimated(&self) -> bool {
+        self.extra
+            .as_ref()
+            .is_some_and(|e| e.histogram_end_estimated)
+    }
+
+    fn set_histogram_end_estimated(&mut self, estimated: bool) {
+        if estimated != self.histogram_end_estimated() {
+            self.change_extra(|e| e.histogram_end_estimated = estimated);
         }
     }
 
@@ -167,11 +236,7 @@ impl MemSeries {
                 return c.maxt;
             }
         }
-        let u = self
-            .unmapped
-            .as_ref()
-            .and_then(|u| u.last())
-            .map_or(i64::MIN, |c| c.maxt);
+        let u = self.unmapped().last().map_or(i64::MIN, |c| c.maxt);
         let m = self.mmapped.last().map_or(i64::MIN, |c| c.maxt);
         u.max(m)
     }
@@ -181,7 +246,7 @@ impl MemSeries {
         if let Some(c) = self.mmapped.first() {
             return c.mint;
         }
-        if let Some(c) = self.unmapped.as_ref().and_then(|u| u.first()) {
+        if let Some(c) = self.unmapped().first() {
             return c.mint;
         }
         match &self.open {
@@ -421,16 +486,17 @@ impl MemSeries {
         let c = self.open.as_ref()?;
         let n = c.chunk.num_samples();
         let bytes = c.chunk.bytes().len();
-        let next_range_start = if self.histogram_end_estimated {
+        let estimated = self.histogram_end_estimated();
+        let next_range_start = if estimated {
             range_for_timestamp(c.mint, opts.chunk_range)
         } else {
             // Not estimated yet: the minimum sample count is not enforced.
             self.next_at
         };
-        if !self.histogram_end_estimated && bytes >= TARGET_BYTES_PER_HISTOGRAM_CHUNK / 4 {
+        if !estimated && bytes >= TARGET_BYTES_PER_HISTOGRAM_CHUNK / 4 {
             let ratio = TARGET_BYTES_PER_HISTOGRAM_CHUNK as f64 / bytes as f64;
             self.next_at = compute_chunk_end_time(c.mint, c.maxt, self.next_at, ratio);
-            self.histogram_end_estimated = true;
+            self.set_histogram_end_estimated(true);
         }
         if (t >= self.next_at || bytes >= TARGET_BYTES_PER_HISTOGRAM_CHUNK * 2)
             && (n >= MIN_SAMPLES_PER_HISTOGRAM_CHUNK || t >= next_range_start)
@@ -439,7 +505,7 @@ impl MemSeries {
             created = true;
         }
         if created {
-            self.histogram_end_estimated = false;
+            self.set_histogram_end_estimated(false);
         }
         Some(closed)
     }
@@ -561,14 +627,12 @@ impl MemSeries {
             }
             Err(e) => {
                 error!(series_ref, error = %e, "writing head chunk failed; keeping it in memory");
-                self.unmapped
-                    .get_or_insert_with(Default::default)
-                    .push(UnmappedChunk {
-                        bytes: old.chunk.into_bytes(),
-                        mint: old.mint,
-                        maxt: old.maxt,
-                        encoding,
-                    });
+                self.extra_mut().unmapped.push(UnmappedChunk {
+                    bytes: old.chunk.into_bytes(),
+                    mint: old.mint,
+                    maxt: old.maxt,
+                    encoding,
+                });
                 None
             }
         }
@@ -579,11 +643,8 @@ impl MemSeries {
     /// out-of-order samples included (out-of-order compaction drops those).
     pub fn truncate_chunks_before(&mut self, mint: i64) -> bool {
         self.mmapped.retain(|c| c.maxt >= mint);
-        if let Some(u) = self.unmapped.as_mut() {
-            u.retain(|c| c.maxt >= mint);
-            if u.is_empty() {
-                self.unmapped = None;
-            }
+        if !self.unmapped().is_empty() {
+            self.change_extra(|e| e.unmapped.retain(|c| c.maxt >= mint));
         }
         if self
             .open
@@ -593,7 +654,7 @@ impl MemSeries {
             self.open = None;
         }
         !self.mmapped.is_empty()
-            || self.unmapped.is_some()
+            || !self.unmapped().is_empty()
             || self.has_ooo()
             || self.open.as_ref().is_some_and(|c| c.has_samples())
     }
@@ -603,7 +664,7 @@ impl MemSeries {
     /// stay until out-of-order compaction.
     pub fn first_chunk_file(&self) -> u32 {
         let in_order = self.mmapped.first();
-        let ooo = self.ooo.as_ref().and_then(|o| o.mmapped.first());
+        let ooo = self.ooo().and_then(|o| o.mmapped.first());
         in_order
             .into_iter()
             .chain(ooo)
@@ -631,7 +692,7 @@ impl MemSeries {
                     + 8 * (h.positive_spans.len() + h.negative_spans.len())
             }
         };
-        let ooo = self.ooo.as_ref().map_or(0, |o| {
+        let ooo = self.ooo().map_or(0, |o| {
             std::mem::size_of::<OooFields>()
                 + o.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
                 + o.unmapped.iter().map(|c| c.bytes.len()).sum::<usize>()
@@ -642,10 +703,7 @@ impl MemSeries {
         last + ooo
             + self.mmapped.capacity() * std::mem::size_of::<MmappedChunk>()
             + self.open.as_ref().map_or(0, |c| c.chunk.bytes().len())
-            + self
-                .unmapped
-                .as_ref()
-                .map_or(0, |u| u.iter().map(|c| c.bytes.len()).sum())
+            + self.unmapped().iter().map(|c| c.bytes.len()).sum::<usize>()
     }
 }
 
