@@ -4,15 +4,17 @@
 //! bytes, a comparison with the entry expected next (a table probe when
 //! the order changed) and an append to the storage's series handle.
 //!
-//! A line is known by a 128-bit hash of its bytes (name and `{...}` as the
-//! target wrote them), seeded at random once per process, not by the bytes
-//! themselves: a cache entry is about 48 bytes (with its index slot)
-//! whatever the line's length, where keeping the bytes (and, as Prometheus
-//! does, the final labels) cost several hundred a series. Two lines of one target would have to share
-//! all 128 bits for one's samples to go to the other's series: for a
-//! target of a million lines the odds are below 10^-26, far below those of
-//! a memory error, and a target cannot aim at a collision without knowing
-//! the seed.
+//! A line is known by 120 bits of a 128-bit hash of its bytes (name and
+//! `{...}` as the target wrote them), seeded at random once per process,
+//! not by the bytes themselves; the hash's last 8 bits hold the entry's
+//! flags (seen and appended by this scrape, appended by the last). A
+//! cache entry is 32 bytes whatever the line's length, where keeping the
+//! bytes (and, as Prometheus does, the final labels) cost several hundred
+//! a series. Two lines of one target would have to share all 120 bits
+//! for one's samples to go to the other's series: for a target of a
+//! million lines the odds are below 10^-24, far below those of a memory
+//! error, and a target cannot aim at a collision without knowing the
+//! seed.
 //!
 //! Entries are kept in the order the target writes its lines
 //! ([`crate::ordered`]): a scrape that repeats the last one's order finds
@@ -36,15 +38,19 @@ use crate::storage::SeriesHandle;
 /// How many entries ahead of the line found the series are prefetched.
 const PREFETCH_AHEAD: usize = 4;
 
-/// A line's identity: the two halves of its 128-bit hash.
+/// A line's identity: the two halves of its 128-bit hash, the last 8
+/// bits cleared (an entry keeps its [`Flags`] there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LineKey([u64; 2]);
+
+/// The bits of a [`LineKey`] that hold an entry's flags.
+const FLAG_BITS: u64 = 0xff;
 
 impl LineKey {
     /// The key of a series line's bytes (name and `{...}` as written).
     pub fn of(line: &[u8]) -> LineKey {
         let h = xxhash_rust::xxh3::xxh3_128_with_seed(line, seed());
-        LineKey([h as u64, (h >> 64) as u64])
+        LineKey([h as u64, (h >> 64) as u64 & !FLAG_BITS])
     }
 
     /// The table's hash: the low half (already uniform).
@@ -65,16 +71,51 @@ pub(crate) fn seed() -> u64 {
     })
 }
 
+/// An entry's flags (in its key's last bits).
+struct Flags;
+
+impl Flags {
+    /// This scrape saw the line.
+    const SEEN: u64 = 1;
+    /// This scrape appended to its series with staleness tracked.
+    const TRACKED: u64 = 2;
+    /// The previous scrape did.
+    const TRACKED_BEFORE: u64 = 4;
+}
+
 /// What the cache knows of one series line.
 #[derive(Debug)]
 struct CacheEntry {
-    key: LineKey,
+    /// The line's key, and in its last bits the entry's [`Flags`].
+    key_and_flags: [u64; 2],
     /// The storage's series (`None`: relabeling drops the line).
     series: Option<SeriesHandle>,
-    /// The last scrape that saw the line.
-    last_iter: u32,
-    /// The last scrape that appended to it with staleness tracked.
-    tracked_iter: u32,
+}
+
+impl CacheEntry {
+    fn key(&self) -> LineKey {
+        let [a, b] = self.key_and_flags;
+        LineKey([a, b & !FLAG_BITS])
+    }
+
+    fn has(&self, flag: u64) -> bool {
+        self.key_and_flags[1] & flag != 0
+    }
+
+    fn set(&mut self, flag: u64) {
+        self.key_and_flags[1] |= flag;
+    }
+
+    /// Ends a scrape for the entry: what it appended becomes what the
+    /// previous scrape appended.
+    fn next_scrape(&mut self) {
+        let tracked = if self.has(Flags::TRACKED) {
+            Flags::TRACKED_BEFORE
+        } else {
+            0
+        };
+        self.key_and_flags[1] = (self.key_and_flags[1] & !FLAG_BITS) | tracked;
+    }
 }
 
 /// The cache of one target; see the module documentation.
@@ -92,7 +133,7 @@ pub struct ScrapeCache {
 
 impl Indexed for CacheEntry {
     fn index_hash(&self) -> u64 {
-        self.key.table_hash()
+        self.key().table_hash()
     }
 }
 
@@ -125,14 +166,13 @@ pub struct Cached<'c> {
     pub series: &'c SeriesHandle,
     /// Whether this scrape saw the line before (a repeated line).
     pub already_scraped: bool,
-    tracked_iter: &'c mut u32,
-    iter: u32,
+    flags: &'c mut u64,
 }
 
 impl Cached<'_> {
     /// Marks the series as appended by this scrape, for staleness.
     pub fn track_staleness(&mut self) {
-        *self.tracked_iter = self.iter;
+        *self.flags |= Flags::TRACKED;
     }
 }
 
@@ -147,7 +187,7 @@ impl ScrapeCache {
 
     /// The position of a line's entry.
     fn find(&self, key: LineKey) -> Option<usize> {
-        self.entries.position(key.table_hash(), |e| e.key == key)
+        self.entries.position(key.table_hash(), |e| e.key() == key)
     }
 
     /// Whether the cache knows the line of `key` (a line it knows is
@@ -172,17 +212,19 @@ impl ScrapeCache {
         {
             series.prefetch();
         }
-        let iter = self.iter;
         let entry = self.entries.visit(i);
-        let already_scraped = entry.last_iter == iter;
-        entry.last_iter = iter;
-        match &entry.series {
+        let already_scraped = entry.has(Flags::SEEN);
+        entry.set(Flags::SEEN);
+        let CacheEntry {
+            key_and_flags: [_, flags],
+            series,
+        } = entry;
+        match series {
             None => Lookup::Dropped,
             Some(series) => Lookup::Series(Cached {
                 series,
                 already_scraped,
-                tracked_iter: &mut entry.tracked_iter,
-                iter,
+                flags,
             }),
         }
     }
@@ -192,11 +234,11 @@ impl ScrapeCache {
     /// staleness), or dropped by relabeling (`None`).
     pub fn add(&mut self, line: NewLine, series: Option<SeriesHandle>, track: bool) {
         let key = line.0;
+        let [a, b] = key.0;
+        let flags = Flags::SEEN | if track { Flags::TRACKED } else { 0 };
         let entry = CacheEntry {
-            key,
+            key_and_flags: [a, b | flags],
             series,
-            last_iter: self.iter,
-            tracked_iter: if track { self.iter } else { 0 },
         };
         match self.find(key) {
             Some(i) => self.entries.set(i, entry),
@@ -209,11 +251,10 @@ impl ScrapeCache {
     /// The series the previous scrape appended and this one did not: the
     /// ones to mark stale.
     pub fn stale(&self) -> impl Iterator<Item = &SeriesHandle> {
-        let prev = self.iter - 1;
         self.entries
             .items()
             .iter()
-            .filter(move |e| prev > 0 && e.tracked_iter == prev)
+            .filter(|e| e.has(Flags::TRACKED_BEFORE) && !e.has(Flags::TRACKED))
             .filter_map(|e| e.series.as_ref())
     }
 
@@ -231,12 +272,14 @@ impl ScrapeCache {
             self.successful_count = count;
         }
         if flush {
-            let iter = self.iter;
-            self.entries.retain(|e| e.last_iter == iter);
+            self.entries.retain(|e| e.has(Flags::SEEN));
             self.metadata
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .forget_old(iter);
+                .forget_old(self.iter);
+        }
+        for e in self.entries.items_mut() {
+            e.next_scrape();
         }
         self.iter += 1;
     }
@@ -370,6 +413,6 @@ mod tests {
 
     #[test]
     fn an_entry_is_small() {
-        assert!(std::mem::size_of::<CacheEntry>() <= 40);
+        assert!(std::mem::size_of::<CacheEntry>() <= 32);
     }
 }

@@ -118,6 +118,11 @@ impl<T: Indexed> OrderedTable<T> {
         &self.items
     }
 
+    /// The items, in order, to change (not in what they are indexed by).
+    pub(crate) fn items_mut(&mut self) -> &mut [T] {
+        &mut self.items
+    }
+
     /// The item at `i`.
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
         self.items.get(i)
