@@ -248,7 +248,8 @@ impl<'a> TextParser<'a> {
     /// whatever follows, so such a line reads as that entry; the caller
     /// then moves past it with [`TextParser::take_peeked`], and reads
     /// any other line with `next_entry` as usual. Likewise a metadata
-    /// line whose bytes the caller has seen read before.
+    /// line whose bytes the caller has seen read before (only one with
+    /// an unquoted name is peeked: a quoted one may span lines).
     pub fn peek_line(&self) -> Option<PeekedLine<'a>> {
         let buf = self.lexer.buf;
         let start = self.lexer.i;
@@ -264,6 +265,12 @@ impl<'a> TextParser<'a> {
                 });
             }
         };
+        // An unquoted name and a blank: the entry is this one line (a
+        // quoted name may span lines).
+        let name_end = metric_name_end(buf, start + 7)?;
+        if buf.get(name_end) != Some(&b' ') {
+            return None;
+        }
         let newline = start + memchr::memchr(b'\n', buf.get(start..)?)?;
         Some(PeekedLine {
             kind: line,
