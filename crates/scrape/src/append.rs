@@ -425,15 +425,9 @@ fn append_entries(
         let mut peeked_metadata = 0;
         if take_known {
             match take_known_line(&mut parser, b.cache, &mut metadata) {
-                KnownLine::Series(s) => {
+                KnownLine::Series(s, key) => {
                     counts.total += 1;
-                    let sample = sample_of(
-                        b,
-                        LineKey::of(s.series),
-                        Value::Float(s.value),
-                        s.timestamp,
-                        ts,
-                    );
+                    let sample = sample_of(b, key, Value::Float(s.value), s.timestamp, ts);
                     append_sample(b, &parser, app, &mut limit, sample, counts, &mut histograms)?;
                     continue;
                 }
@@ -500,8 +494,9 @@ fn append_entries(
 
 /// A line of a text-format body as [`take_known_line`] found it.
 enum KnownLine<'b> {
-    /// A series line the cache knows, taken: its sample is to append.
-    Series(TextSeries<'b>),
+    /// A series line the cache knows (by this key), taken: its sample
+    /// is to append.
+    Series(TextSeries<'b>, LineKey),
     /// A metadata line that set its family last time, taken.
     Metadata,
     /// A metadata line to read: the [`metadata::line_hash`] of its bytes.
@@ -528,11 +523,12 @@ fn take_known_line<'b>(
     let iter = cache.iter();
     let kind = match line.kind {
         PeekedLineKind::Series(s) => {
-            if !cache.knows(LineKey::of(s.series)) {
+            let key = LineKey::of(s.series);
+            if !cache.knows(key) {
                 return KnownLine::Unknown;
             }
             p.take_peeked(&line, None);
-            return KnownLine::Series(s);
+            return KnownLine::Series(s, key);
         }
         PeekedLineKind::Help => {
             let hash = metadata::line_hash(line.bytes(p));

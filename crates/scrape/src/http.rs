@@ -77,13 +77,8 @@ impl Fetched {
     /// trailer says (modulo 4 GiB; a bad one says anything, so this is
     /// only a hint).
     pub fn decoded_len_hint(&self) -> usize {
-        let trailer = self
-            .raw
-            .len()
-            .checked_sub(4)
-            .and_then(|at| self.raw.get(at..));
-        match trailer.and_then(|t| <[u8; 4]>::try_from(t).ok()) {
-            Some(size) if self.gzipped => u32::from_le_bytes(size) as usize,
+        match gzip_trailer_size(&self.raw) {
+            Some(size) if self.gzipped => size,
             _ => self.raw.len(),
         }
     }
@@ -233,13 +228,9 @@ thread_local! {
 /// wrong, over `limit`, a bad stream): the streaming decoder then reads
 /// it.
 fn inflate_whole(raw: &[u8], limit: u64, out: &mut Vec<u8>) -> bool {
-    let Some(trailer) = raw.len().checked_sub(4).and_then(|at| raw.get(at..)) else {
+    let Some(size) = gzip_trailer_size(raw) else {
         return false;
     };
-    let Ok(trailer) = <[u8; 4]>::try_from(trailer) else {
-        return false;
-    };
-    let size = u32::from_le_bytes(trailer) as usize;
     if size as u64 >= limit {
         return false;
     }
@@ -254,6 +245,13 @@ fn inflate_whole(raw: &[u8], limit: u64, out: &mut Vec<u8>) -> bool {
     });
     out.truncate(size);
     decoded == Some(size)
+}
+
+/// The decoded size a gzip body's trailer gives (its last four bytes,
+/// modulo 4 GiB; not checked against anything).
+fn gzip_trailer_size(raw: &[u8]) -> Option<usize> {
+    let trailer = raw.get(raw.len().checked_sub(4)?..)?;
+    Some(u32::from_le_bytes(<[u8; 4]>::try_from(trailer).ok()?) as usize)
 }
 
 /// An error with its causes, `: `-separated.

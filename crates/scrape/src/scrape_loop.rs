@@ -26,15 +26,15 @@ use crate::append::{
     append_body, AppendCounts, AppendSettings, BodyAppender, BodyError, SkippedSamples,
 };
 use crate::cache::ScrapeCache;
+use crate::http::{fetch, FetchError};
+use crate::metrics::ScrapeMetrics;
+use crate::report::{append_report, append_stale_report, ExtraReport, ScrapeReport};
+use crate::storage::{ScrapeAppender, ScrapeStorage};
 
 /// Bodies of up to this many bytes (decoded; a quarter of it as
 /// received) are appended on the scrape loop's own task: a few
 /// milliseconds of work at most.
 const INLINE_APPEND_BYTES: usize = 256 << 10;
-use crate::http::{fetch, FetchError};
-use crate::metrics::ScrapeMetrics;
-use crate::report::{append_report, append_stale_report, ExtraReport, ScrapeReport};
-use crate::storage::{ScrapeAppender, ScrapeStorage};
 
 /// How far from its grid point a scrape may start and still get the grid
 /// point's timestamp (Prometheus' `ScrapeTimestampTolerance`).

@@ -271,7 +271,7 @@ impl<'a> TextParser<'a> {
         if buf.get(name_end) != Some(&b' ') {
             return None;
         }
-        let newline = start + memchr::memchr(b'\n', buf.get(start..)?)?;
+        let newline = name_end + memchr::memchr(b'\n', buf.get(name_end..)?)?;
         Some(PeekedLine {
             kind: line,
             start,
