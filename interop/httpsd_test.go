@@ -203,7 +203,8 @@ func TestHTTPDiscoveryLikePrometheus(t *testing.T) {
 }
 
 // sdMetrics is every prometheus_sd_* series of base's /metrics (summary
-// quantiles left out), by name and labels, with its value.
+// quantiles and histogram buckets included), by name and labels, with its
+// value.
 func sdMetrics(t *testing.T, base string) map[string]string {
 	t.Helper()
 	status, body, err := e2e.Get(base + "/metrics")
@@ -212,8 +213,7 @@ func sdMetrics(t *testing.T, base string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "prometheus_sd_") || strings.Contains(line, "quantile=") ||
-			strings.Contains(line, "_bucket{") || strings.Contains(line, "kubernetes") {
+		if !strings.HasPrefix(line, "prometheus_sd_") || strings.Contains(line, "kubernetes") {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')

@@ -445,6 +445,7 @@ func TestScrapeSideBySideWithPrometheus(t *testing.T) {
 	// (--scrape.discovery-reload-interval).
 	time.Sleep(15 * time.Second)
 	compareTargetsAPI(t, ferURL, promURL)
+	compareScrapeMetrics(t, ferURL, promURL)
 
 	if err := ferProc.Stop(30 * time.Second); err != nil {
 		t.Fatalf("ferrite: %v\n%s", err, ferProc.LogTail(20))

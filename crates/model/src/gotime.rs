@@ -1,5 +1,8 @@
-//! Calendar arithmetic for writing times as Go writes them (Prometheus'
-//! JSON, alert times, template output): the civil date of a Unix day.
+//! Times and durations as Go writes them (Prometheus' JSON, alert times,
+//! template output, its own metrics' labels): the civil date of a Unix
+//! day, and `time.Duration.String()`.
+
+use std::fmt::Write as _;
 
 /// The proleptic Gregorian date (year, month 1-12, day 1-31) of a day
 /// counted from 1970-01-01 (negative before).
@@ -16,6 +19,53 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Appends `v`'s fraction of `prec` digits as Go does: trailing zeros
+/// dropped, no point at all when the fraction is zero. Returns `v / 10^prec`.
+fn frac(out: &mut String, v: u64, prec: u32) -> u64 {
+    let scale = 10u64.pow(prec);
+    let f = v % scale;
+    if f != 0 {
+        let digits = format!("{f:0width$}", width = prec as usize);
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    v / scale
+}
+
+/// Go's `time.Duration.String()` of `ns` nanoseconds: `2h0m0s`, `1m30.5s`,
+/// `1.5ms`, `0s`.
+pub fn format_duration_ns(ns: i64) -> String {
+    let neg = ns < 0;
+    let u = ns.unsigned_abs();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if u < 1_000_000_000 {
+        let (prec, unit) = match u {
+            0 => return "0s".into(),
+            1..1_000 => (0, "ns"),
+            1_000..1_000_000 => (3, "µs"),
+            _ => (6, "ms"),
+        };
+        let mut f = String::new();
+        let whole = frac(&mut f, u, prec);
+        let _ = write!(out, "{whole}{f}{unit}");
+        return out;
+    }
+    let mut f = String::new();
+    let secs = frac(&mut f, u, 9);
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if secs >= 60 {
+        let _ = write!(out, "{m}m");
+    }
+    let _ = write!(out, "{s}{f}s");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,5 +77,29 @@ mod tests {
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(19_782), (2024, 2, 29));
         assert_eq!(civil_from_days(-719_468), (0, 3, 1));
+    }
+    #[test]
+    fn durations() {
+        let ms = 1_000_000i64;
+        let cases: &[(i64, &str)] = &[
+            (0, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5µs"),
+            (500 * ms, "500ms"),
+            (1_500_000, "1.5ms"),
+            (1_000 * ms, "1s"),
+            (1_500 * ms, "1.5s"),
+            (60_000 * ms, "1m0s"),
+            (90_500 * ms, "1m30.5s"),
+            (7_200_000 * ms, "2h0m0s"),
+            (7_199_999 * ms, "1h59m59.999s"),
+            (14_985_000 * ms, "4h9m45s"),
+            (-1_500 * ms, "-1.5s"),
+            (i64::MIN, "-2562047h47m16.854775808s"),
+            (i64::MAX, "2562047h47m16.854775807s"),
+        ];
+        for &(ns, want) in cases {
+            assert_eq!(format_duration_ns(ns), want, "{ns}");
+        }
     }
 }

@@ -7,36 +7,30 @@
 //!   `_sent_total` (counters, per Alertmanager);
 //! - `prometheus_notifications_latency_histogram_seconds` (histogram,
 //!   buckets 0.01, 0.1, 1, 10) and `prometheus_notifications_latency_seconds`
-//!   (summary, quantiles 0.5, 0.9, 0.99 over the last ten minutes, exact
-//!   over at most the last 1000 sends);
+//!   (summary, quantiles 0.5, 0.9, 0.99 over the last ten minutes, kept
+//!   as every summary is: [`ferrite_model::selfmetrics::summary`]);
 //! - `prometheus_notifications_queue_length` (per Alertmanager) and
 //!   `prometheus_notifications_queue_capacity` (gauges).
 //!
 //! An Alertmanager's series appear (at zero) when it is discovered and go
 //! away when it is no longer, as in Prometheus.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-/// The histogram's bucket bounds.
-const BUCKETS: [f64; 4] = [0.01, 0.1, 1.0, 10.0];
-/// The summary's quantiles.
-const QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
-/// How far back the summary's quantiles look.
-const SUMMARY_AGE: Duration = Duration::from_secs(600);
-/// The most observations the summary keeps.
-const SUMMARY_KEEP: usize = 1000;
+use ferrite_model::selfmetrics::summary::THREE_QUANTILES;
+use ferrite_model::selfmetrics::{TimingDef, TimingVec};
 
 pub use ferrite_model::selfmetrics::{Family, Sample};
 
-#[derive(Debug, Default)]
-struct Latency {
-    recent: VecDeque<(Instant, f64)>,
-    buckets: [u64; 4],
-    sum: f64,
-    count: u64,
-}
+/// The send latency, a summary and a histogram per Alertmanager.
+const LATENCY: TimingDef = TimingDef {
+    summary: Some("prometheus_notifications_latency_seconds"),
+    histogram: Some("prometheus_notifications_latency_histogram_seconds"),
+    help: "Latency quantiles for sending alert notifications.",
+    labels: &["alertmanager"],
+    objectives: THREE_QUANTILES,
+};
 
 #[derive(Debug, Default)]
 struct PerAlertmanager {
@@ -47,7 +41,6 @@ struct PerAlertmanager {
     errors: u64,
     dropped: u64,
     queue_length: usize,
-    latency: Latency,
 }
 
 /// The counters and gauges, by Alertmanager URL.
@@ -55,6 +48,7 @@ struct PerAlertmanager {
 pub struct Metrics {
     capacity: usize,
     per_am: Mutex<BTreeMap<String, PerAlertmanager>>,
+    latency: TimingVec,
 }
 
 impl Metrics {
@@ -63,6 +57,7 @@ impl Metrics {
         Metrics {
             capacity,
             per_am: Mutex::new(BTreeMap::new()),
+            latency: TimingVec::new(LATENCY),
         }
     }
 
@@ -74,6 +69,7 @@ impl Metrics {
     /// Starts an Alertmanager's series at zero.
     pub fn add_alertmanager(&self, url: &str) {
         self.with(url, |m| m.users += 1);
+        self.latency.with(&[url]);
     }
 
     /// Removes an Alertmanager's series.
@@ -83,6 +79,7 @@ impl Metrics {
             m.users = m.users.saturating_sub(1);
             if m.users == 0 {
                 map.remove(url);
+                self.latency.remove(&[url]);
             }
         }
     }
@@ -112,21 +109,7 @@ impl Metrics {
 
     /// Records a successful send's latency.
     pub fn observe(&self, url: &str, seconds: f64) {
-        let now = Instant::now();
-        self.with(url, |m| {
-            let l = &mut m.latency;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                if seconds <= *bound {
-                    l.buckets[i] += 1;
-                }
-            }
-            l.sum += seconds;
-            l.count += 1;
-            l.recent.push_back((now, seconds));
-            while l.recent.len() > SUMMARY_KEEP {
-                l.recent.pop_front();
-            }
-        });
+        self.latency.observe(&[url], seconds);
     }
 
     /// `(sent, errors, dropped, queue length)` of an Alertmanager, if it
@@ -139,18 +122,7 @@ impl Metrics {
 
     /// The families, in name order, with `discovered` Alertmanagers.
     pub fn families(&self, discovered: usize) -> Vec<Family> {
-        let mut map = self.per_am.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        for m in map.values_mut() {
-            while m
-                .latency
-                .recent
-                .front()
-                .is_some_and(|(t, _)| now.duration_since(*t) > SUMMARY_AGE)
-            {
-                m.latency.recent.pop_front();
-            }
-        }
+        let map = self.per_am.lock().unwrap_or_else(|p| p.into_inner());
         let am = |url: &String| vec![("alertmanager", url.clone())];
         let per = |name: &'static str,
                    kind: &'static str,
@@ -190,81 +162,7 @@ impl Metrics {
             "Total number of sent alerts affected by errors.",
             &|m| m.errors as f64,
         ));
-        let histogram = "prometheus_notifications_latency_histogram_seconds";
-        let mut samples = Vec::new();
-        for (url, m) in map.iter() {
-            let l = &m.latency;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                let mut labels = am(url);
-                labels.push(("le", ferrite_model::gofloat::format_f(*bound)));
-                samples.push(Sample {
-                    name: format!("{histogram}_bucket"),
-                    labels,
-                    value: l.buckets[i] as f64,
-                });
-            }
-            let mut labels = am(url);
-            labels.push(("le", "+Inf".into()));
-            samples.push(Sample {
-                name: format!("{histogram}_bucket"),
-                labels,
-                value: l.count as f64,
-            });
-            samples.push(Sample {
-                name: format!("{histogram}_sum"),
-                labels: am(url),
-                value: l.sum,
-            });
-            samples.push(Sample {
-                name: format!("{histogram}_count"),
-                labels: am(url),
-                value: l.count as f64,
-            });
-        }
-        out.push(Family {
-            name: histogram,
-            kind: "histogram",
-            help: "Latency histogram for sending alert notifications.",
-            samples,
-        });
-        let summary = "prometheus_notifications_latency_seconds";
-        let mut samples = Vec::new();
-        for (url, m) in map.iter() {
-            let l = &m.latency;
-            let mut recent: Vec<f64> = l.recent.iter().map(|(_, v)| *v).collect();
-            recent.sort_by(f64::total_cmp);
-            for q in QUANTILES {
-                let value = if recent.is_empty() {
-                    f64::NAN
-                } else {
-                    let rank = ((q * recent.len() as f64).ceil() as usize).clamp(1, recent.len());
-                    recent[rank - 1]
-                };
-                let mut labels = am(url);
-                labels.push(("quantile", ferrite_model::gofloat::format_f(q)));
-                samples.push(Sample {
-                    name: summary.to_string(),
-                    labels,
-                    value,
-                });
-            }
-            samples.push(Sample {
-                name: format!("{summary}_sum"),
-                labels: am(url),
-                value: l.sum,
-            });
-            samples.push(Sample {
-                name: format!("{summary}_count"),
-                labels: am(url),
-                value: l.count as f64,
-            });
-        }
-        out.push(Family {
-            name: summary,
-            kind: "summary",
-            help: "Latency quantiles for sending alert notifications.",
-            samples,
-        });
+        out.extend(self.latency.families());
         out.push(Family {
             name: "prometheus_notifications_queue_capacity",
             kind: "gauge",

@@ -269,6 +269,7 @@ impl Group {
         let started = Instant::now();
         self.eval(ts_ns, ctx);
         let took = started.elapsed();
+        crate::metrics::GROUP_DURATION.observe(&[], took.as_secs_f64());
         let rule_sum: Duration = self
             .rules
             .iter()
@@ -302,7 +303,9 @@ impl Group {
             let started_at = SystemTime::now();
             let started = Instant::now();
             samples += self.eval_rule(i, rule, ts_ns, offset_ms, ctx);
-            rule.status().set_timing(started_at, started.elapsed());
+            let took = started.elapsed();
+            crate::metrics::EVALUATION_DURATION.observe(&[], took.as_secs_f64());
+            rule.status().set_timing(started_at, took);
         }
         GroupMetrics::set(&self.metrics.last_evaluation_samples, samples as f64);
         self.cleanup_stale_series(t, ctx);

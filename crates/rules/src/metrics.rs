@@ -2,12 +2,42 @@
 //! (`prometheus_rule_*`), one set per group (label `rule_group`,
 //! `<file>;<name>`), for the server's `/metrics`.
 //!
-//! Prometheus' duration summaries and histograms
-//! (`prometheus_rule_evaluation_duration_seconds`,
-//! `prometheus_rule_group_duration_seconds` and their `_histogram`
-//! twins) are not kept.
+//! Beside them, process-wide as in Prometheus (one set for all groups):
+//! how long each rule's evaluation took
+//! (`prometheus_rule_evaluation_duration_seconds`) and each group's
+//! iteration (`prometheus_rule_group_duration_seconds`), each a summary
+//! with a histogram twin ([`timing_families`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use ferrite_model::selfmetrics::summary::{FIVE_QUANTILES, THREE_QUANTILES};
+use ferrite_model::selfmetrics::{TimingDef, TimingVec};
+
+/// How long each rule's evaluation took, all groups together.
+pub static EVALUATION_DURATION: TimingVec = TimingVec::new(TimingDef {
+    summary: Some("prometheus_rule_evaluation_duration_seconds"),
+    histogram: Some("prometheus_rule_evaluation_duration_histogram_seconds"),
+    help: "The duration for a rule to execute.",
+    labels: &[],
+    objectives: THREE_QUANTILES,
+});
+
+/// How long each group's iteration took, all groups together.
+pub static GROUP_DURATION: TimingVec = TimingVec::new(TimingDef {
+    summary: Some("prometheus_rule_group_duration_seconds"),
+    histogram: Some("prometheus_rule_group_duration_histogram_seconds"),
+    help: "The duration of rule group evaluations.",
+    labels: &[],
+    objectives: FIVE_QUANTILES,
+});
+
+/// The evaluation and group duration families, in name order.
+pub fn timing_families() -> Vec<ferrite_model::selfmetrics::Family> {
+    let mut out = EVALUATION_DURATION.families();
+    out.extend(GROUP_DURATION.families());
+    out.sort_by_key(|f| f.name);
+    out
+}
 
 /// A group's counters and gauges.
 #[derive(Debug, Default)]

@@ -243,6 +243,10 @@ pub struct BodyAppender<'a> {
     /// `prometheus_target_scrapes_exceeded_native_histogram_bucket_limit_total`
     /// also when the sample limit, hit too, is the scrape's error).
     pub bucket_limit_exceeded: bool,
+    /// Whether the last [`append_body`], a failed scrape's, found the
+    /// cache grown past twice its last successful size (plus 1000) and
+    /// flushed it (`prometheus_target_scrapes_cache_flush_forced_total`).
+    pub cache_flush_forced: bool,
     /// The parsed labels of a line the cache does not know (reused).
     pairs: Vec<(String, String)>,
 }
@@ -256,6 +260,7 @@ impl<'a> BodyAppender<'a> {
             skipped: SkippedSamples::default(),
             counts: AppendCounts::default(),
             bucket_limit_exceeded: false,
+            cache_flush_forced: false,
             pairs: Vec::new(),
         }
     }
@@ -404,7 +409,7 @@ fn append_entries(
 ) -> Result<(), BodyError> {
     if body.is_empty() {
         let result = write_stale_markers(b, app, ts);
-        b.cache.iter_done(false);
+        b.cache_flush_forced = b.cache.iter_done(false);
         return result;
     }
     let format = select_parser(content_type, b.settings.fallback_media_type)?;

@@ -264,10 +264,12 @@ impl ScrapeCache {
     }
 
     /// Ends a scrape: after a successful one (or when failures let the
-    /// cache grow too much), forgets the lines it did not see.
-    pub fn iter_done(&mut self, successful: bool) {
+    /// cache grow too much), forgets the lines it did not see. Returns
+    /// whether a failed scrape's growth forced that.
+    pub fn iter_done(&mut self, successful: bool) -> bool {
         let count = self.len();
-        let flush = successful || count > self.successful_count * 2 + 1000;
+        let forced = !successful && count > self.successful_count * 2 + 1000;
+        let flush = successful || forced;
         if successful {
             self.successful_count = count;
         }
@@ -282,6 +284,7 @@ impl ScrapeCache {
             e.next_scrape();
         }
         self.iter += 1;
+        forced
     }
 
     /// The number of lines cached (series and dropped).

@@ -104,6 +104,7 @@ impl ScrapeManager {
             if let Some(mut pool) = pools.remove(&name) {
                 info!(job = %name, "stopping the scrape pool of a removed job");
                 stopped.extend(pool.stop_all(StopReason::TargetGone));
+                self.metrics.sync_length.remove(&[&name]);
             }
         }
         self.restart_discovery(cfg, &ctx);
@@ -228,6 +229,8 @@ impl ScrapeManager {
                 active.sort_by(|a, b| a.url.cmp(&b.url).then_with(|| a.labels.cmp(&b.labels)));
                 PoolSnapshot {
                     job: job.clone(),
+                    syncs: pool.syncs,
+                    sync_failures: pool.sync_failures,
                     target_limit: pool.config.limits.target_limit,
                     active,
                     dropped: pool.dropped.clone(),
@@ -295,6 +298,10 @@ fn target_count(groups: &[TargetGroup]) -> usize {
 pub struct PoolSnapshot {
     /// The job's name.
     pub job: String,
+    /// How many syncs the pool has run.
+    pub syncs: u64,
+    /// How many targets failed to be made from their labels.
+    pub sync_failures: u64,
     /// Its `target_limit` (0: none).
     pub target_limit: u64,
     /// Its targets, by scrape URL.

@@ -238,6 +238,18 @@ impl TargetMetadata {
             .retain(|e| iter.saturating_sub(e.last_iter) <= KEEP_SCRAPES);
     }
 
+    /// How many families the target's metadata holds, and their size as
+    /// Prometheus counts it for `prometheus_target_metadata_cache_bytes`
+    /// (the lengths of the help text, the unit and the type's name).
+    pub fn cache_size(&self) -> (usize, usize) {
+        let families = self.families.items();
+        let bytes = families
+            .iter()
+            .map(|e| e.family.help.len() + e.family.unit.len() + e.family.kind.as_str().len())
+            .sum();
+        (families.len(), bytes)
+    }
+
     /// Every family's metadata, sorted by name.
     pub fn list(&self) -> Vec<MetricMetadata> {
         let mut out: Vec<MetricMetadata> = self

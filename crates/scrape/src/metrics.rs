@@ -1,11 +1,46 @@
-//! Scraping's own counters, shown on the server's `/metrics` under
+//! Scraping's own metrics, shown on the server's `/metrics` under
 //! Prometheus' names (`prometheus_target_*`), so that dashboards and
-//! alerts written for Prometheus' scrape health work on Ferrite.
+//! alerts written for Prometheus' scrape health work on Ferrite: counters,
+//! and the timings Prometheus keeps as a summary (with a histogram beside
+//! some): the interval between a target's scrapes, how long a pool's sync
+//! and reload took. The per-pool counters (syncs, failed targets) live in
+//! the pool and go with it (see `crate::manager::PoolSnapshot`).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The counters every pool and loop adds to.
-#[derive(Debug, Default)]
+use ferrite_model::selfmetrics::histogram::Histogram;
+use ferrite_model::selfmetrics::summary::FIVE_QUANTILES;
+use ferrite_model::selfmetrics::{Family, TimingDef, TimingVec};
+
+/// `prometheus_target_interval_length_seconds`, by the loop's interval.
+const INTERVAL_LENGTH: TimingDef = TimingDef {
+    summary: Some("prometheus_target_interval_length_seconds"),
+    histogram: Some("prometheus_target_interval_length_histogram_seconds"),
+    help: "Actual intervals between scrapes.",
+    labels: &["interval"],
+    objectives: FIVE_QUANTILES,
+};
+
+/// `prometheus_target_sync_length_seconds`, by job.
+const SYNC_LENGTH: TimingDef = TimingDef {
+    summary: Some("prometheus_target_sync_length_seconds"),
+    histogram: Some("prometheus_target_sync_length_histogram_seconds"),
+    help: "Actual interval to sync the scrape pool.",
+    labels: &["scrape_job"],
+    objectives: FIVE_QUANTILES,
+};
+
+/// `prometheus_target_reload_length_seconds`, by the job's interval.
+const RELOAD_LENGTH: TimingDef = TimingDef {
+    summary: Some("prometheus_target_reload_length_seconds"),
+    histogram: None,
+    help: "Actual interval to reload the scrape pool with a given configuration.",
+    labels: &["interval"],
+    objectives: FIVE_QUANTILES,
+};
+
+/// The counters and timings every pool and loop adds to.
+#[derive(Debug)]
 pub struct ScrapeMetrics {
     /// `prometheus_target_scrape_pools_total`
     pub pools_created: AtomicU64,
@@ -29,6 +64,45 @@ pub struct ScrapeMetrics {
     pub exceeded_label_limits: AtomicU64,
     /// `prometheus_target_scrapes_exceeded_native_histogram_bucket_limit_total`
     pub exceeded_bucket_limit: AtomicU64,
+    /// `prometheus_target_scrape_pool_reloads_failed_total` (the job's new
+    /// HTTP client could not be made; the old one is kept).
+    pub pool_reloads_failed: AtomicU64,
+    /// `prometheus_target_scrapes_cache_flush_forced_total`
+    pub cache_flush_forced: AtomicU64,
+    /// The time from one scrape's start to the next one's, by interval.
+    pub interval_length: TimingVec,
+    /// How long a pool's sync took, by job.
+    pub sync_length: TimingVec,
+    /// How long a pool's reload took, by the job's interval.
+    pub reload_length: TimingVec,
+    /// `prometheus_target_scrape_duration_seconds`: a scrape from its start
+    /// to its commit, for jobs with `extra_scrape_metrics` (a native
+    /// histogram in Prometheus; the text format shows its count and sum).
+    pub scrape_duration: Histogram,
+}
+
+impl Default for ScrapeMetrics {
+    fn default() -> Self {
+        ScrapeMetrics {
+            pools_created: AtomicU64::new(0),
+            pools_failed: AtomicU64::new(0),
+            pool_reloads: AtomicU64::new(0),
+            exceeded_target_limit: AtomicU64::new(0),
+            exceeded_body_size_limit: AtomicU64::new(0),
+            exceeded_sample_limit: AtomicU64::new(0),
+            sample_duplicate: AtomicU64::new(0),
+            sample_out_of_order: AtomicU64::new(0),
+            sample_out_of_bounds: AtomicU64::new(0),
+            exceeded_label_limits: AtomicU64::new(0),
+            exceeded_bucket_limit: AtomicU64::new(0),
+            pool_reloads_failed: AtomicU64::new(0),
+            cache_flush_forced: AtomicU64::new(0),
+            interval_length: TimingVec::new(INTERVAL_LENGTH),
+            sync_length: TimingVec::new(SYNC_LENGTH),
+            reload_length: TimingVec::new(RELOAD_LENGTH),
+            scrape_duration: Histogram::new(&[]),
+        }
+    }
 }
 
 /// One counter as `/metrics` shows it.
@@ -57,9 +131,11 @@ impl ScrapeMetrics {
         vec![
             c("prometheus_target_scrape_pool_exceeded_label_limits_total", "Total number of times scrape pools hit the label limits, during sync or config reload.", &self.exceeded_label_limits),
             c("prometheus_target_scrape_pool_exceeded_target_limit_total", "Total number of times scrape pools hit the target limit, during sync or config reload.", &self.exceeded_target_limit),
+            c("prometheus_target_scrape_pool_reloads_failed_total", "Total number of failed scrape pool reloads.", &self.pool_reloads_failed),
             c("prometheus_target_scrape_pool_reloads_total", "Total number of scrape pool reloads.", &self.pool_reloads),
             c("prometheus_target_scrape_pools_failed_total", "Total number of scrape pool creations that failed.", &self.pools_failed),
             c("prometheus_target_scrape_pools_total", "Total number of scrape pool creation attempts.", &self.pools_created),
+            c("prometheus_target_scrapes_cache_flush_forced_total", "How many times a scrape cache was flushed due to getting big while scrapes are failing.", &self.cache_flush_forced),
             c("prometheus_target_scrapes_exceeded_body_size_limit_total", "Total number of scrapes that hit the body size limit", &self.exceeded_body_size_limit),
             c("prometheus_target_scrapes_exceeded_native_histogram_bucket_limit_total", "Total number of scrapes that hit the native histogram bucket limit and were rejected.", &self.exceeded_bucket_limit),
             c("prometheus_target_scrapes_exceeded_sample_limit_total", "Total number of scrapes that hit the sample limit and were rejected.", &self.exceeded_sample_limit),
@@ -67,5 +143,26 @@ impl ScrapeMetrics {
             c("prometheus_target_scrapes_sample_out_of_bounds_total", "Total number of samples rejected due to timestamp falling outside of the time bounds.", &self.sample_out_of_bounds),
             c("prometheus_target_scrapes_sample_out_of_order_total", "Total number of samples rejected due to not being out of the expected order.", &self.sample_out_of_order),
         ]
+    }
+
+    /// The timing families (summaries and histograms), in name order.
+    pub fn timings(&self) -> Vec<Family> {
+        let mut out = self.interval_length.families();
+        out.extend(self.reload_length.families());
+        let mut samples = Vec::new();
+        self.scrape_duration.samples(
+            "prometheus_target_scrape_duration_seconds",
+            &[],
+            &mut samples,
+        );
+        out.push(Family {
+            name: "prometheus_target_scrape_duration_seconds",
+            kind: "histogram",
+            help: "Total duration of the scrape from start to commit completion in seconds.",
+            samples,
+        });
+        out.extend(self.sync_length.families());
+        out.sort_by_key(|f| f.name);
+        out
     }
 }

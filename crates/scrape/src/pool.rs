@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use ferrite_config::{ScrapeConfig, TargetGroup};
 use ferrite_model::units::parse_duration_ms;
@@ -26,7 +26,7 @@ use crate::format::{accept_header, protocol_media_type};
 use crate::metadata::SharedMetadata;
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{first_scrape_at, target_hash};
-use crate::scrape_loop::{LoopSettings, ScrapeLoop, StopReason, TargetStatus};
+use crate::scrape_loop::{go_duration, LoopSettings, ScrapeLoop, StopReason, TargetStatus};
 use crate::storage::ScrapeStorage;
 use crate::target::{
     discovered_labels, finish_labels, ADDRESS_LABEL, SCRAPE_INTERVAL_LABEL, SCRAPE_TIMEOUT_LABEL,
@@ -111,6 +111,12 @@ pub struct ScrapePool {
     pub dropped: Vec<Labels>,
     /// How many targets relabeling dropped, kept or not.
     pub dropped_count: usize,
+    /// How many syncs the pool has run
+    /// (`prometheus_target_scrape_pool_sync_total`).
+    pub syncs: u64,
+    /// How many targets failed to be made from their labels
+    /// (`prometheus_target_sync_failed_total`).
+    pub sync_failures: u64,
 }
 
 impl ScrapePool {
@@ -123,12 +129,15 @@ impl ScrapePool {
             active: HashMap::new(),
             dropped: Vec::new(),
             dropped_count: 0,
+            syncs: 0,
+            sync_failures: 0,
         })
     }
 
     /// Brings the running loops in line with `groups`: new targets start,
     /// vanished ones stop (returned, still writing their stale markers).
     pub fn sync(&mut self, ctx: &PoolContext, groups: &[TargetGroup]) -> Vec<StoppingLoop> {
+        let started = Instant::now();
         let wanted = self.targets(groups);
         let mut stopping = Vec::new();
         let gone: Vec<u64> = self
@@ -144,11 +153,15 @@ impl ScrapePool {
         }
         for (h, t) in wanted {
             if let std::collections::hash_map::Entry::Vacant(slot) = self.active.entry(h) {
-                let started = start(ctx, &self.config, &self.client, t, h, ScrapeCache::new());
-                slot.insert(started);
+                let loop_ = start(ctx, &self.config, &self.client, t, h, ScrapeCache::new());
+                slot.insert(loop_);
             }
         }
         self.apply_target_limit(ctx);
+        self.syncs += 1;
+        ctx.metrics
+            .sync_length
+            .observe(&[&self.config.job_name], started.elapsed().as_secs_f64());
         stopping
     }
 
@@ -160,9 +173,13 @@ impl ScrapePool {
         config: ScrapeConfig,
         groups: &[TargetGroup],
     ) -> Vec<StoppingLoop> {
+        let started = Instant::now();
         match crate::client::JobClient::new_as(&config.http_client) {
             Ok(c) => self.client = c,
-            Err(e) => warn!(job = %config.job_name, error = %e, "keeping the job's HTTP client"),
+            Err(e) => {
+                ScrapeMetrics::inc(&ctx.metrics.pool_reloads_failed);
+                warn!(job = %config.job_name, error = %e, "keeping the job's HTTP client")
+            }
         }
         self.config = config;
         let wanted = self.targets(groups);
@@ -181,10 +198,15 @@ impl ScrapePool {
                 Some(task) => task.await.unwrap_or_default(),
                 None => ScrapeCache::new(),
             };
-            let started = start(ctx, &self.config, &self.client, t, h, cache);
-            self.active.insert(h, started);
+            let loop_ = start(ctx, &self.config, &self.client, t, h, cache);
+            self.active.insert(h, loop_);
         }
         self.apply_target_limit(ctx);
+        let interval =
+            Duration::from_millis(u64::try_from(self.config.scrape_interval_ms).unwrap_or(0));
+        ctx.metrics
+            .reload_length
+            .observe(&[&go_duration(interval)], started.elapsed().as_secs_f64());
         stopping
     }
 
@@ -238,6 +260,7 @@ impl ScrapePool {
                         }
                     }
                     Err(e) => {
+                        self.sync_failures += 1;
                         warn!(job = %self.config.job_name, target = %address, error = %e, "creating target failed")
                     }
                 }

@@ -148,9 +148,15 @@ impl ScrapeLoop {
         ticker.tick().await; // The first tick is now.
         let mut aligned = self.first_scrape;
         let mut scraped_once = false;
+        let interval_length = self.metrics.interval_length.with(&[&go_duration(interval)]);
+        let mut last_start: Option<Instant> = None;
         loop {
             if *stop.borrow() != StopReason::Running {
                 break;
+            }
+            let started = Instant::now();
+            if let Some(last) = last_start.replace(started) {
+                interval_length.observe(started.duration_since(last).as_secs_f64());
             }
             let now = SystemTime::now();
             let ts = aligned_time(now, &mut aligned, interval);
@@ -348,7 +354,7 @@ fn append_scrape(
                     app.rollback();
                     app = storage.appender();
                     let mut b = BodyAppender::new(cache, &s.append);
-                    failed_scrape_staleness(&mut b, &mut *app, ts);
+                    failed_scrape_staleness(&mut b, &mut *app, ts, metrics);
                     (counts, Some(e.to_string()))
                 }
             }
@@ -360,7 +366,7 @@ fn append_scrape(
             }
             debug!(url = %s.url, error = %e, "scrape failed");
             let mut b = BodyAppender::new(cache, &s.append);
-            failed_scrape_staleness(&mut b, &mut *app, ts);
+            failed_scrape_staleness(&mut b, &mut *app, ts, metrics);
             (AppendCounts::default(), Some(e.to_string()))
         }
     };
@@ -387,7 +393,18 @@ fn append_scrape(
     if let Err(e) = app.commit() {
         warn!(url = %s.url, error = %e, "scrape commit failed");
     }
+    if s.extra_metrics {
+        metrics
+            .scrape_duration
+            .observe(start.elapsed().as_secs_f64());
+    }
     ScrapeOutcome { error }
+}
+
+/// An interval as Go's `time.Duration.String()` writes it (`15s`,
+/// `1m0s`), the `interval` label of Prometheus' scrape timings.
+pub fn go_duration(d: Duration) -> String {
+    ferrite_model::gotime::format_duration_ns(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Adds a scrape's skipped samples to the counters.
@@ -406,9 +423,17 @@ fn count_skipped(metrics: &ScrapeMetrics, skipped: &SkippedSamples) {
 
 /// The stale markers a failed scrape writes (every series of the last
 /// one).
-fn failed_scrape_staleness(b: &mut BodyAppender<'_>, app: &mut dyn ScrapeAppender, ts: i64) {
+fn failed_scrape_staleness(
+    b: &mut BodyAppender<'_>,
+    app: &mut dyn ScrapeAppender,
+    ts: i64,
+    metrics: &ScrapeMetrics,
+) {
     if let Err(e) = append_body(b, app, b"", "", ts, ts) {
         warn!(error = %e, "appending stale markers failed");
+    }
+    if b.cache_flush_forced {
+        ScrapeMetrics::inc(&metrics.cache_flush_forced);
     }
 }
 

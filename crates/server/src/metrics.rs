@@ -77,15 +77,51 @@ fn go_arch() -> &'static str {
     }
 }
 
-/// Scraping's metrics: its counters, then each pool's targets and
-/// target limit.
+/// Scraping's metrics: its counters and timings, then each pool's
+/// metadata cache, syncs, targets and target limit.
 fn scrape_metrics(e: &mut Exposition, s: &AppState, pools: &[PoolSnapshot]) {
     for c in s.scrape.metrics().counters() {
         e.single(c.name, "counter", c.help, c.value as f64);
     }
+    write_families(&mut e.out, &s.scrape.metrics().timings());
     if pools.is_empty() {
         return;
     }
+    let per_pool = |e: &mut Exposition, name, kind, help, value: &dyn Fn(&PoolSnapshot) -> f64| {
+        e.family(name, kind, help);
+        for p in pools {
+            e.sample(name, &[("scrape_job", &p.job)], value(p));
+        }
+    };
+    // (families, bytes) of a pool's targets' metadata.
+    let cache_size = |p: &PoolSnapshot| {
+        p.active.iter().fold((0, 0), |(entries, bytes), t| {
+            let metadata = t.metadata.lock().unwrap_or_else(|p| p.into_inner());
+            let (n, b) = metadata.cache_size();
+            (entries + n, bytes + b)
+        })
+    };
+    per_pool(
+        e,
+        "prometheus_target_metadata_cache_bytes",
+        "gauge",
+        "The number of bytes that are currently used for storing metric metadata in the cache",
+        &|p| cache_size(p).1 as f64,
+    );
+    per_pool(
+        e,
+        "prometheus_target_metadata_cache_entries",
+        "gauge",
+        "Total number of metric metadata entries in the cache",
+        &|p| cache_size(p).0 as f64,
+    );
+    per_pool(
+        e,
+        "prometheus_target_scrape_pool_sync_total",
+        "counter",
+        "Total number of syncs that were executed on a scrape pool.",
+        &|p| p.syncs as f64,
+    );
     let name = "prometheus_target_scrape_pool_target_limit";
     e.family(
         name,
@@ -104,6 +140,13 @@ fn scrape_metrics(e: &mut Exposition, s: &AppState, pools: &[PoolSnapshot]) {
     for p in pools {
         e.sample(name, &[("scrape_job", &p.job)], p.active.len() as f64);
     }
+    per_pool(
+        e,
+        "prometheus_target_sync_failed_total",
+        "counter",
+        "Total number of target sync failures.",
+        &|p| p.sync_failures as f64,
+    );
 }
 
 /// The rule groups' metrics (`prometheus_rule_*`, one sample per group).
@@ -117,10 +160,11 @@ fn rule_metrics(e: &mut Exposition, families: &[ferrite_rules::metrics::Family])
 }
 
 /// Writes self-metric families (discovery's, the notifier's) in the text
-/// format.
+/// format. A family with no samples is left out, as Go's client leaves
+/// out a labelled metric with no series yet.
 pub fn write_families(out: &mut String, families: &[ferrite_model::selfmetrics::Family]) {
     use std::fmt::Write as _;
-    for f in families {
+    for f in families.iter().filter(|f| !f.samples.is_empty()) {
         let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
         let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
         for s in &f.samples {
@@ -154,6 +198,7 @@ pub fn render(
     let mut e = Exposition { out: String::new() };
     scrape_metrics(&mut e, s, pools);
     rule_metrics(&mut e, rules);
+    write_families(&mut e.out, &ferrite_rules::metrics::timing_families());
     write_families(
         &mut e.out,
         &ferrite_scrape::discovery::metrics::DiscoveryMetrics::global().families(),

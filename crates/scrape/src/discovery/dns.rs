@@ -116,6 +116,7 @@ impl DnsDiscovery {
             return false;
         };
         let metrics = DiscoveryMetrics::global();
+        let started = std::time::Instant::now();
         let mut changed = false;
         let mut failed = false;
         for (i, c) in self.configs.iter().enumerate() {
@@ -154,7 +155,7 @@ impl DnsDiscovery {
                 changed |= old.as_ref() != Some(&groups);
             }
         }
-        metrics.refreshed(&self.name, "dns", failed);
+        metrics.refreshed(&self.name, "dns", failed, started.elapsed().as_secs_f64());
         changed
     }
 

@@ -85,6 +85,7 @@ impl FileDiscovery {
     /// Checks the files, re-reading changed ones (all of them when the
     /// refresh interval has passed). True if the groups changed.
     pub fn refresh(&mut self) -> bool {
+        let started = Instant::now();
         let full = self
             .last_full
             .is_none_or(|t| t.elapsed() >= self.refresh_interval());
@@ -96,6 +97,9 @@ impl FileDiscovery {
         let before = self.files.len();
         self.files.retain(|p, _| listed.contains(p));
         changed |= self.files.len() != before;
+        // A scan as Prometheus counts one: every refresh interval, and
+        // whenever a file changed (Prometheus' watch fires).
+        let mut scanned = full || changed;
         for path in listed {
             let stamp = match std::fs::metadata(&path) {
                 Ok(m) => Stamp {
@@ -110,6 +114,7 @@ impl FileDiscovery {
             if !full && self.files.get(&path).is_some_and(|(s, _)| *s == stamp) {
                 continue;
             }
+            scanned = true;
             let read = std::fs::read_to_string(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|text| read_target_groups(&path, &text));
@@ -132,6 +137,9 @@ impl FileDiscovery {
                     warn!(path = %path.display(), error = %e, "error reading file");
                 }
             }
+        }
+        if scanned {
+            DiscoveryMetrics::global().file_scanned(started.elapsed().as_secs_f64());
         }
         changed
     }

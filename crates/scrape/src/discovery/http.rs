@@ -66,15 +66,18 @@ impl HttpDiscovery {
             let interval = refresh_interval(&e.config);
             e.due = now + interval;
             let metrics = DiscoveryMetrics::global();
-            match fetch(e, interval).await {
+            let started = Instant::now();
+            let fetched = fetch(e, interval).await;
+            let seconds = started.elapsed().as_secs_f64();
+            match fetched {
                 Ok(groups) => {
-                    metrics.refreshed(&self.name, "http", false);
+                    metrics.refreshed(&self.name, "http", false, seconds);
                     changed |= groups != e.groups;
                     e.groups = groups;
                 }
                 Err(err) => {
                     metrics.http_failure();
-                    metrics.refreshed(&self.name, "http", true);
+                    metrics.refreshed(&self.name, "http", true, seconds);
                     warn!(url = %e.config.url, error = %err, "Unable to refresh target groups");
                 }
             }

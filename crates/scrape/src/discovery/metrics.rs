@@ -7,9 +7,9 @@
 //!   Ferrite refuses them at load);
 //! - per mechanism: DNS lookups and their failures, HTTP refresh failures,
 //!   refresh failures by config and mechanism, file read errors and the
-//!   mtime of each file read.
-//!
-//! The refresh and scan duration summaries are not kept.
+//!   mtime of each file read;
+//! - how long refreshes took, by config and mechanism (a summary and a
+//!   histogram), and how long file scans took (a summary).
 //!
 //! Like Prometheus' default registry, one [`DiscoveryMetrics`] serves the
 //! whole process ([`DiscoveryMetrics::global`]).
@@ -19,7 +19,36 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::SystemTime;
 
-use ferrite_model::selfmetrics::{Family, Sample};
+use ferrite_model::selfmetrics::summary::THREE_QUANTILES;
+use ferrite_model::selfmetrics::{Family, Sample, TimingDef, TimingVec};
+
+/// `prometheus_sd_refresh_duration_seconds`, by config and mechanism.
+const REFRESH_DURATION: TimingDef = TimingDef {
+    summary: Some("prometheus_sd_refresh_duration_seconds"),
+    histogram: None,
+    help: "The duration of a refresh in seconds for the given SD mechanism.",
+    labels: &["config", "mechanism"],
+    objectives: THREE_QUANTILES,
+};
+
+/// `prometheus_sd_refresh_duration_histogram_seconds`, by mechanism only
+/// (as in Prometheus).
+const REFRESH_DURATION_HISTOGRAM: TimingDef = TimingDef {
+    summary: None,
+    histogram: Some("prometheus_sd_refresh_duration_histogram_seconds"),
+    help: "The duration of a refresh for the given SD mechanism.",
+    labels: &["mechanism"],
+    objectives: &[],
+};
+
+/// `prometheus_sd_file_scan_duration_seconds`.
+const FILE_SCAN_DURATION: TimingDef = TimingDef {
+    summary: Some("prometheus_sd_file_scan_duration_seconds"),
+    histogram: None,
+    help: "The duration of the File-SD scan in seconds.",
+    labels: &[],
+    objectives: THREE_QUANTILES,
+};
 
 /// A discovery manager's counts.
 #[derive(Debug, Default)]
@@ -38,13 +67,31 @@ struct Inner {
 }
 
 /// Discovery's metrics; see the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DiscoveryMetrics {
     dns_lookups: AtomicU64,
     dns_lookup_failures: AtomicU64,
     http_failures: AtomicU64,
     file_read_errors: AtomicU64,
+    refresh_duration: TimingVec,
+    refresh_duration_histogram: TimingVec,
+    file_scan_duration: TimingVec,
     inner: Mutex<Inner>,
+}
+
+impl Default for DiscoveryMetrics {
+    fn default() -> Self {
+        DiscoveryMetrics {
+            dns_lookups: AtomicU64::new(0),
+            dns_lookup_failures: AtomicU64::new(0),
+            http_failures: AtomicU64::new(0),
+            file_read_errors: AtomicU64::new(0),
+            refresh_duration: TimingVec::new(REFRESH_DURATION),
+            refresh_duration_histogram: TimingVec::new(REFRESH_DURATION_HISTOGRAM),
+            file_scan_duration: TimingVec::new(FILE_SCAN_DURATION),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
 }
 
 fn now_seconds() -> f64 {
@@ -102,9 +149,12 @@ impl DiscoveryMetrics {
         self.http_failures.fetch_add(1, Relaxed);
     }
 
-    /// A refresh of `config` by `mechanism` (`dns`, `http`) ran; its
-    /// failure counter appears at zero with the first.
-    pub fn refreshed(&self, config: &str, mechanism: &'static str, failed: bool) {
+    /// A refresh of `config` by `mechanism` (`dns`, `http`) ran for
+    /// `seconds`; its failure counter appears at zero with the first.
+    pub fn refreshed(&self, config: &str, mechanism: &'static str, failed: bool, seconds: f64) {
+        self.refresh_duration.observe(&[config, mechanism], seconds);
+        self.refresh_duration_histogram
+            .observe(&[mechanism], seconds);
         let mut inner = self.lock();
         let n = inner
             .refresh_failures
@@ -113,6 +163,11 @@ impl DiscoveryMetrics {
         if failed {
             *n += 1;
         }
+    }
+
+    /// The discovery files were scanned, in `seconds`.
+    pub fn file_scanned(&self, seconds: f64) {
+        self.file_scan_duration.observe(&[], seconds);
     }
 
     /// A discovery file was read; `mtime` in Unix seconds.
@@ -163,7 +218,7 @@ impl DiscoveryMetrics {
             help,
             samples,
         };
-        vec![
+        let mut families = vec![
             family(
                 "prometheus_sd_discovered_targets",
                 "gauge",
@@ -276,8 +331,13 @@ impl DiscoveryMetrics {
             ),
         ]
         .into_iter()
+        .chain(self.refresh_duration.families())
+        .chain(self.refresh_duration_histogram.families())
+        .chain(self.file_scan_duration.families())
         .filter(|f| !f.samples.is_empty())
-        .collect()
+        .collect::<Vec<Family>>();
+        families.sort_by_key(|f| f.name);
+        families
     }
 }
 
@@ -291,7 +351,7 @@ mod tests {
         m.set_configs("scrape", &["static", "files"]);
         m.updated("scrape", "files", 3, true);
         m.dns_lookup(true);
-        m.refreshed("dns", "dns", false);
+        m.refreshed("dns", "dns", false, 0.25);
         m.file_read("t.json", 12.0);
         let f = m.families();
         let get = |name: &str| f.iter().find(|f| f.name == name).expect(name);

@@ -6,8 +6,6 @@
 //! `time.Time` strings, `units.Base2Bytes` sizes, and `text/tabwriter`
 //! columns. Each helper is small and tested against strings Go printed.
 
-use std::fmt::Write as _;
-
 use ferrite_model::Labels;
 
 /// Go's `strconv.Quote` (see [`ferrite_model::goquote`]).
@@ -35,52 +33,8 @@ pub fn labels_string(ls: &Labels) -> String {
     out
 }
 
-/// Appends `v`'s fraction of `prec` digits as Go does: trailing zeros
-/// dropped, no point at all when the fraction is zero. Returns `v / 10^prec`.
-fn frac(out: &mut String, v: u64, prec: u32) -> u64 {
-    let scale = 10u64.pow(prec);
-    let f = v % scale;
-    if f != 0 {
-        let digits = format!("{f:0width$}", width = prec as usize);
-        out.push('.');
-        out.push_str(digits.trim_end_matches('0'));
-    }
-    v / scale
-}
-
-/// Go's `time.Duration.String()` of `ns` nanoseconds: `2h0m0s`, `1m30.5s`,
-/// `1.5ms`, `0s`.
-pub fn go_duration(ns: i64) -> String {
-    let neg = ns < 0;
-    let u = ns.unsigned_abs();
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if u < 1_000_000_000 {
-        let (prec, unit) = match u {
-            0 => return "0s".into(),
-            1..1_000 => (0, "ns"),
-            1_000..1_000_000 => (3, "µs"),
-            _ => (6, "ms"),
-        };
-        let mut f = String::new();
-        let whole = frac(&mut f, u, prec);
-        let _ = write!(out, "{whole}{f}{unit}");
-        return out;
-    }
-    let mut f = String::new();
-    let secs = frac(&mut f, u, 9);
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    if h > 0 {
-        let _ = write!(out, "{h}h");
-    }
-    if secs >= 60 {
-        let _ = write!(out, "{m}m");
-    }
-    let _ = write!(out, "{s}{f}s");
-    out
-}
+/// Go's `time.Duration.String()` (see [`ferrite_model::gotime`]).
+pub use ferrite_model::gotime::format_duration_ns as go_duration;
 
 /// Go's `time.Unix(ms/1000, 0).UTC().String()`: `2023-11-14 22:13:20 +0000 UTC`.
 pub fn go_utc_time(ms: i64) -> String {
@@ -161,31 +115,6 @@ mod tests {
             r#"{__name__="up", job="a\"b", "service.name"="x"}"#
         );
         assert_eq!(labels_string(&Labels::default()), "{}");
-    }
-
-    #[test]
-    fn durations() {
-        let ms = 1_000_000i64;
-        let cases: &[(i64, &str)] = &[
-            (0, "0s"),
-            (1, "1ns"),
-            (1_500, "1.5µs"),
-            (500 * ms, "500ms"),
-            (1_500_000, "1.5ms"),
-            (1_000 * ms, "1s"),
-            (1_500 * ms, "1.5s"),
-            (60_000 * ms, "1m0s"),
-            (90_500 * ms, "1m30.5s"),
-            (7_200_000 * ms, "2h0m0s"),
-            (7_199_999 * ms, "1h59m59.999s"),
-            (14_985_000 * ms, "4h9m45s"),
-            (-1_500 * ms, "-1.5s"),
-            (i64::MIN, "-2562047h47m16.854775808s"),
-            (i64::MAX, "2562047h47m16.854775807s"),
-        ];
-        for &(ns, want) in cases {
-            assert_eq!(go_duration(ns), want, "{ns}");
-        }
     }
 
     #[test]

@@ -1,0 +1,114 @@
+//! A classic histogram as Prometheus' own metrics have them: cumulative
+//! counts under fixed upper bounds, a sum and a count.
+
+use std::sync::Mutex;
+
+use super::{label_pairs, Sample};
+
+/// The bounds of Prometheus' duration histograms that come with a
+/// summary (`*_histogram_seconds`): 10 ms, 100 ms, 1 s, 10 s.
+pub const DURATION_BUCKETS: &[f64] = &[0.01, 0.1, 1.0, 10.0];
+
+/// A histogram; shared between threads.
+#[derive(Debug)]
+pub struct Histogram {
+    bounds: &'static [f64],
+    state: Mutex<HistogramState>,
+}
+
+#[derive(Debug)]
+struct HistogramState {
+    /// Observations at or under each bound (not cumulative).
+    buckets: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    /// An empty histogram with these upper bounds (ascending; `+Inf` is
+    /// implied).
+    pub fn new(bounds: &'static [f64]) -> Self {
+        debug_assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        Histogram {
+            bounds,
+            state: Mutex::new(HistogramState {
+                buckets: vec![0; bounds.len()],
+                sum: 0.0,
+                count: 0,
+            }),
+        }
+    }
+
+    /// Records one observation.
+    pub fn observe(&self, value: f64) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = self.bounds.iter().position(|b| value <= *b) {
+            state.buckets[i] += 1;
+        }
+        state.sum += value;
+        state.count += 1;
+    }
+
+    /// Appends the histogram's samples as the text format lists them:
+    /// `name_bucket{labels,le="b"}` (cumulative, `+Inf` last), `name_sum`,
+    /// `name_count`.
+    pub fn samples(&self, name: &str, labels: &[(&'static str, String)], out: &mut Vec<Sample>) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let bucket = format!("{name}_bucket");
+        let mut cumulative = 0;
+        for (bound, n) in self.bounds.iter().zip(&state.buckets) {
+            cumulative += n;
+            out.push(Sample {
+                name: bucket.clone(),
+                labels: label_pairs(labels, Some(("le", *bound))),
+                value: cumulative as f64,
+            });
+        }
+        out.push(Sample {
+            name: bucket,
+            labels: label_pairs(labels, Some(("le", f64::INFINITY))),
+            value: state.count as f64,
+        });
+        out.push(Sample {
+            name: format!("{name}_sum"),
+            labels: labels.to_vec(),
+            value: state.sum,
+        });
+        out.push(Sample {
+            name: format!("{name}_count"),
+            labels: labels.to_vec(),
+            value: state.count as f64,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_cumulative_with_inf_last() {
+        let h = Histogram::new(DURATION_BUCKETS);
+        for v in [0.005, 0.01, 0.5, 20.0] {
+            h.observe(v);
+        }
+        let mut out = Vec::new();
+        h.samples("d", &[("job", "j".into())], &mut out);
+        let rendered: Vec<String> = out
+            .iter()
+            .map(|s| format!("{}{:?} {}", s.name, s.labels, s.value))
+            .collect();
+        assert_eq!(
+            rendered,
+            [
+                r#"d_bucket[("job", "j"), ("le", "0.01")] 2"#,
+                r#"d_bucket[("job", "j"), ("le", "0.1")] 2"#,
+                r#"d_bucket[("job", "j"), ("le", "1")] 3"#,
+                r#"d_bucket[("job", "j"), ("le", "10")] 3"#,
+                r#"d_bucket[("job", "j"), ("le", "+Inf")] 4"#,
+                r#"d_sum[("job", "j")] 20.515"#,
+                r#"d_count[("job", "j")] 4"#,
+            ]
+        );
+    }
+}
