@@ -48,9 +48,10 @@ func selfSeries(t *testing.T, base string, prefixes ...string) map[string]string
 }
 
 // compareScrapeMetrics checks that Ferrite's /metrics has the
-// prometheus_target_* and prometheus_sd_* series Prometheus' has (names
-// and labels, summary quantiles and histogram buckets included) and no
-// others, with the same values where both must agree. Scrapes and syncs
+// prometheus_target_*, prometheus_sd_*, prometheus_rule_* and
+// prometheus_notifications_* series Prometheus' has, and its head GC and
+// WAL timing summaries (names and labels, summary quantiles and histogram
+// buckets included), and no others, with the same values where both must agree. Scrapes and syncs
 // go on while the two are read, so a few attempts are allowed.
 func compareScrapeMetrics(t *testing.T, ferURL, promURL string) {
 	t.Helper()
@@ -62,11 +63,13 @@ func compareScrapeMetrics(t *testing.T, ferURL, promURL string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Errorf("scrape and discovery metrics differ from Prometheus':\n%s", strings.Join(problems, "\n"))
+	t.Errorf("self-metrics differ from Prometheus':\n%s", strings.Join(problems, "\n"))
 }
 
 func selfMetricsDiff(t *testing.T, ferURL, promURL string) []string {
-	prefixes := []string{"prometheus_target_", "prometheus_sd_"}
+	prefixes := []string{"prometheus_target_", "prometheus_sd_", "prometheus_rule_", "prometheus_notifications_",
+		"prometheus_tsdb_head_gc_duration_seconds", "prometheus_tsdb_wal_fsync_duration_seconds",
+		"prometheus_tsdb_wal_truncate_duration_seconds"}
 	fer, prom := selfSeries(t, ferURL, prefixes...), selfSeries(t, promURL, prefixes...)
 	var problems []string
 	for series, pv := range prom {

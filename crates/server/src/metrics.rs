@@ -249,6 +249,29 @@ pub fn render(
         s.reload.last_success_unix.load(Relaxed) as f64,
     );
 
+    {
+        use ferrite_model::selfmetrics::summary_family;
+        write_families(
+            &mut e.out,
+            &[
+                summary_family(
+                    "prometheus_tsdb_head_gc_duration_seconds",
+                    "Runtime of garbage collection in the head block.",
+                    &stats.gc_duration,
+                ),
+                summary_family(
+                    "prometheus_tsdb_wal_fsync_duration_seconds",
+                    "Duration of write log fsync.",
+                    &stats.wal_fsync_duration,
+                ),
+                summary_family(
+                    "prometheus_tsdb_wal_truncate_duration_seconds",
+                    "Duration of WAL truncation.",
+                    &stats.wal_truncate_duration,
+                ),
+            ],
+        );
+    }
     e.single(
         "prometheus_tsdb_head_series",
         "gauge",

@@ -100,6 +100,13 @@ fn compaction_keeps_every_sample_across_restarts() {
             .file_name()
             .to_string_lossy()
             .starts_with("checkpoint.")));
+        // The compaction's head GC, WAL checkpoint and segment fsyncs were
+        // timed (Prometheus' head summaries).
+        let stats = &db.head().stats;
+        assert!(stats.gc_duration.snapshot().count >= 1);
+        assert!(stats.wal_truncate_duration.snapshot().count >= 1);
+        assert!(stats.wal_fsync_duration.snapshot().count >= 1);
+        assert!(stats.wal_fsync_duration.snapshot().quantiles[0].1 >= 0.0);
         db.close().unwrap();
     }
     // Normal restart, then a full WAL replay (no head chunks).

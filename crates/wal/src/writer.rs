@@ -25,6 +25,10 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ferrite_model::selfmetrics::summary::Summary;
 
 use crate::codec::RecordCompressor;
 use crate::error::WalError;
@@ -108,6 +112,9 @@ pub struct WalWriter {
     own: Option<PreparedRecords>,
     /// Set when a failed write could not be rolled back.
     poisoned: bool,
+    /// Where each fsync's duration goes (Prometheus'
+    /// `prometheus_tsdb_wal_fsync_duration_seconds`), if anywhere.
+    fsync_duration: Option<Arc<Summary>>,
 }
 
 impl WalWriter {
@@ -135,6 +142,7 @@ impl WalWriter {
             written,
             pending: Vec::new(),
             poisoned: false,
+            fsync_duration: None,
         })
     }
 
@@ -182,7 +190,22 @@ impl WalWriter {
     fn finish_batch(&mut self) -> Result<(), WalError> {
         self.write_pending()?;
         if self.opts.fsync_on_flush {
-            self.file.sync_data()?;
+            self.fsync()?;
+        }
+        Ok(())
+    }
+
+    /// Sends each fsync's duration to `summary` from now on.
+    pub fn observe_fsyncs(&mut self, summary: Arc<Summary>) {
+        self.fsync_duration = Some(summary);
+    }
+
+    /// fsyncs the active segment's data, timed.
+    fn fsync(&self) -> Result<(), WalError> {
+        let started = Instant::now();
+        self.file.sync_data()?;
+        if let Some(s) = &self.fsync_duration {
+            s.observe(started.elapsed().as_secs_f64());
         }
         Ok(())
     }
@@ -274,8 +297,7 @@ impl WalWriter {
 
     /// fsyncs the active segment.
     pub fn sync(&mut self) -> Result<(), WalError> {
-        self.file.sync_data()?;
-        Ok(())
+        self.fsync()
     }
 
     /// Pads the last page (if it holds data), fsyncs and closes the segment.
@@ -289,7 +311,11 @@ impl WalWriter {
                 return Err(e);
             }
         }
+        let started = Instant::now();
         self.file.sync_all()?;
+        if let Some(s) = &self.fsync_duration {
+            s.observe(started.elapsed().as_secs_f64());
+        }
         Ok(())
     }
 
@@ -313,7 +339,7 @@ impl WalWriter {
             self.pad_page();
         }
         self.write_pending()?;
-        self.file.sync_data()?;
+        self.fsync()?;
         self.file = file;
         self.segment = next;
         self.written = written;

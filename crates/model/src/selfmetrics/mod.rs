@@ -61,6 +61,18 @@ pub(crate) fn label_pairs(
     out
 }
 
+/// A family of one unlabelled summary (`name`, `name_sum`, `name_count`).
+pub fn summary_family(name: &'static str, help: &'static str, summary: &Summary) -> Family {
+    let mut samples = Vec::new();
+    summary.samples(name, &[], &mut samples);
+    Family {
+        name,
+        kind: "summary",
+        help,
+        samples,
+    }
+}
+
 /// What a [`TimingVec`] is called and how it is kept: a summary, a
 /// histogram or both, under one help text and the same labels.
 #[derive(Debug, Clone, Copy)]

@@ -36,6 +36,7 @@ use crate::error::HeadError;
 use crate::head_chunks::{ChunkDiskMapper, HeadChunksOptions};
 use crate::postings::MemPostings;
 use crate::symbols::{SymbolId, SymbolTable};
+use ferrite_model::selfmetrics::summary::{Summary, THREE_QUANTILES};
 use ferrite_model::{Label, Labels};
 
 /// Default chunk range / block duration: 2 hours.
@@ -84,8 +85,8 @@ impl Default for HeadOptions {
     }
 }
 
-/// Counters of the head, named after Prometheus' metrics.
-#[derive(Default, Debug)]
+/// Counters and timings of the head, named after Prometheus' metrics.
+#[derive(Debug)]
 pub struct HeadStats {
     pub samples_appended: AtomicU64,
     pub series_created: AtomicU64,
@@ -98,6 +99,33 @@ pub struct HeadStats {
     pub out_of_order_samples_appended: AtomicU64,
     /// Out-of-order samples whose WBL write failed (lost on a restart).
     pub wbl_write_failures: AtomicU64,
+    /// How long the WAL's fsyncs took
+    /// (`prometheus_tsdb_wal_fsync_duration_seconds`).
+    pub wal_fsync_duration: Arc<Summary>,
+    /// How long garbage collection of the head took
+    /// (`prometheus_tsdb_head_gc_duration_seconds`: no quantiles).
+    pub gc_duration: Summary,
+    /// How long WAL truncations (checkpoint and segment deletion) took
+    /// (`prometheus_tsdb_wal_truncate_duration_seconds`: no quantiles).
+    pub wal_truncate_duration: Summary,
+}
+
+impl Default for HeadStats {
+    fn default() -> Self {
+        HeadStats {
+            samples_appended: AtomicU64::new(0),
+            series_created: AtomicU64::new(0),
+            out_of_order_samples: AtomicU64::new(0),
+            out_of_bounds_samples: AtomicU64::new(0),
+            duplicate_samples: AtomicU64::new(0),
+            too_old_samples: AtomicU64::new(0),
+            out_of_order_samples_appended: AtomicU64::new(0),
+            wbl_write_failures: AtomicU64::new(0),
+            wal_fsync_duration: Arc::new(Summary::new(THREE_QUANTILES)),
+            gc_duration: Summary::new(&[]),
+            wal_truncate_duration: Summary::new(&[]),
+        }
+    }
 }
 
 /// The head block.
@@ -174,7 +202,9 @@ impl Head {
     /// Opens a WAL writer in `wal_dir` (a new segment after the existing ones).
     pub(crate) fn attach_wal(&self, wal_dir: &Path) -> Result<(), HeadError> {
         if let Some(o) = &self.opts.wal {
-            *self.wal.lock() = Some(WalWriter::open(wal_dir, o.clone())?);
+            let mut w = WalWriter::open(wal_dir, o.clone())?;
+            w.observe_fsyncs(self.stats.wal_fsync_duration.clone());
+            *self.wal.lock() = Some(w);
         }
         Ok(())
     }

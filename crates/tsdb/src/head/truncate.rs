@@ -9,6 +9,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ferrite_wal::checkpoint::{delete_checkpoints, write_checkpoint};
 use ferrite_wal::list_segments;
@@ -30,6 +31,16 @@ impl Head {
     /// an appender is using them) and deletes head chunk files nothing
     /// refers to any more. Samples before `mint` are refused from now on.
     pub fn truncate_memory(&self, mint: i64) -> Result<TruncateStats, HeadError> {
+        let started = Instant::now();
+        let result = self.collect_garbage(mint);
+        self.stats
+            .gc_duration
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+
+    /// [`Head::truncate_memory`]'s work (Prometheus' head GC).
+    fn collect_garbage(&self, mint: i64) -> Result<TruncateStats, HeadError> {
         self.min_valid_time.fetch_max(mint, Ordering::AcqRel);
         let refs: Vec<u64> = self.postings.read().all().to_vec();
         let mut removed = Vec::new();
@@ -116,7 +127,10 @@ impl Head {
     /// still in the head and samples at or after `mint`) and deletes them, as
     /// Prometheus' head does after a compaction. The writer moves to a new
     /// segment first, so the checkpoint never covers the active one.
+    /// A truncation that checkpointed is timed
+    /// (`prometheus_tsdb_wal_truncate_duration_seconds`).
     pub fn truncate_wal(&self, mint: i64) -> Result<(), HeadError> {
+        let started = Instant::now();
         let mut wal = self.wal.lock();
         let Some(w) = wal.as_mut() else {
             return Ok(());
@@ -156,6 +170,9 @@ impl Head {
             samples = stats.kept_samples(),
             "WAL checkpoint written"
         );
+        self.stats
+            .wal_truncate_duration
+            .observe(started.elapsed().as_secs_f64());
         Ok(())
     }
 }
