@@ -112,7 +112,9 @@ impl DiscoveryMetrics {
     }
 
     /// The configs manager `name` runs now: others are forgotten, new
-    /// ones start at zero targets.
+    /// ones start at zero targets. The refresh failure and duration series
+    /// of a config no manager runs any more go too, as in Prometheus (the
+    /// duration histogram, by mechanism only, stays).
     pub fn set_configs(&self, name: &'static str, configs: &[&str]) {
         let now = now_seconds();
         let mut inner = self.lock();
@@ -121,6 +123,19 @@ impl DiscoveryMetrics {
         for c in configs {
             m.configs.entry((*c).to_string()).or_insert((0, now));
         }
+        let Inner {
+            managers,
+            refresh_failures,
+            ..
+        } = &mut *inner;
+        let running = |config: &str| managers.values().any(|m| m.configs.contains_key(config));
+        refresh_failures.retain(|(config, mechanism), _| {
+            let keep = running(config);
+            if !keep {
+                self.refresh_duration.remove(&[config, mechanism]);
+            }
+            keep
+        });
     }
 
     /// Config `config` of manager `name` has `targets` targets now, after
@@ -381,8 +396,21 @@ mod tests {
             get("prometheus_sd_file_mtime_seconds").samples[0].value,
             12.0
         );
-        // Forgotten configs go away.
+        // Forgotten configs go away, their refresh series with them.
+        assert!(f
+            .iter()
+            .any(|f| f.name == "prometheus_sd_refresh_duration_seconds"));
         m.set_configs("scrape", &["files"]);
+        let after = m.families();
+        for gone in [
+            "prometheus_sd_refresh_failures_total",
+            "prometheus_sd_refresh_duration_seconds",
+        ] {
+            assert!(after.iter().all(|f| f.name != gone), "{gone}");
+        }
+        assert!(after
+            .iter()
+            .any(|f| f.name == "prometheus_sd_refresh_duration_histogram_seconds"));
         assert_eq!(
             m.families()
                 .iter()
