@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use super::{label_pairs, Sample};
+use super::{label_pairs, push_sum_and_count, Sample};
 
 /// The bounds of Prometheus' duration histograms that come with a
 /// summary (`*_histogram_seconds`): 10 ms, 100 ms, 1 s, 10 s.
@@ -69,16 +69,7 @@ impl Histogram {
             labels: label_pairs(labels, Some(("le", f64::INFINITY))),
             value: state.count as f64,
         });
-        out.push(Sample {
-            name: format!("{name}_sum"),
-            labels: labels.to_vec(),
-            value: state.sum,
-        });
-        out.push(Sample {
-            name: format!("{name}_count"),
-            labels: labels.to_vec(),
-            value: state.count as f64,
-        });
+        push_sum_and_count(name, labels, state.sum, state.count, out);
     }
 }
 

@@ -73,6 +73,27 @@ pub fn summary_family(name: &'static str, help: &'static str, summary: &Summary)
     }
 }
 
+/// Appends `name_sum` and `name_count`, the last two samples of a summary
+/// or a histogram.
+pub(crate) fn push_sum_and_count(
+    name: &str,
+    labels: &[(&'static str, String)],
+    sum: f64,
+    count: u64,
+    out: &mut Vec<Sample>,
+) {
+    out.push(Sample {
+        name: format!("{name}_sum"),
+        labels: labels.to_vec(),
+        value: sum,
+    });
+    out.push(Sample {
+        name: format!("{name}_count"),
+        labels: labels.to_vec(),
+        value: count as f64,
+    });
+}
+
 /// What a [`TimingVec`] is called and how it is kept: a summary, a
 /// histogram or both, under one help text and the same labels.
 #[derive(Debug, Clone, Copy)]

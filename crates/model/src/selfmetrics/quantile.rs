@@ -186,28 +186,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const OBJECTIVES: &[Objective] = &[
-        Objective {
-            quantile: 0.01,
-            error: 0.001,
-        },
-        Objective {
-            quantile: 0.05,
-            error: 0.005,
-        },
-        Objective {
-            quantile: 0.5,
-            error: 0.05,
-        },
-        Objective {
-            quantile: 0.9,
-            error: 0.01,
-        },
-        Objective {
-            quantile: 0.99,
-            error: 0.001,
-        },
-    ];
+    /// Prometheus' widest objectives, the ones a sketch is tested with.
+    const OBJECTIVES: &[Objective] = crate::selfmetrics::summary::FIVE_QUANTILES;
 
     /// Whether `value`'s rank range in `sorted` comes within `error` of
     /// quantile `q`, with two observations of slack: the rank asked for

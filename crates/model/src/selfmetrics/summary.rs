@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::quantile::{Objective, QuantileSketch};
-use super::{label_pairs, Sample};
+use super::{label_pairs, push_sum_and_count, Sample};
 
 /// How far back quantiles look at most.
 pub const MAX_AGE: Duration = Duration::from_secs(600);
@@ -190,16 +190,7 @@ impl Summary {
                 value,
             });
         }
-        out.push(Sample {
-            name: format!("{name}_sum"),
-            labels: labels.to_vec(),
-            value: snapshot.sum,
-        });
-        out.push(Sample {
-            name: format!("{name}_count"),
-            labels: labels.to_vec(),
-            value: snapshot.count as f64,
-        });
+        push_sum_and_count(name, labels, snapshot.sum, snapshot.count, out);
     }
 }
 
