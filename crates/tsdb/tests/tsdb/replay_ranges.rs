@@ -2,9 +2,7 @@
 //! an open must load exactly what a one-range-per-segment replay loads, and
 //! find the same first corruption, on intact and on damaged WALs.
 
-mod common;
-
-use common::{contents, Contents};
+use crate::common::{contents, Contents};
 use std::fs;
 use std::path::Path;
 

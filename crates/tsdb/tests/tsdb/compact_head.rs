@@ -2,9 +2,7 @@
 //! truncated, and queries, restarts and full replays see exactly the same
 //! samples before and after.
 
-mod common;
-
-use common::{contents, contents_from, fill_every_minute};
+use crate::common::{contents, contents_from, fill_every_minute};
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;

@@ -1,9 +1,7 @@
 //! The server's compaction loop end to end: head blocks merged level by
 //! level (2 h -> 6 h -> 18 h), retention deleting whole blocks.
 
-mod common;
-
-use common::contents;
+use crate::common::contents;
 use ferrite_model::Labels;
 use ferrite_tsdb::{Db, DbOptions};
 

@@ -2,9 +2,7 @@
 //! queries at once and after a restart; cleaning tombstones rewrites the
 //! blocks without the deleted samples.
 
-mod common;
-
-use common::{contents, fill_every_minute, Contents};
+use crate::common::{contents, fill_every_minute, Contents};
 use ferrite_model::{MatchType, Matcher};
 use ferrite_tsdb::{Db, DbOptions};
 
