@@ -66,6 +66,12 @@ pub fn format_duration_ns(ns: i64) -> String {
     out
 }
 
+/// [`format_duration_ns`] of a [`std::time::Duration`] (`15s`, `1m0s`;
+/// saturating past `i64::MAX` nanoseconds, as no Go duration goes further).
+pub fn format_duration(d: std::time::Duration) -> String {
+    format_duration_ns(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

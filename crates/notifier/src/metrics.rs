@@ -19,15 +19,20 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use ferrite_model::selfmetrics::summary::THREE_QUANTILES;
-use ferrite_model::selfmetrics::{TimingDef, TimingVec};
+use ferrite_model::selfmetrics::{Desc, TimingDef, TimingVec};
 
 pub use ferrite_model::selfmetrics::{Family, Sample};
 
 /// The send latency, a summary and a histogram per Alertmanager.
 const LATENCY: TimingDef = TimingDef {
-    summary: Some("prometheus_notifications_latency_seconds"),
-    histogram: Some("prometheus_notifications_latency_histogram_seconds"),
-    help: "Latency quantiles for sending alert notifications.",
+    summary: Some(Desc {
+        name: "prometheus_notifications_latency_seconds",
+        help: "Latency quantiles for sending alert notifications.",
+    }),
+    histogram: Some(Desc {
+        name: "prometheus_notifications_latency_histogram_seconds",
+        help: "Latency histogram for sending alert notifications.",
+    }),
     labels: &["alertmanager"],
     objectives: THREE_QUANTILES,
 };

@@ -11,22 +11,32 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use ferrite_model::selfmetrics::summary::{FIVE_QUANTILES, THREE_QUANTILES};
-use ferrite_model::selfmetrics::{TimingDef, TimingVec};
+use ferrite_model::selfmetrics::{Desc, TimingDef, TimingVec};
 
 /// How long each rule's evaluation took, all groups together.
 pub static EVALUATION_DURATION: TimingVec = TimingVec::new(TimingDef {
-    summary: Some("prometheus_rule_evaluation_duration_seconds"),
-    histogram: Some("prometheus_rule_evaluation_duration_histogram_seconds"),
-    help: "The duration for a rule to execute.",
+    summary: Some(Desc {
+        name: "prometheus_rule_evaluation_duration_seconds",
+        help: "The duration for a rule to execute.",
+    }),
+    histogram: Some(Desc {
+        name: "prometheus_rule_evaluation_duration_histogram_seconds",
+        help: "The duration for a rule to execute.",
+    }),
     labels: &[],
     objectives: THREE_QUANTILES,
 });
 
 /// How long each group's iteration took, all groups together.
 pub static GROUP_DURATION: TimingVec = TimingVec::new(TimingDef {
-    summary: Some("prometheus_rule_group_duration_seconds"),
-    histogram: Some("prometheus_rule_group_duration_histogram_seconds"),
-    help: "The duration of rule group evaluations.",
+    summary: Some(Desc {
+        name: "prometheus_rule_group_duration_seconds",
+        help: "The duration of rule group evaluations.",
+    }),
+    histogram: Some(Desc {
+        name: "prometheus_rule_group_duration_histogram_seconds",
+        help: "The duration of rule group evaluations.",
+    }),
     labels: &[],
     objectives: FIVE_QUANTILES,
 });

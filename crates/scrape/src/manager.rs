@@ -104,7 +104,7 @@ impl ScrapeManager {
             if let Some(mut pool) = pools.remove(&name) {
                 info!(job = %name, "stopping the scrape pool of a removed job");
                 stopped.extend(pool.stop_all(StopReason::TargetGone));
-                self.metrics.sync_length.remove(&[&name]);
+                self.metrics.timings.sync_length.remove(&[&name]);
             }
         }
         self.restart_discovery(cfg, &ctx);

@@ -10,37 +10,49 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use ferrite_model::selfmetrics::histogram::Histogram;
 use ferrite_model::selfmetrics::summary::FIVE_QUANTILES;
-use ferrite_model::selfmetrics::{Family, TimingDef, TimingVec};
+use ferrite_model::selfmetrics::{Desc, Family, TimingDef, TimingVec};
 
 /// `prometheus_target_interval_length_seconds`, by the loop's interval.
 const INTERVAL_LENGTH: TimingDef = TimingDef {
-    summary: Some("prometheus_target_interval_length_seconds"),
-    histogram: Some("prometheus_target_interval_length_histogram_seconds"),
-    help: "Actual intervals between scrapes.",
+    summary: Some(Desc {
+        name: "prometheus_target_interval_length_seconds",
+        help: "Actual intervals between scrapes.",
+    }),
+    histogram: Some(Desc {
+        name: "prometheus_target_interval_length_histogram_seconds",
+        help: "Actual intervals between scrapes.",
+    }),
     labels: &["interval"],
     objectives: FIVE_QUANTILES,
 };
 
 /// `prometheus_target_sync_length_seconds`, by job.
 const SYNC_LENGTH: TimingDef = TimingDef {
-    summary: Some("prometheus_target_sync_length_seconds"),
-    histogram: Some("prometheus_target_sync_length_histogram_seconds"),
-    help: "Actual interval to sync the scrape pool.",
+    summary: Some(Desc {
+        name: "prometheus_target_sync_length_seconds",
+        help: "Actual interval to sync the scrape pool.",
+    }),
+    histogram: Some(Desc {
+        name: "prometheus_target_sync_length_histogram_seconds",
+        help: "Actual interval to sync the scrape pool.",
+    }),
     labels: &["scrape_job"],
     objectives: FIVE_QUANTILES,
 };
 
 /// `prometheus_target_reload_length_seconds`, by the job's interval.
 const RELOAD_LENGTH: TimingDef = TimingDef {
-    summary: Some("prometheus_target_reload_length_seconds"),
+    summary: Some(Desc {
+        name: "prometheus_target_reload_length_seconds",
+        help: "Actual interval to reload the scrape pool with a given configuration.",
+    }),
     histogram: None,
-    help: "Actual interval to reload the scrape pool with a given configuration.",
     labels: &["interval"],
     objectives: FIVE_QUANTILES,
 };
 
 /// The counters and timings every pool and loop adds to.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ScrapeMetrics {
     /// `prometheus_target_scrape_pools_total`
     pub pools_created: AtomicU64,
@@ -69,6 +81,13 @@ pub struct ScrapeMetrics {
     pub pool_reloads_failed: AtomicU64,
     /// `prometheus_target_scrapes_cache_flush_forced_total`
     pub cache_flush_forced: AtomicU64,
+    /// The timings.
+    pub timings: ScrapeTimings,
+}
+
+/// Scraping's summaries and histograms.
+#[derive(Debug)]
+pub struct ScrapeTimings {
     /// The time from one scrape's start to the next one's, by interval.
     pub interval_length: TimingVec,
     /// How long a pool's sync took, by job.
@@ -81,22 +100,9 @@ pub struct ScrapeMetrics {
     pub scrape_duration: Histogram,
 }
 
-impl Default for ScrapeMetrics {
+impl Default for ScrapeTimings {
     fn default() -> Self {
-        ScrapeMetrics {
-            pools_created: AtomicU64::new(0),
-            pools_failed: AtomicU64::new(0),
-            pool_reloads: AtomicU64::new(0),
-            exceeded_target_limit: AtomicU64::new(0),
-            exceeded_body_size_limit: AtomicU64::new(0),
-            exceeded_sample_limit: AtomicU64::new(0),
-            sample_duplicate: AtomicU64::new(0),
-            sample_out_of_order: AtomicU64::new(0),
-            sample_out_of_bounds: AtomicU64::new(0),
-            exceeded_label_limits: AtomicU64::new(0),
-            exceeded_bucket_limit: AtomicU64::new(0),
-            pool_reloads_failed: AtomicU64::new(0),
-            cache_flush_forced: AtomicU64::new(0),
+        ScrapeTimings {
             interval_length: TimingVec::new(INTERVAL_LENGTH),
             sync_length: TimingVec::new(SYNC_LENGTH),
             reload_length: TimingVec::new(RELOAD_LENGTH),
@@ -146,11 +152,12 @@ impl ScrapeMetrics {
     }
 
     /// The timing families (summaries and histograms), in name order.
-    pub fn timings(&self) -> Vec<Family> {
-        let mut out = self.interval_length.families();
-        out.extend(self.reload_length.families());
+    pub fn timing_families(&self) -> Vec<Family> {
+        let t = &self.timings;
+        let mut out = t.interval_length.families();
+        out.extend(t.reload_length.families());
         let mut samples = Vec::new();
-        self.scrape_duration.samples(
+        t.scrape_duration.samples(
             "prometheus_target_scrape_duration_seconds",
             &[],
             &mut samples,
@@ -161,7 +168,7 @@ impl ScrapeMetrics {
             help: "Total duration of the scrape from start to commit completion in seconds.",
             samples,
         });
-        out.extend(self.sync_length.families());
+        out.extend(t.sync_length.families());
         out.sort_by_key(|f| f.name);
         out
     }

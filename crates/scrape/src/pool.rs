@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use ferrite_config::{ScrapeConfig, TargetGroup};
+use ferrite_model::gotime::format_duration;
 use ferrite_model::units::parse_duration_ms;
 use ferrite_model::Labels;
 use tokio::sync::watch;
@@ -26,7 +27,7 @@ use crate::format::{accept_header, protocol_media_type};
 use crate::metadata::SharedMetadata;
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{first_scrape_at, target_hash};
-use crate::scrape_loop::{go_duration, LoopSettings, ScrapeLoop, StopReason, TargetStatus};
+use crate::scrape_loop::{LoopSettings, ScrapeLoop, StopReason, TargetStatus};
 use crate::storage::ScrapeStorage;
 use crate::target::{
     discovered_labels, finish_labels, ADDRESS_LABEL, SCRAPE_INTERVAL_LABEL, SCRAPE_TIMEOUT_LABEL,
@@ -160,6 +161,7 @@ impl ScrapePool {
         self.apply_target_limit(ctx);
         self.syncs += 1;
         ctx.metrics
+            .timings
             .sync_length
             .observe(&[&self.config.job_name], started.elapsed().as_secs_f64());
         stopping
@@ -204,9 +206,10 @@ impl ScrapePool {
         self.apply_target_limit(ctx);
         let interval =
             Duration::from_millis(u64::try_from(self.config.scrape_interval_ms).unwrap_or(0));
-        ctx.metrics
-            .reload_length
-            .observe(&[&go_duration(interval)], started.elapsed().as_secs_f64());
+        ctx.metrics.timings.reload_length.observe(
+            &[&format_duration(interval)],
+            started.elapsed().as_secs_f64(),
+        );
         stopping
     }
 

@@ -19,6 +19,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ferrite_model::gotime::format_duration;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
@@ -148,7 +149,11 @@ impl ScrapeLoop {
         ticker.tick().await; // The first tick is now.
         let mut aligned = self.first_scrape;
         let mut scraped_once = false;
-        let interval_length = self.metrics.interval_length.with(&[&go_duration(interval)]);
+        let interval_length = self
+            .metrics
+            .timings
+            .interval_length
+            .with(&[&format_duration(interval)]);
         let mut last_start: Option<Instant> = None;
         loop {
             if *stop.borrow() != StopReason::Running {
@@ -395,16 +400,11 @@ fn append_scrape(
     }
     if s.extra_metrics {
         metrics
+            .timings
             .scrape_duration
             .observe(start.elapsed().as_secs_f64());
     }
     ScrapeOutcome { error }
-}
-
-/// An interval as Go's `time.Duration.String()` writes it (`15s`,
-/// `1m0s`), the `interval` label of Prometheus' scrape timings.
-pub fn go_duration(d: Duration) -> String {
-    ferrite_model::gotime::format_duration_ns(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Adds a scrape's skipped samples to the counters.

@@ -83,69 +83,62 @@ fn scrape_metrics(e: &mut Exposition, s: &AppState, pools: &[PoolSnapshot]) {
     for c in s.scrape.metrics().counters() {
         e.single(c.name, "counter", c.help, c.value as f64);
     }
-    write_families(&mut e.out, &s.scrape.metrics().timings());
+    write_families(&mut e.out, &s.scrape.metrics().timing_families());
     if pools.is_empty() {
         return;
     }
-    let per_pool = |e: &mut Exposition, name, kind, help, value: &dyn Fn(&PoolSnapshot) -> f64| {
+    // Each pool's metadata cache: (families, bytes) over its targets.
+    let cache_sizes: Vec<(usize, usize)> = pools
+        .iter()
+        .map(|p| {
+            p.active.iter().fold((0, 0), |(entries, bytes), t| {
+                let metadata = t.metadata.lock().unwrap_or_else(|p| p.into_inner());
+                let (n, b) = metadata.cache_size();
+                (entries + n, bytes + b)
+            })
+        })
+        .collect();
+    let mut per_pool = |name, kind, help, values: &mut dyn Iterator<Item = f64>| {
         e.family(name, kind, help);
-        for p in pools {
-            e.sample(name, &[("scrape_job", &p.job)], value(p));
+        for (p, v) in pools.iter().zip(values) {
+            e.sample(name, &[("scrape_job", &p.job)], v);
         }
     };
-    // (families, bytes) of a pool's targets' metadata.
-    let cache_size = |p: &PoolSnapshot| {
-        p.active.iter().fold((0, 0), |(entries, bytes), t| {
-            let metadata = t.metadata.lock().unwrap_or_else(|p| p.into_inner());
-            let (n, b) = metadata.cache_size();
-            (entries + n, bytes + b)
-        })
-    };
     per_pool(
-        e,
         "prometheus_target_metadata_cache_bytes",
         "gauge",
         "The number of bytes that are currently used for storing metric metadata in the cache",
-        &|p| cache_size(p).1 as f64,
+        &mut cache_sizes.iter().map(|c| c.1 as f64),
     );
     per_pool(
-        e,
         "prometheus_target_metadata_cache_entries",
         "gauge",
         "Total number of metric metadata entries in the cache",
-        &|p| cache_size(p).0 as f64,
+        &mut cache_sizes.iter().map(|c| c.0 as f64),
     );
     per_pool(
-        e,
         "prometheus_target_scrape_pool_sync_total",
         "counter",
         "Total number of syncs that were executed on a scrape pool.",
-        &|p| p.syncs as f64,
+        &mut pools.iter().map(|p| p.syncs as f64),
     );
-    let name = "prometheus_target_scrape_pool_target_limit";
-    e.family(
-        name,
+    per_pool(
+        "prometheus_target_scrape_pool_target_limit",
         "gauge",
         "Maximum number of targets allowed in this scrape pool.",
+        &mut pools.iter().map(|p| p.target_limit as f64),
     );
-    for p in pools {
-        e.sample(name, &[("scrape_job", &p.job)], p.target_limit as f64);
-    }
-    let name = "prometheus_target_scrape_pool_targets";
-    e.family(
-        name,
+    per_pool(
+        "prometheus_target_scrape_pool_targets",
         "gauge",
         "Current number of targets in this scrape pool.",
+        &mut pools.iter().map(|p| p.active.len() as f64),
     );
-    for p in pools {
-        e.sample(name, &[("scrape_job", &p.job)], p.active.len() as f64);
-    }
     per_pool(
-        e,
         "prometheus_target_sync_failed_total",
         "counter",
         "Total number of target sync failures.",
-        &|p| p.sync_failures as f64,
+        &mut pools.iter().map(|p| p.sync_failures as f64),
     );
 }
 
@@ -257,17 +250,17 @@ pub fn render(
                 summary_family(
                     "prometheus_tsdb_head_gc_duration_seconds",
                     "Runtime of garbage collection in the head block.",
-                    &stats.gc_duration,
+                    &stats.timings.gc_duration,
                 ),
                 summary_family(
                     "prometheus_tsdb_wal_fsync_duration_seconds",
                     "Duration of write log fsync.",
-                    &stats.wal_fsync_duration,
+                    &stats.timings.wal_fsync_duration,
                 ),
                 summary_family(
                     "prometheus_tsdb_wal_truncate_duration_seconds",
                     "Duration of WAL truncation.",
-                    &stats.wal_truncate_duration,
+                    &stats.timings.wal_truncate_duration,
                 ),
             ],
         );

@@ -202,8 +202,14 @@ impl WalWriter {
 
     /// fsyncs the active segment's data, timed.
     fn fsync(&self) -> Result<(), WalError> {
+        self.timed_sync(File::sync_data)
+    }
+
+    /// Runs `sync` (`sync_data` or `sync_all`) on the active segment and
+    /// sends its duration to the fsync summary, if any.
+    fn timed_sync(&self, sync: fn(&File) -> std::io::Result<()>) -> Result<(), WalError> {
         let started = Instant::now();
-        self.file.sync_data()?;
+        sync(&self.file)?;
         if let Some(s) = &self.fsync_duration {
             s.observe(started.elapsed().as_secs_f64());
         }
@@ -311,12 +317,7 @@ impl WalWriter {
                 return Err(e);
             }
         }
-        let started = Instant::now();
-        self.file.sync_all()?;
-        if let Some(s) = &self.fsync_duration {
-            s.observe(started.elapsed().as_secs_f64());
-        }
-        Ok(())
+        self.timed_sync(File::sync_all)
     }
 
     fn check_usable(&self) -> Result<(), WalError> {

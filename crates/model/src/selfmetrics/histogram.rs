@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use super::{label_pairs, push_sum_and_count, Sample};
+use super::{push_sum_and_count, with_number_label, Sample};
 
 /// The bounds of Prometheus' duration histograms that come with a
 /// summary (`*_histogram_seconds`): 10 ms, 100 ms, 1 s, 10 s.
@@ -60,13 +60,13 @@ impl Histogram {
             cumulative += n;
             out.push(Sample {
                 name: bucket.clone(),
-                labels: label_pairs(labels, Some(("le", *bound))),
+                labels: with_number_label(labels, "le", *bound),
                 value: cumulative as f64,
             });
         }
         out.push(Sample {
             name: bucket,
-            labels: label_pairs(labels, Some(("le", f64::INFINITY))),
+            labels: with_number_label(labels, "le", f64::INFINITY),
             value: state.count as f64,
         });
         push_sum_and_count(name, labels, state.sum, state.count, out);
@@ -85,10 +85,7 @@ mod tests {
         }
         let mut out = Vec::new();
         h.samples("d", &[("job", "j".into())], &mut out);
-        let rendered: Vec<String> = out
-            .iter()
-            .map(|s| format!("{}{:?} {}", s.name, s.labels, s.value))
-            .collect();
+        let rendered = super::super::rendered(&out);
         assert_eq!(
             rendered,
             [

@@ -47,17 +47,16 @@ pub struct Family {
     pub samples: Vec<Sample>,
 }
 
-/// `labels` and then, if given, one more label whose value is a number in
-/// Go's formatting (`quantile`, `le`).
-pub(crate) fn label_pairs(
+/// `labels` and then one more, `name`, whose value is a number in Go's
+/// formatting (`quantile`, `le`).
+pub(crate) fn with_number_label(
     labels: &[(&'static str, String)],
-    extra: Option<(&'static str, f64)>,
+    name: &'static str,
+    value: f64,
 ) -> Vec<(&'static str, String)> {
     let mut out = Vec::with_capacity(labels.len() + 1);
     out.extend_from_slice(labels);
-    if let Some((name, value)) = extra {
-        out.push((name, format_f(value)));
-    }
+    out.push((name, format_f(value)));
     out
 }
 
@@ -65,12 +64,7 @@ pub(crate) fn label_pairs(
 pub fn summary_family(name: &'static str, help: &'static str, summary: &Summary) -> Family {
     let mut samples = Vec::new();
     summary.samples(name, &[], &mut samples);
-    Family {
-        name,
-        kind: "summary",
-        help,
-        samples,
-    }
+    Desc { name, help }.family("summary", samples)
 }
 
 /// Appends `name_sum` and `name_count`, the last two samples of a summary
@@ -94,19 +88,47 @@ pub(crate) fn push_sum_and_count(
     });
 }
 
+/// A family's name and Prometheus' help text for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Desc {
+    /// The family's name.
+    pub name: &'static str,
+    /// Its help text.
+    pub help: &'static str,
+}
+
+impl Desc {
+    /// The family of this name and help, of `kind`, with `samples`.
+    fn family(self, kind: &'static str, samples: Vec<Sample>) -> Family {
+        Family {
+            name: self.name,
+            kind,
+            help: self.help,
+            samples,
+        }
+    }
+}
+
+/// Samples as the tests compare them: `name[labels] value`.
+#[cfg(test)]
+pub(crate) fn rendered(samples: &[Sample]) -> Vec<String> {
+    samples
+        .iter()
+        .map(|s| format!("{}{:?} {}", s.name, s.labels, s.value))
+        .collect()
+}
+
 /// What a [`TimingVec`] is called and how it is kept: a summary, a
-/// histogram or both, under one help text and the same labels.
+/// histogram or both, with the same labels.
 #[derive(Debug, Clone, Copy)]
 pub struct TimingDef {
-    /// The summary's name (`prometheus_target_interval_length_seconds`),
-    /// if Prometheus keeps one.
-    pub summary: Option<&'static str>,
-    /// The histogram's name, if Prometheus keeps one beside the summary
+    /// The summary (`prometheus_target_interval_length_seconds`), if
+    /// Prometheus keeps one.
+    pub summary: Option<Desc>,
+    /// The histogram, if Prometheus keeps one
     /// (`prometheus_target_interval_length_histogram_seconds`); its
     /// buckets are [`DURATION_BUCKETS`].
-    pub histogram: Option<&'static str>,
-    /// The help text both share.
-    pub help: &'static str,
+    pub histogram: Option<Desc>,
     /// The label names, in ascending order (none: one unlabelled series).
     pub labels: &'static [&'static str],
     /// The summary's objectives.
@@ -205,33 +227,23 @@ impl TimingVec {
                 .collect()
         };
         let mut out = Vec::with_capacity(2);
-        if let Some(name) = self.def.histogram {
+        if let Some(desc) = self.def.histogram {
             let mut samples = Vec::new();
             for (values, timing) in &series {
                 if let Some(h) = &timing.histogram {
-                    h.samples(name, &labels_of(values), &mut samples);
+                    h.samples(desc.name, &labels_of(values), &mut samples);
                 }
             }
-            out.push(Family {
-                name,
-                kind: "histogram",
-                help: self.def.help,
-                samples,
-            });
+            out.push(desc.family("histogram", samples));
         }
-        if let Some(name) = self.def.summary {
+        if let Some(desc) = self.def.summary {
             let mut samples = Vec::new();
             for (values, timing) in &series {
                 if let Some(s) = &timing.summary {
-                    s.samples(name, &labels_of(values), &mut samples);
+                    s.samples(desc.name, &labels_of(values), &mut samples);
                 }
             }
-            out.push(Family {
-                name,
-                kind: "summary",
-                help: self.def.help,
-                samples,
-            });
+            out.push(desc.family("summary", samples));
         }
         out.sort_by_key(|f| f.name);
         out
@@ -243,9 +255,14 @@ mod tests {
     use super::*;
 
     const INTERVAL: TimingDef = TimingDef {
-        summary: Some("x_interval_seconds"),
-        histogram: Some("x_interval_histogram_seconds"),
-        help: "Intervals.",
+        summary: Some(Desc {
+            name: "x_interval_seconds",
+            help: "Intervals.",
+        }),
+        histogram: Some(Desc {
+            name: "x_interval_histogram_seconds",
+            help: "Intervals.",
+        }),
         labels: &["interval"],
         objectives: summary::FIVE_QUANTILES,
     };
@@ -284,9 +301,11 @@ mod tests {
     #[test]
     fn an_unlabelled_timing_is_always_there() {
         let v = TimingVec::new(TimingDef {
-            summary: Some("gc_seconds"),
+            summary: Some(Desc {
+                name: "gc_seconds",
+                help: "GC.",
+            }),
             histogram: None,
-            help: "GC.",
             labels: &[],
             objectives: &[],
         });

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::quantile::{Objective, QuantileSketch};
-use super::{label_pairs, push_sum_and_count, Sample};
+use super::{push_sum_and_count, with_number_label, Sample};
 
 /// How far back quantiles look at most.
 pub const MAX_AGE: Duration = Duration::from_secs(600);
@@ -24,46 +24,27 @@ const SKETCH_LIFETIME: Duration = Duration::from_secs(600 / AGE_BUCKETS as u64);
 /// Observations buffered before they go into the sketches.
 const PENDING: usize = 500;
 
+/// An objective: `quantile` within `error`.
+const fn objective(quantile: f64, error: f64) -> Objective {
+    Objective { quantile, error }
+}
+
 /// The objectives most of Prometheus' summaries have: 0.5 within 0.05,
 /// 0.9 within 0.01, 0.99 within 0.001.
 pub const THREE_QUANTILES: &[Objective] = &[
-    Objective {
-        quantile: 0.5,
-        error: 0.05,
-    },
-    Objective {
-        quantile: 0.9,
-        error: 0.01,
-    },
-    Objective {
-        quantile: 0.99,
-        error: 0.001,
-    },
+    objective(0.5, 0.05),
+    objective(0.9, 0.01),
+    objective(0.99, 0.001),
 ];
 
 /// The objectives of Prometheus' scrape interval and rule group
 /// summaries: 0.01, 0.05, 0.5, 0.9 and 0.99.
 pub const FIVE_QUANTILES: &[Objective] = &[
-    Objective {
-        quantile: 0.01,
-        error: 0.001,
-    },
-    Objective {
-        quantile: 0.05,
-        error: 0.005,
-    },
-    Objective {
-        quantile: 0.5,
-        error: 0.05,
-    },
-    Objective {
-        quantile: 0.9,
-        error: 0.01,
-    },
-    Objective {
-        quantile: 0.99,
-        error: 0.001,
-    },
+    objective(0.01, 0.001),
+    objective(0.05, 0.005),
+    objective(0.5, 0.05),
+    objective(0.9, 0.01),
+    objective(0.99, 0.001),
 ];
 
 /// A summary; see the module documentation. Shared between threads.
@@ -186,7 +167,7 @@ impl Summary {
         for (q, value) in snapshot.quantiles {
             out.push(Sample {
                 name: name.to_string(),
-                labels: label_pairs(labels, Some(("quantile", q))),
+                labels: with_number_label(labels, "quantile", q),
                 value,
             });
         }
@@ -292,10 +273,7 @@ mod tests {
         s.observe(15.0);
         let mut out = Vec::new();
         s.samples("x_seconds", &[("interval", "15s".into())], &mut out);
-        let rendered: Vec<String> = out
-            .iter()
-            .map(|s| format!("{}{:?} {}", s.name, s.labels, s.value))
-            .collect();
+        let rendered = super::super::rendered(&out);
         assert_eq!(
             rendered,
             [

@@ -20,13 +20,15 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::SystemTime;
 
 use ferrite_model::selfmetrics::summary::THREE_QUANTILES;
-use ferrite_model::selfmetrics::{Family, Sample, TimingDef, TimingVec};
+use ferrite_model::selfmetrics::{Desc, Family, Sample, TimingDef, TimingVec};
 
 /// `prometheus_sd_refresh_duration_seconds`, by config and mechanism.
 const REFRESH_DURATION: TimingDef = TimingDef {
-    summary: Some("prometheus_sd_refresh_duration_seconds"),
+    summary: Some(Desc {
+        name: "prometheus_sd_refresh_duration_seconds",
+        help: "The duration of a refresh in seconds for the given SD mechanism.",
+    }),
     histogram: None,
-    help: "The duration of a refresh in seconds for the given SD mechanism.",
     labels: &["config", "mechanism"],
     objectives: THREE_QUANTILES,
 };
@@ -35,17 +37,21 @@ const REFRESH_DURATION: TimingDef = TimingDef {
 /// (as in Prometheus).
 const REFRESH_DURATION_HISTOGRAM: TimingDef = TimingDef {
     summary: None,
-    histogram: Some("prometheus_sd_refresh_duration_histogram_seconds"),
-    help: "The duration of a refresh for the given SD mechanism.",
+    histogram: Some(Desc {
+        name: "prometheus_sd_refresh_duration_histogram_seconds",
+        help: "The duration of a refresh for the given SD mechanism.",
+    }),
     labels: &["mechanism"],
     objectives: &[],
 };
 
 /// `prometheus_sd_file_scan_duration_seconds`.
 const FILE_SCAN_DURATION: TimingDef = TimingDef {
-    summary: Some("prometheus_sd_file_scan_duration_seconds"),
+    summary: Some(Desc {
+        name: "prometheus_sd_file_scan_duration_seconds",
+        help: "The duration of the File-SD scan in seconds.",
+    }),
     histogram: None,
-    help: "The duration of the File-SD scan in seconds.",
     labels: &[],
     objectives: THREE_QUANTILES,
 };
@@ -67,29 +73,30 @@ struct Inner {
 }
 
 /// Discovery's metrics; see the module documentation.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct DiscoveryMetrics {
     dns_lookups: AtomicU64,
     dns_lookup_failures: AtomicU64,
     http_failures: AtomicU64,
     file_read_errors: AtomicU64,
-    refresh_duration: TimingVec,
-    refresh_duration_histogram: TimingVec,
-    file_scan_duration: TimingVec,
+    timings: Timings,
     inner: Mutex<Inner>,
 }
 
-impl Default for DiscoveryMetrics {
+/// The refresh and scan durations.
+#[derive(Debug)]
+struct Timings {
+    refresh_duration: TimingVec,
+    refresh_duration_histogram: TimingVec,
+    file_scan_duration: TimingVec,
+}
+
+impl Default for Timings {
     fn default() -> Self {
-        DiscoveryMetrics {
-            dns_lookups: AtomicU64::new(0),
-            dns_lookup_failures: AtomicU64::new(0),
-            http_failures: AtomicU64::new(0),
-            file_read_errors: AtomicU64::new(0),
+        Timings {
             refresh_duration: TimingVec::new(REFRESH_DURATION),
             refresh_duration_histogram: TimingVec::new(REFRESH_DURATION_HISTOGRAM),
             file_scan_duration: TimingVec::new(FILE_SCAN_DURATION),
-            inner: Mutex::new(Inner::default()),
         }
     }
 }
@@ -132,7 +139,7 @@ impl DiscoveryMetrics {
         refresh_failures.retain(|(config, mechanism), _| {
             let keep = running(config);
             if !keep {
-                self.refresh_duration.remove(&[config, mechanism]);
+                self.timings.refresh_duration.remove(&[config, mechanism]);
             }
             keep
         });
@@ -167,8 +174,11 @@ impl DiscoveryMetrics {
     /// A refresh of `config` by `mechanism` (`dns`, `http`) ran for
     /// `seconds`; its failure counter appears at zero with the first.
     pub fn refreshed(&self, config: &str, mechanism: &'static str, failed: bool, seconds: f64) {
-        self.refresh_duration.observe(&[config, mechanism], seconds);
-        self.refresh_duration_histogram
+        self.timings
+            .refresh_duration
+            .observe(&[config, mechanism], seconds);
+        self.timings
+            .refresh_duration_histogram
             .observe(&[mechanism], seconds);
         let mut inner = self.lock();
         let n = inner
@@ -182,7 +192,7 @@ impl DiscoveryMetrics {
 
     /// The discovery files were scanned, in `seconds`.
     pub fn file_scanned(&self, seconds: f64) {
-        self.file_scan_duration.observe(&[], seconds);
+        self.timings.file_scan_duration.observe(&[], seconds);
     }
 
     /// A discovery file was read; `mtime` in Unix seconds.
@@ -346,9 +356,9 @@ impl DiscoveryMetrics {
             ),
         ]
         .into_iter()
-        .chain(self.refresh_duration.families())
-        .chain(self.refresh_duration_histogram.families())
-        .chain(self.file_scan_duration.families())
+        .chain(self.timings.refresh_duration.families())
+        .chain(self.timings.refresh_duration_histogram.families())
+        .chain(self.timings.file_scan_duration.families())
         .filter(|f| !f.samples.is_empty())
         .collect::<Vec<Family>>();
         families.sort_by_key(|f| f.name);

@@ -86,7 +86,7 @@ impl Default for HeadOptions {
 }
 
 /// Counters and timings of the head, named after Prometheus' metrics.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct HeadStats {
     pub samples_appended: AtomicU64,
     pub series_created: AtomicU64,
@@ -99,6 +99,13 @@ pub struct HeadStats {
     pub out_of_order_samples_appended: AtomicU64,
     /// Out-of-order samples whose WBL write failed (lost on a restart).
     pub wbl_write_failures: AtomicU64,
+    /// The head's and the WAL's timings.
+    pub timings: HeadTimings,
+}
+
+/// Timings of the head and its WAL, named after Prometheus' summaries.
+#[derive(Debug)]
+pub struct HeadTimings {
     /// How long the WAL's fsyncs took
     /// (`prometheus_tsdb_wal_fsync_duration_seconds`).
     pub wal_fsync_duration: Arc<Summary>,
@@ -110,17 +117,9 @@ pub struct HeadStats {
     pub wal_truncate_duration: Summary,
 }
 
-impl Default for HeadStats {
+impl Default for HeadTimings {
     fn default() -> Self {
-        HeadStats {
-            samples_appended: AtomicU64::new(0),
-            series_created: AtomicU64::new(0),
-            out_of_order_samples: AtomicU64::new(0),
-            out_of_bounds_samples: AtomicU64::new(0),
-            duplicate_samples: AtomicU64::new(0),
-            too_old_samples: AtomicU64::new(0),
-            out_of_order_samples_appended: AtomicU64::new(0),
-            wbl_write_failures: AtomicU64::new(0),
+        HeadTimings {
             wal_fsync_duration: Arc::new(Summary::new(THREE_QUANTILES)),
             gc_duration: Summary::new(&[]),
             wal_truncate_duration: Summary::new(&[]),
@@ -203,7 +202,7 @@ impl Head {
     pub(crate) fn attach_wal(&self, wal_dir: &Path) -> Result<(), HeadError> {
         if let Some(o) = &self.opts.wal {
             let mut w = WalWriter::open(wal_dir, o.clone())?;
-            w.observe_fsyncs(self.stats.wal_fsync_duration.clone());
+            w.observe_fsyncs(self.stats.timings.wal_fsync_duration.clone());
             *self.wal.lock() = Some(w);
         }
         Ok(())

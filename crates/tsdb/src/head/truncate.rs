@@ -34,6 +34,7 @@ impl Head {
         let started = Instant::now();
         let result = self.collect_garbage(mint);
         self.stats
+            .timings
             .gc_duration
             .observe(started.elapsed().as_secs_f64());
         result
@@ -171,6 +172,7 @@ impl Head {
             "WAL checkpoint written"
         );
         self.stats
+            .timings
             .wal_truncate_duration
             .observe(started.elapsed().as_secs_f64());
         Ok(())

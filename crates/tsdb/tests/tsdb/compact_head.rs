@@ -101,10 +101,10 @@ fn compaction_keeps_every_sample_across_restarts() {
         // The compaction's head GC, WAL checkpoint and segment fsyncs were
         // timed (Prometheus' head summaries).
         let stats = &db.head().stats;
-        assert!(stats.gc_duration.snapshot().count >= 1);
-        assert!(stats.wal_truncate_duration.snapshot().count >= 1);
-        assert!(stats.wal_fsync_duration.snapshot().count >= 1);
-        assert!(stats.wal_fsync_duration.snapshot().quantiles[0].1 >= 0.0);
+        assert!(stats.timings.gc_duration.snapshot().count >= 1);
+        assert!(stats.timings.wal_truncate_duration.snapshot().count >= 1);
+        assert!(stats.timings.wal_fsync_duration.snapshot().count >= 1);
+        assert!(stats.timings.wal_fsync_duration.snapshot().quantiles[0].1 >= 0.0);
         db.close().unwrap();
     }
     // Normal restart, then a full WAL replay (no head chunks).
