@@ -2,11 +2,11 @@ package interop_test
 
 // Ferrite's protobuf scrape parser (crates/textparse, protobuf) against
 // Prometheus' own (textparse.New for an application/vnd.google.protobuf
-// body: NewProtobufParser, no NHCB conversion, no type and unit labels):
-// the same bodies through `protodump` (Rust, from PROTODUMP_BIN) and
-// `promproto` (Go, built here), each read three times — native histograms
-// ignored, scraped, and scraped with always_scrape_classic_histograms —
-// must give the same entries: HELP, UNIT and TYPE with their bytes, every
+// body: NewProtobufParser, no type and unit labels): the same bodies
+// through `protodump` (Rust, from PROTODUMP_BIN) and `promproto` (Go, built
+// here), each read six times — native histograms ignored, scraped, and
+// scraped with always_scrape_classic_histograms, each without and with
+// convert_classic_histograms_to_nhcb — must give the same entries: HELP, UNIT and TYPE with their bytes, every
 // series' bytes (the scrape cache's key), sorted labels, value bits and
 // timestamp, every native histogram (kind, hint, schema, zero threshold,
 // counts, sum, spans and buckets as the parser compacts them), up to the
@@ -48,6 +48,14 @@ var protoErrors = []string{
 	"invalid label name",
 	"invalid label value",
 	"spans require",
+	// The conversion of classic histograms to NHCB.
+	"count is not cumulative",
+	"count mismatch",
+	"bucket count must be non-negative",
+	"count must be non-negative",
+	"bucket boundary must not be NaN",
+	"invalid float histogram",
+	"invalid histogram",
 }
 
 // protoErrorKind is which of protoErrors an `ERR` line is ("" for another
@@ -149,7 +157,25 @@ func protoHandMade() []ptCase {
 	group := cat(pbRawTag(20, 3), pbVarint(1, 5), pbRawTag(21, 3), pbRawTag(21, 4), pbRawTag(20, 4))
 	unknown := cat(pbVarint(30, 7), pbDouble(31, 1), pbStr(32, "x"),
 		protowire.AppendFixed32(pbTag(33, protowire.Fixed32Type), 5), group)
+	// A classic histogram (field 7 of a Metric): count, sum, buckets.
+	classic := func(count uint64, buckets ...[]byte) []byte {
+		return pbMsg(7, cat(pbVarint(1, count), pbDouble(2, 1.5)), cat(buckets...))
+	}
+	floatBucket := func(upper, count float64) []byte { return pbMsg(3, pbDouble(2, upper), pbDouble(4, count)) }
 	return []ptCase{
+		// Classic histograms converted to NHCB (the nhcb modes).
+		c("nhcb out of order without +Inf", delimited(pbFamily("h", 4, classic(3, pbBucket(2, 2), pbBucket(1, 1)))),
+			"HISTOGRAM h {__name__=h} - H 0 -53 0000000000000000 3 0 3ff8000000000000 0:3 - 1,0,0 - 3ff0000000000000,4000000000000000"),
+		c("nhcb gauge histogram", delimited(pbFamily("g", 5, classic(1))), "HISTOGRAM g {__name__=g} - H 3 -53 "),
+		c("nhcb float counts", delimited(pbFamily("h", 4, pbMsg(7, pbDouble(4, 2.5), floatBucket(1, 0.5)))), "HISTOGRAM h {__name__=h} - F 0 -53 "),
+		c("nhcb not cumulative", delimited(pbFamily("h", 4, classic(2, pbBucket(1, 2), pbBucket(2, 1)))), "ERR count is not cumulative: 1 < 2"),
+		c("nhcb above the next", delimited(pbFamily("h", 4, classic(3, pbBucket(1, 1), pbBucket(3, 2), pbBucket(2, 3)))), "ERR count is not cumulative: 3 > 2"),
+		c("nhcb count mismatch", delimited(pbFamily("h", 4, classic(3, pbBucket(1, 1), pbBucket(math.Inf(1), 2)))), "ERR count mismatch: count=3 != le=+Inf count=2"),
+		c("nhcb negative count", delimited(pbFamily("h", 4, pbMsg(7, pbDouble(4, -1)))), "ERR count must be non-negative: count=-1"),
+		c("nhcb negative bucket", delimited(pbFamily("h", 4, pbMsg(7, pbDouble(4, 1), floatBucket(1, -1)))), "ERR bucket count must be non-negative: le=1, count=-1"),
+		c("nhcb NaN bound", delimited(pbFamily("h", 4, classic(1, pbBucket(math.NaN(), 1)))), "ERR bucket boundary must not be NaN"),
+		c("nhcb below the highest bucket", delimited(pbFamily("h", 4, classic(1, pbBucket(1, 2)))), "ERR invalid histogram: positive side: bucket number 2"),
+		c("nhcb below the highest float bucket", delimited(pbFamily("h", 4, pbMsg(7, pbDouble(4, 1.5), floatBucket(1, 2.5)))), "ERR invalid float histogram: positive side"),
 		// Valid bodies and their quirks.
 		c("empty body", "", ""),
 		c("empty family", delimited(pbStr(1, "a")), ""),
@@ -303,7 +329,7 @@ func TestProtobufMatchesPrometheus(t *testing.T) {
 		if !pc.wantOK(i) {
 			continue
 		}
-		if c.want == "" && pc.prom[i] != "-- classic\n-- native\n-- native+classic\n" {
+		if c.want == "" && pc.prom[i] != "-- classic\n-- native\n-- native+classic\n-- classic nhcb\n-- native nhcb\n-- native+classic nhcb\n" {
 			pc.fail(i, "Prometheus gives entries for a case that should have none")
 		}
 		if pc.prom[i] != pc.fer[i] {
@@ -333,7 +359,7 @@ func TestProtobufMatchesPrometheus(t *testing.T) {
 		t.Errorf("Prometheus accepts only %d of %d generated bodies", acceptedValid, nRandom)
 	}
 	checkLineKinds(t, lines, []string{"HELP", "UNIT", "TYPE", "SERIES", "HISTOGRAM", "ERR"}, 1000, "")
-	t.Logf("%d hand-made and %d random bodies, each read 3 ways; Prometheus accepted %d of %d unmutated; lines %v; random errors: %s",
+	t.Logf("%d hand-made and %d random bodies, each read 6 ways; Prometheus accepted %d of %d unmutated; lines %v; random errors: %s",
 		len(hand), len(random), acceptedValid, nRandom, lines, errorCounts(errs))
 }
 

@@ -1,6 +1,7 @@
 #![no_main]
 //! The protobuf format as a scrape reads it: arbitrary bytes through the
-//! streaming parser, in each of the scrape loop's histogram modes, every
+//! streaming parser, in each of the scrape loop's histogram modes (with
+//! and without the conversion of classic histograms to NHCB), every
 //! series' labels and every native histogram. Must never panic; metadata
 //! names and texts are pieces of the input; a series' bytes hold its
 //! family's name and its labels `__name__`; an error has a message, and
@@ -15,12 +16,14 @@ fuzz_target!(|data: &[u8]| {
         let r = s.as_ptr_range();
         s.is_empty() || (input.start <= r.start && r.end <= input.end)
     };
-    for (ignore, keep) in [(true, false), (false, false), (false, true)] {
+    let modes = [(true, false), (false, false), (false, true)];
+    for ((ignore, keep), convert) in modes.into_iter().flat_map(|m| [(m, false), (m, true)]) {
         let mut p = ProtoParser::new(
             data,
             ProtoOptions {
                 ignore_native_histograms: ignore,
                 keep_classic_histograms: keep,
+                convert_classic_histograms_to_nhcb: convert,
             },
         );
         let mut labels = Vec::new();
@@ -41,7 +44,8 @@ fuzz_target!(|data: &[u8]| {
                     let name = p.family_name();
                     assert!(name.is_empty() || p.series().windows(name.len()).any(|w| w == name));
                     if let ProtoEntry::Histogram { .. } = e {
-                        assert!(!ignore);
+                        // Native, or converted from a classic one.
+                        assert!(!ignore || convert);
                         p.histogram(&mut h, &mut fh);
                     }
                 }

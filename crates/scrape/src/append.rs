@@ -35,21 +35,25 @@
 //! Prometheus' scrape loop writes it (its head then stores the marker of
 //! a histogram series as a histogram; Ferrite's head stores the float).
 //!
+//! With `convert_classic_histograms_to_nhcb`
+//! ([`AppendSettings::convert_classic_histograms_to_nhcb`]), classic
+//! histograms are converted to native histograms with custom buckets as
+//! Prometheus converts them: in the text formats by [`nhcb::TextNhcb`]
+//! between the parser and the loop below (a histogram that cannot be
+//! converted is dropped silently; the per-target fast path for known lines
+//! is off, every series' labels being read), in the protobuf format by its
+//! parser (one that cannot be converted fails the scrape). The classic
+//! series are appended too only with `always_scrape_classic_histograms`.
+//! The converted histogram is one sample, appended as a native histogram.
+//!
 //! Exemplars (OpenMetrics and protobuf) are parsed and checked (a
 //! malformed one fails the scrape with Prometheus' message) but not
-//! stored: Ferrite has no exemplar storage. Converting classic histograms
-//! to native histograms with custom buckets
-//! (`convert_classic_histograms_to_nhcb`) is not supported: with
-//! [`AppendSettings::convert_classic_histograms_to_nhcb`] set, a scrape fails
-//! at the first series Prometheus would convert, rather than store other
-//! series than Prometheus would.
+//! stored: Ferrite has no exemplar storage.
 
 use std::borrow::Cow;
 
 use ferrite_config::relabel::{apply as relabel, RelabelConfig};
 use ferrite_config::ScrapeConfig;
-use ferrite_model::gofloat::parse_go_float;
-use ferrite_model::goquote::quote_bytes;
 use ferrite_model::histogram::{
     is_exponential_schema, EXPONENTIAL_SCHEMA_MAX, EXPONENTIAL_SCHEMA_MAX_RESERVED,
     EXPONENTIAL_SCHEMA_MIN, EXPONENTIAL_SCHEMA_MIN_RESERVED,
@@ -67,7 +71,10 @@ use crate::cache::{LineKey, Lookup, ScrapeCache};
 use crate::format::{select_parser, Format};
 use crate::metadata::{self, TargetMetadata};
 use crate::storage::{AppendFailure, HistogramSample, ScrapeAppender, SeriesHandle};
-use crate::target::{parse_go_bool, ALWAYS_SCRAPE_CLASSIC_LABEL, SCRAPE_NATIVE_LABEL};
+use crate::target::{
+    parse_go_bool, ALWAYS_SCRAPE_CLASSIC_LABEL, CONVERT_NHCB_LABEL, SCRAPE_NATIVE_LABEL,
+};
+use nhcb::TextNhcb;
 
 /// How far ahead of now a sample's timestamp may be (Prometheus'
 /// `maxAheadTime`).
@@ -98,10 +105,12 @@ pub struct AppendSettings {
     pub label_value_length_limit: u64,
     /// The media type of `fallback_scrape_protocol`, if set.
     pub fallback_media_type: Option<&'static str>,
-    /// The job's `convert_classic_histograms_to_nhcb` (false by default).
-    /// Ferrite cannot convert, so a body with a classic histogram
-    /// Prometheus would convert fails to append with
-    /// [`BodyError::Unsupported`].
+    /// The job's `convert_classic_histograms_to_nhcb` (false by default),
+    /// or the target's `__convert_classic_histograms_to_nhcb__`: classic
+    /// histograms are converted to native histograms with custom buckets
+    /// (kept as classic series too with
+    /// [`HistogramSettings::always_scrape_classic`]); see the module
+    /// documentation.
     pub convert_classic_histograms_to_nhcb: bool,
     /// What the job takes of native histograms.
     pub histograms: HistogramSettings,
@@ -152,6 +161,14 @@ impl HistogramSettings {
             max_schema: pick_schema(cfg.native_histogram_min_bucket_factor),
         }
     }
+}
+
+/// A target's `convert_classic_histograms_to_nhcb`: its
+/// `__convert_classic_histograms_to_nhcb__` label where it parses (Prometheus'
+/// `boolLabel`), else its job's.
+pub fn converts_to_nhcb(cfg: &ScrapeConfig, target_labels: &Labels) -> bool {
+    parse_go_bool(target_labels.get(CONVERT_NHCB_LABEL))
+        .unwrap_or(cfg.convert_classic_histograms_to_nhcb)
 }
 
 /// The schema whose bucket growth factor is at least `factor` (Prometheus'
@@ -211,9 +228,6 @@ pub enum BodyError {
     /// The storage refused a sample for a reason that fails the scrape.
     #[error(transparent)]
     Storage(AppendFailure),
-    /// The job asks for something Ferrite cannot do with this body.
-    #[error("{0}")]
-    Unsupported(String),
 }
 
 /// Samples the storage skipped, by reason (for the scrape metrics).
@@ -278,8 +292,17 @@ enum BodyParser<'b> {
 /// ([`BodyParser::proto_key`]).
 enum BodyEntry<'b> {
     Series(TextSeries<'b>),
-    ProtoSeries { value: f64, timestamp: Option<i64> },
-    ProtoHistogram { timestamp: Option<i64> },
+    ProtoSeries {
+        value: f64,
+        timestamp: Option<i64>,
+    },
+    ProtoHistogram {
+        timestamp: Option<i64>,
+    },
+    /// A classic histogram of a text-format body converted to a native
+    /// one ([`nhcb::TextNhcb`]): its histogram and labels are in the
+    /// [`HistogramBufs`].
+    Converted(nhcb::Converted),
     Help(&'b [u8], Cow<'b, [u8]>),
     Type(&'b [u8], MetricType),
     Unit(&'b [u8], &'b [u8]),
@@ -287,7 +310,7 @@ enum BodyEntry<'b> {
 }
 
 impl<'b> BodyParser<'b> {
-    fn new(format: Format, body: &'b [u8], h: &HistogramSettings) -> Self {
+    fn new(format: Format, body: &'b [u8], h: &HistogramSettings, convert_nhcb: bool) -> Self {
         match format {
             Format::PrometheusText => BodyParser::Text(TextParser::new(body)),
             Format::OpenMetrics => BodyParser::OpenMetrics(OmParser::new(body)),
@@ -296,6 +319,7 @@ impl<'b> BodyParser<'b> {
                 ProtoOptions {
                     ignore_native_histograms: !h.scrape_native,
                     keep_classic_histograms: h.always_scrape_classic,
+                    convert_classic_histograms_to_nhcb: convert_nhcb,
                 },
             ))),
         }
@@ -359,20 +383,30 @@ impl<'b> BodyParser<'b> {
 }
 
 /// The buffers a scrape reads its native histograms into (lent to the
-/// storage, which leaves spent ones in their place).
+/// storage, which leaves spent ones in their place), and the labels of
+/// the last histogram converted from a text-format classic one.
 #[derive(Default)]
 struct HistogramBufs {
     int: Histogram,
     float: FloatHistogram,
+    converted_labels: Labels,
 }
 
 impl HistogramBufs {
-    /// The last protobuf histogram of `parser`.
-    fn read(&mut self, parser: &BodyParser<'_>) -> Option<HistogramSample<'_>> {
-        let BodyParser::Proto(p) = parser else {
-            return None;
+    /// The histogram of a sample of `value`: the last protobuf histogram
+    /// of `parser`, or the one converted into these buffers.
+    fn read(&mut self, value: Value, parser: &BodyParser<'_>) -> Option<HistogramSample<'_>> {
+        let kind = match value {
+            Value::Float(_) => return None,
+            Value::Converted(kind) => kind,
+            Value::Histogram => {
+                let BodyParser::Proto(p) = parser else {
+                    return None;
+                };
+                p.histogram(&mut self.int, &mut self.float)
+            }
         };
-        Some(match p.histogram(&mut self.int, &mut self.float) {
+        Some(match kind {
             HistogramKind::Int => HistogramSample::Int(&mut self.int),
             HistogramKind::Float => HistogramSample::Float(&mut self.float),
         })
@@ -414,18 +448,21 @@ fn append_entries(
     }
     let format = select_parser(content_type, b.settings.fallback_media_type)?;
     let mut limit = SampleLimit::new(b.settings.sample_limit, now_ms + MAX_AHEAD_MS);
-    let mut parser = BodyParser::new(format, body, &b.settings.histograms);
+    let hs = &b.settings.histograms;
+    let convert = b.settings.convert_classic_histograms_to_nhcb;
+    let mut parser = BodyParser::new(format, body, hs, convert);
     let mut histograms = HistogramBufs::default();
-    // The last `# TYPE` line, for the NHCB check.
-    let mut last_type: (&[u8], MetricType) = (b"", MetricType::Unknown);
+    // The protobuf parser converts by itself.
+    let mut nhcb =
+        (convert && format != Format::Protobuf).then(|| TextNhcb::new(hs.always_scrape_classic));
     // Locked for the whole body (metadata lines come every few series);
     // released before the cache's end of scrape, which locks it too.
     let metadata = b.cache.metadata.clone();
     let mut metadata = lock(&metadata);
     let iter = b.cache.iter();
     // Lines the target gave before are taken without reading them (the
-    // NHCB check reads every series' labels).
-    let take_known = !b.settings.convert_classic_histograms_to_nhcb;
+    // NHCB conversion reads every series' labels).
+    let take_known = nhcb.is_none();
     loop {
         let mut peeked_metadata = 0;
         if take_known {
@@ -441,17 +478,26 @@ fn append_entries(
                 KnownLine::Unknown => {}
             }
         }
-        let Some(entry) = parser.next_entry()? else {
+        let entry = match &mut nhcb {
+            Some(nhcb) => nhcb.next_entry(&mut parser, &mut histograms)?,
+            None => parser.next_entry()?,
+        };
+        let Some(entry) = entry else {
             break;
         };
         let (key, value, timestamp) = match &entry {
-            BodyEntry::Series(s) => (s.series, Value::Float(s.value), s.timestamp),
-            BodyEntry::ProtoSeries { value, timestamp } => {
-                (parser.proto_key(), Value::Float(*value), *timestamp)
-            }
-            BodyEntry::ProtoHistogram { timestamp } => {
-                (parser.proto_key(), Value::Histogram, *timestamp)
-            }
+            BodyEntry::Series(s) => (LineKey::of(s.series), Value::Float(s.value), s.timestamp),
+            BodyEntry::ProtoSeries { value, timestamp } => (
+                LineKey::of(parser.proto_key()),
+                Value::Float(*value),
+                *timestamp,
+            ),
+            BodyEntry::ProtoHistogram { timestamp } => (
+                LineKey::of(parser.proto_key()),
+                Value::Histogram,
+                *timestamp,
+            ),
+            BodyEntry::Converted(c) => (c.key, Value::Converted(c.kind), c.timestamp),
             // A text-format metadata line comes right after its peek.
             BodyEntry::Help(metric, text) => {
                 metadata.set_help(metric, text, iter, peeked_metadata);
@@ -459,7 +505,6 @@ fn append_entries(
             }
             BodyEntry::Type(metric, kind) => {
                 metadata.set_type(metric, *kind, iter, peeked_metadata);
-                last_type = (metric, *kind);
                 continue;
             }
             BodyEntry::Unit(metric, unit) => {
@@ -468,20 +513,8 @@ fn append_entries(
             }
             BodyEntry::Comment => continue,
         };
-        if b.settings.convert_classic_histograms_to_nhcb {
-            match &parser {
-                BodyParser::Proto(p) if p.is_classic_histogram() => {
-                    return Err(nhcb_unsupported(p.family_name()));
-                }
-                BodyParser::Proto(_) => {}
-                _ if last_type.1 == MetricType::Histogram => {
-                    refuse_nhcb(b, &parser, last_type.0)?;
-                }
-                _ => {}
-            }
-        }
         counts.total += 1;
-        let sample = sample_of(b, LineKey::of(key), value, timestamp, ts);
+        let sample = sample_of(b, key, value, timestamp, ts);
         append_sample(b, &parser, app, &mut limit, sample, counts, &mut histograms)?;
     }
     drop(metadata);
@@ -578,11 +611,13 @@ fn lock(
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A sample's value: a float, or the parser's last native histogram.
+/// A sample's value: a float, the parser's last native histogram, or a
+/// histogram converted into the [`HistogramBufs`].
 #[derive(Clone, Copy)]
 enum Value {
     Float(f64),
     Histogram,
+    Converted(HistogramKind),
 }
 
 /// One series line's sample.
@@ -703,8 +738,8 @@ fn push(
                 Destination::New(labels) => app.append_new(labels, s.t, v).map(Some),
             }
         }
-        Value::Histogram => {
-            let Some(mut h) = histograms.read(parser) else {
+        Value::Histogram | Value::Converted(_) => {
+            let Some(mut h) = histograms.read(s.value, parser) else {
                 return Err(Refused::Storage(AppendFailure::Other(
                     "no histogram to append".into(),
                 )));
@@ -749,7 +784,7 @@ fn append_sample(
             result.map(|_| ())
         }
         Lookup::Unknown(line) => {
-            let Some(labels) = new_series_labels(b, parser)? else {
+            let Some(labels) = new_series_labels(b, parser, s.value, histograms)? else {
                 b.cache.add(line, None, false);
                 return Ok(());
             };
@@ -775,18 +810,24 @@ fn append_sample(
     Ok(())
 }
 
-/// The labels of a line the cache does not know: parsed, given the
-/// target's labels and `metric_relabel_configs`, and checked. `None` if
-/// relabeling dropped it.
+/// The labels of a line the cache does not know: parsed (a converted
+/// histogram's are in `histograms`), given the target's labels and
+/// `metric_relabel_configs`, and checked. `None` if relabeling dropped it.
 fn new_series_labels(
     b: &mut BodyAppender<'_>,
     parser: &BodyParser<'_>,
+    value: Value,
+    histograms: &HistogramBufs,
 ) -> Result<Option<Labels>, BodyError> {
     let s = b.settings;
-    if let Err(e) = parser.labels(&mut b.pairs) {
-        return Err(BodyError::InvalidNames(e.0));
-    }
-    let sample = Labels::from_pairs(&b.pairs);
+    let sample = if let Value::Converted(_) = value {
+        histograms.converted_labels.clone()
+    } else {
+        if let Err(e) = parser.labels(&mut b.pairs) {
+            return Err(BodyError::InvalidNames(e.0));
+        }
+        Labels::from_pairs(&b.pairs)
+    };
     let Some(labels) = mutate_sample_labels(sample, s) else {
         return Ok(None);
     };
@@ -801,52 +842,6 @@ fn new_series_labels(
     }
     verify_label_limits(&labels, s)?;
     Ok(Some(labels))
-}
-
-/// Fails the scrape at a series Prometheus' NHCB conversion would take
-/// (the last `# TYPE` named `family` a histogram): `family_bucket` with an
-/// `le` that is a number, `family_count` or `family_sum`.
-fn refuse_nhcb(
-    b: &mut BodyAppender<'_>,
-    parser: &BodyParser<'_>,
-    family: &[u8],
-) -> Result<(), BodyError> {
-    if parser.labels(&mut b.pairs).is_err() {
-        return Ok(()); // Not a series Prometheus appends either.
-    }
-    let get = |name: &str| {
-        b.pairs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let name = get(METRIC_NAME).unwrap_or_default();
-    let converted = if let Some(base) = name.strip_suffix("_bucket") {
-        base.as_bytes() == family
-            && get("le")
-                .and_then(|le| parse_go_float(le.as_bytes()).ok())
-                .is_some_and(|le| !le.is_nan())
-    } else if let Some(base) = name.strip_suffix("_sum") {
-        base.as_bytes() == family
-    } else if let Some(base) = name.strip_suffix("_count") {
-        base.as_bytes() == family
-    } else {
-        false
-    };
-    if !converted {
-        return Ok(());
-    }
-    Err(nhcb_unsupported(family))
-}
-
-/// The refusal of a histogram Prometheus would convert to NHCB.
-fn nhcb_unsupported(family: &[u8]) -> BodyError {
-    BodyError::Unsupported(format!(
-        "convert_classic_histograms_to_nhcb is set, but Ferrite cannot convert classic histograms \
-         to native histograms with custom buckets: not appending histogram {} rather than \
-         storing other series than Prometheus would",
-        quote_bytes(family)
-    ))
 }
 
 /// The target's labels over a sample's (Prometheus' `mutateSampleLabels`),
@@ -946,6 +941,8 @@ fn write_stale_markers(
     }
     Ok(())
 }
+
+mod nhcb;
 
 #[cfg(test)]
 mod tests;

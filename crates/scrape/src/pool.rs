@@ -366,7 +366,7 @@ fn loop_settings(
             label_name_length_limit: cfg.limits.label_name_length_limit,
             label_value_length_limit: cfg.limits.label_value_length_limit,
             fallback_media_type: cfg.fallback_scrape_protocol.map(protocol_media_type),
-            convert_classic_histograms_to_nhcb: cfg.convert_classic_histograms_to_nhcb,
+            convert_classic_histograms_to_nhcb: crate::append::converts_to_nhcb(cfg, &t.labels),
             histograms: crate::append::HistogramSettings::from_job(cfg, &t.labels),
         },
     }

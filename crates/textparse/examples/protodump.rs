@@ -8,6 +8,9 @@
 //! -- classic                  native histograms ignored
 //! -- native                   native histograms scraped
 //! -- native+classic           and always_scrape_classic_histograms
+//! -- classic nhcb             the three again, with
+//! -- native nhcb              convert_classic_histograms_to_nhcb
+//! -- native+classic nhcb
 //! HELP <metric> <text>
 //! UNIT <metric> <unit>
 //! TYPE <metric> <type>
@@ -39,12 +42,13 @@ use dump_entries::{
 };
 
 /// The option sets, in the order both sides print them.
-const MODES: [(&str, ProtoOptions); 3] = [
+const MODES: [(&str, ProtoOptions); 6] = [
     (
         "classic",
         ProtoOptions {
             ignore_native_histograms: true,
             keep_classic_histograms: false,
+            convert_classic_histograms_to_nhcb: false,
         },
     ),
     (
@@ -52,6 +56,7 @@ const MODES: [(&str, ProtoOptions); 3] = [
         ProtoOptions {
             ignore_native_histograms: false,
             keep_classic_histograms: false,
+            convert_classic_histograms_to_nhcb: false,
         },
     ),
     (
@@ -59,6 +64,31 @@ const MODES: [(&str, ProtoOptions); 3] = [
         ProtoOptions {
             ignore_native_histograms: false,
             keep_classic_histograms: true,
+            convert_classic_histograms_to_nhcb: false,
+        },
+    ),
+    (
+        "classic nhcb",
+        ProtoOptions {
+            ignore_native_histograms: true,
+            keep_classic_histograms: false,
+            convert_classic_histograms_to_nhcb: true,
+        },
+    ),
+    (
+        "native nhcb",
+        ProtoOptions {
+            ignore_native_histograms: false,
+            keep_classic_histograms: false,
+            convert_classic_histograms_to_nhcb: true,
+        },
+    ),
+    (
+        "native+classic nhcb",
+        ProtoOptions {
+            ignore_native_histograms: false,
+            keep_classic_histograms: true,
+            convert_classic_histograms_to_nhcb: true,
         },
     ),
 ];

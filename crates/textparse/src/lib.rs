@@ -1,7 +1,8 @@
 //! The exposition formats, parsed as Prometheus parses them: OpenMetrics
 //! for backfill (below), and for scraping the Prometheus text format
 //! (0.0.4, [`promtext`]), OpenMetrics (1.0.0 and 0.0.1, [`omtext`]) and
-//! the protobuf format with native histograms ([`protobuf`]).
+//! the protobuf format with native histograms ([`protobuf`]); [`nhcb`]
+//! converts classic histograms to native ones with custom buckets.
 //!
 //! The scrape parsers stream entries without allocating per sample and
 //! hand out each series' raw bytes for the scrape cache, reading labels
@@ -91,6 +92,7 @@
 
 pub mod backfill;
 mod error;
+pub mod nhcb;
 pub mod omtext;
 mod parser;
 pub mod promtext;

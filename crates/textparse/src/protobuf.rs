@@ -1,8 +1,7 @@
 //! The protobuf exposition format
 //! (`application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily;
 //! encoding=delimited`), parsed as Prometheus v3.16.0's scrape loop parses
-//! it (`textparse.NewProtobufParser`, without NHCB conversion or type and
-//! unit labels).
+//! it (`textparse.NewProtobufParser`, without type and unit labels).
 //!
 //! The body is a sequence of `MetricFamily` messages, each preceded by its
 //! length as a varint. [`ProtoParser`] hands them out as the text formats'
@@ -39,6 +38,16 @@
 //! 12 labels; beyond that, labels repeating a name may come out in
 //! another order (such a series is refused by the storage anyway).
 //!
+//! With [`ProtoOptions::convert_classic_histograms_to_nhcb`], a classic
+//! histogram (as above: no native parts, or native parts ignored) is
+//! converted to a native histogram with custom buckets ([`crate::nhcb`]),
+//! handed out as a `Histogram` of the family's name and the metric's
+//! labels after its classic series, which are handed out only with
+//! [`ProtoOptions::keep_classic_histograms`]; every bucket is converted,
+//! also those after a `+Inf` one. A histogram that cannot be converted
+//! fails the body with the conversion's error (`count is not cumulative:
+//! 1 < 2`); a gauge histogram's conversion has the gauge hint.
+//!
 //! A native histogram is read by [`ProtoParser::histogram`] into the
 //! caller's buffers: an integer one unless the float counts are used (a
 //! float sample count or zero count above 0, or float bucket counts), with
@@ -65,6 +74,7 @@ use std::fmt;
 use ferrite_model::goquote::quote;
 use ferrite_model::{CounterResetHint, FloatHistogram, Histogram};
 
+use crate::nhcb::ClassicHistogram;
 use crate::parser::MetricType;
 use wire::Decoder;
 
@@ -105,8 +115,13 @@ pub struct ProtoOptions {
     /// every histogram is read as a classic one.
     pub ignore_native_histograms: bool,
     /// A native histogram's classic buckets are read too
-    /// (`always_scrape_classic_histograms`).
+    /// (`always_scrape_classic_histograms`); with
+    /// [`Self::convert_classic_histograms_to_nhcb`], a converted classic
+    /// histogram's series are kept too.
     pub keep_classic_histograms: bool,
+    /// Classic histograms are converted to native histograms with custom
+    /// buckets (`convert_classic_histograms_to_nhcb`).
+    pub convert_classic_histograms_to_nhcb: bool,
 }
 
 /// One entry of a protobuf body. A series' bytes and labels, and a
@@ -141,8 +156,9 @@ pub enum ProtoEntry<'a> {
         /// Its timestamp in milliseconds, when given (not 0).
         timestamp: Option<i64>,
     },
-    /// A native histogram: [`ProtoParser::series`] has its bytes,
-    /// [`ProtoParser::histogram`] reads it.
+    /// A native histogram (or a classic one converted to custom buckets):
+    /// [`ProtoParser::series`] has its bytes, [`ProtoParser::histogram`]
+    /// reads it.
     Histogram {
         /// Its timestamp in milliseconds, when given (not 0).
         timestamp: Option<i64>,
@@ -221,6 +237,20 @@ pub struct ProtoParser<'a> {
     magic_value: Vec<u8>,
     /// The current series' bytes.
     key: Vec<u8>,
+    /// The classic histograms converted to custom buckets.
+    nhcb: Converted,
+}
+
+/// A classic histogram converted to a native one with custom buckets: the
+/// collector and the result (its buffers reused).
+#[derive(Default)]
+struct Converted {
+    classic: ClassicHistogram,
+    int: Histogram,
+    float: FloatHistogram,
+    /// Which buffer holds the histogram of the current entry, when it is
+    /// a converted one.
+    current: Option<HistogramKind>,
 }
 
 /// One label of the current series: the name, and the value in up to
@@ -244,6 +274,7 @@ impl<'a> ProtoParser<'a> {
             magic: None,
             magic_value: Vec::new(),
             key: Vec::new(),
+            nhcb: Converted::default(),
         }
     }
 
@@ -253,6 +284,7 @@ impl<'a> ProtoParser<'a> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        self.nhcb.current = None;
         let entry = self.advance();
         if let Err(e) = &entry {
             self.failed = Some(e.clone());
@@ -278,6 +310,17 @@ impl<'a> ProtoParser<'a> {
     /// Reads the last native histogram into one of the buffers (its
     /// vectors reused), compacted, and says which.
     pub fn histogram(&self, int: &mut Histogram, float: &mut FloatHistogram) -> HistogramKind {
+        match self.nhcb.current {
+            Some(HistogramKind::Int) => {
+                int.clone_from(&self.nhcb.int);
+                return HistogramKind::Int;
+            }
+            Some(HistogramKind::Float) => {
+                float.clone_from(&self.nhcb.float);
+                return HistogramKind::Float;
+            }
+            None => {}
+        }
         let h = &self.dec.metric.histogram;
         let hint = if self.dec.mtype == GAUGE_HISTOGRAM {
             CounterResetHint::Gauge
@@ -402,12 +445,22 @@ impl<'a> ProtoParser<'a> {
                     let t = self.dec.mtype;
                     let mut check_next_kind = false;
                     if t == SUMMARY || is_histogram_type(t) {
-                        if !self.fields_done {
+                        let convert = is_histogram_type(t)
+                            && self.opts.convert_classic_histograms_to_nhcb
+                            && self.is_classic_metric();
+                        let skip_classic = convert && !self.opts.keep_classic_histograms;
+                        if !self.fields_done && !skip_classic {
                             self.field_pos += 1;
                             return self.update().map(Some);
                         }
                         self.field_pos = -2;
                         self.fields_done = false;
+                        if convert {
+                            // The converted histogram, before the next metric.
+                            self.convert_to_nhcb()?;
+                            self.state = State::Histogram;
+                            return self.update().map(Some);
+                        }
                         check_next_kind = is_histogram_type(t);
                     }
                     if !self.next_metric()? {
@@ -572,13 +625,52 @@ impl<'a> ProtoParser<'a> {
         let ts = self.dec.metric.timestamp_ms;
         let timestamp = (ts != 0).then_some(ts);
         if native {
-            if self.opts.keep_classic_histograms && !self.dec.metric.histogram.buckets.is_empty() {
+            if self.nhcb.current.is_none()
+                && self.opts.keep_classic_histograms
+                && !self.dec.metric.histogram.buckets.is_empty()
+            {
                 self.redo_classic = true;
             }
             return Ok(ProtoEntry::Histogram { timestamp });
         }
         let value = self.series_value();
         Ok(ProtoEntry::Series { value, timestamp })
+    }
+
+    /// Converts the current classic histogram (Prometheus'
+    /// `convertToNHCB`): its count (the float one unless 0), its sum, then
+    /// every bucket as it comes.
+    fn convert_to_nhcb(&mut self) -> Result<(), ProtoError> {
+        let h = &self.dec.metric.histogram;
+        let c = &mut self.nhcb.classic;
+        c.reset();
+        let count = if h.sample_count_float == 0.0 {
+            h.sample_count as f64
+        } else {
+            h.sample_count_float
+        };
+        let collected = c.set_count(count).and_then(|()| c.set_sum(h.sample_sum));
+        let collected = h.buckets.iter().fold(collected, |done, b| {
+            let n = if b.cumulative_count_float == 0.0 {
+                b.cumulative_count as f64
+            } else {
+                b.cumulative_count_float
+            };
+            done.and_then(|()| c.set_bucket_count(b.upper_bound, n))
+        });
+        let kind = collected
+            .and_then(|()| c.convert(&mut self.nhcb.int, &mut self.nhcb.float))
+            .map_err(|e| ProtoError::new(e.to_string()))?;
+        if self.dec.mtype == GAUGE_HISTOGRAM {
+            match kind {
+                HistogramKind::Int => self.nhcb.int.counter_reset_hint = CounterResetHint::Gauge,
+                HistogramKind::Float => {
+                    self.nhcb.float.counter_reset_hint = CounterResetHint::Gauge;
+                }
+            }
+        }
+        self.nhcb.current = Some(kind);
+        Ok(())
     }
 
     /// Prometheus' `Series()` value.

@@ -102,6 +102,7 @@ fn allocations(body: &[u8]) -> (u64, usize) {
     let opts = ProtoOptions {
         ignore_native_histograms: false,
         keep_classic_histograms: true,
+        convert_classic_histograms_to_nhcb: false,
     };
     let before = ALLOCATIONS.with(Cell::get);
     let mut p = ProtoParser::new(body, opts);

@@ -2,13 +2,16 @@
 // parser cross-check (crates/textparse/examples/protodump.rs): it reads
 // each file as the scrape loop reads an
 // application/vnd.google.protobuf body, with Prometheus' own
-// textparse.New (textparse.NewProtobufParser: no NHCB conversion, no type
-// and unit labels), once per option set of the scrape loop, and prints
-// every entry the parser hands out, one line each, after `== FILE`:
+// textparse.New (textparse.NewProtobufParser: no type and unit labels),
+// once per option set of the scrape loop, and prints every entry the
+// parser hands out, one line each, after `== FILE`:
 //
 //	-- classic                  IgnoreNativeHistograms
 //	-- native                   native histograms scraped
 //	-- native+classic           and KeepClassicOnClassicAndNativeHistograms
+//	-- classic nhcb             the three again, with
+//	-- native nhcb              ConvertClassicHistogramsToNHCB
+//	-- native+classic nhcb
 //	HELP <metric> <text>
 //	UNIT <metric> <unit>
 //	TYPE <metric> <type>
@@ -48,6 +51,9 @@ var modes = []struct {
 	{"classic", textparse.ParserOptions{IgnoreNativeHistograms: true}},
 	{"native", textparse.ParserOptions{}},
 	{"native+classic", textparse.ParserOptions{KeepClassicOnClassicAndNativeHistograms: true}},
+	{"classic nhcb", textparse.ParserOptions{IgnoreNativeHistograms: true, ConvertClassicHistogramsToNHCB: true}},
+	{"native nhcb", textparse.ParserOptions{ConvertClassicHistogramsToNHCB: true}},
+	{"native+classic nhcb", textparse.ParserOptions{KeepClassicOnClassicAndNativeHistograms: true, ConvertClassicHistogramsToNHCB: true}},
 }
 
 func main() {

@@ -544,27 +544,182 @@ fn openmetrics_errors_fail_the_scrape() {
         .starts_with("received OpenMetrics 2.0 Content-Type"));
 }
 
+/// The settings of a job converting classic histograms to NHCB;
+/// `keep`: `always_scrape_classic_histograms`.
+fn nhcb_settings(keep: bool) -> AppendSettings {
+    AppendSettings {
+        convert_classic_histograms_to_nhcb: true,
+        histograms: HistogramSettings {
+            always_scrape_classic: keep,
+            ..HistogramSettings::default()
+        },
+        ..settings()
+    }
+}
+
+/// The record of an integer NHCB: count, sum, spans, deltas, bounds
+/// (`histogram_record`'s layout).
+fn nhcb_record(count: u64, sum: f64, spans: &str, deltas: &str, bounds: &[f64]) -> String {
+    let bounds: Vec<String> = bounds
+        .iter()
+        .map(|b| format!("{:016x}", b.to_bits()))
+        .collect();
+    let bounds = if bounds.is_empty() {
+        "-".to_string()
+    } else {
+        bounds.join(",")
+    };
+    format!(
+        "H 0 -53 0000000000000000 {count} 0 {:016x} {spans} - {deltas} - {bounds}",
+        sum.to_bits()
+    )
+}
+
+const OM: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; version=0.0.4";
+
 #[test]
-fn nhcb_conversion_is_refused_not_ignored() {
+fn classic_histograms_convert_to_nhcb_in_the_text_formats() {
+    let h = sel("h", "");
+    // Buckets out of order, no +Inf bucket, _count and _sum after: one
+    // histogram of the family's name, the classic series gone.
+    let body = "# TYPE h histogram\nh_bucket{le=\"2\"} 3\nh_bucket{le=\"0.5\"} 1\nh_count 4\nh_sum 5\n# TYPE g gauge\ng 1\n";
+    let want = nhcb_record(4, 5.0, "0:3", "1,1,-1", &[0.5, 2.0]);
+    for ct in [TEXT, OM] {
+        let mut t = Target::new(nhcb_settings(false));
+        let body = if ct == OM {
+            format!("{body}# EOF\n")
+        } else {
+            body.to_string()
+        };
+        let c = t.scrape_as(&body, ct, 1000, true).expect("ok");
+        assert_eq!((c.total, c.added, c.series_added), (2, 2, 2), "{ct}");
+        assert_eq!(t.series(&h), vec![(1000, want.clone())], "{ct}");
+        assert_eq!(t.mem.samples.len(), 2, "h and g only: {ct}");
+        // The next scrape finds it in the cache.
+        let c = t.scrape_as(&body, ct, 2000, true).expect("ok");
+        assert_eq!((c.total, c.series_added), (2, 0), "{ct}");
+        assert_eq!(t.series(&h).len(), 2);
+    }
+    // The classic series kept too, before the histogram.
+    let mut t = Target::new(nhcb_settings(true));
+    let c = t.scrape_as(body, TEXT, 1000, true).expect("ok");
+    assert_eq!((c.total, c.added), (6, 6));
+    assert_eq!(t.series(&sel("h_count", "")), vec![(1000, "4".into())]);
+    assert_eq!(t.series(&h), vec![(1000, want)]);
+}
+
+#[test]
+fn nhcb_labels_timestamps_and_boundaries() {
+    // Two label sets: two histograms; `le` dropped, other labels kept;
+    // the timestamp is the last series line's when handed out (the one
+    // that ended it: a HELP line ends the second one after its own).
+    let body = "# TYPE h histogram\n\
+                h_bucket{a=\"1\",le=\"1\"} 1 500\n\
+                h_bucket{a=\"1\",le=\"+Inf\"} 2 600\n\
+                h_bucket{a=\"2\",le=\"+Inf\"} 3 700\n\
+                h_count{a=\"2\"} 3 800\n\
+                # HELP x An x.\n\
+                x 1\n";
+    let mut t = Target::new(nhcb_settings(false));
+    let c = t.scrape_as(body, TEXT, 1000, true).expect("ok");
+    assert_eq!((c.total, c.added), (3, 3));
+    assert_eq!(
+        t.series(&sel("h", "a=\"1\", ")),
+        vec![(700, nhcb_record(2, 0.0, "0:2", "1,0", &[1.0]))]
+    );
+    assert_eq!(
+        t.series(&sel("h", "a=\"2\", ")),
+        vec![(800, nhcb_record(3, 0.0, "0:1", "3", &[]))]
+    );
+    // Not honoured: the scrape's time.
+    let mut t = Target::new(AppendSettings {
+        honor_timestamps: false,
+        ..nhcb_settings(false)
+    });
+    t.scrape_as(body, TEXT, 1000, true).expect("ok");
+    assert_eq!(t.series(&sel("h", "a=\"1\", "))[0].0, 1000);
+
+    // Not a histogram's series: another TYPE, `gaugehistogram`, a name
+    // other than the family's, an `le` that is no number: kept as they
+    // are, and they end the histogram before them.
+    let om = "# TYPE g gaugehistogram\ng_bucket{le=\"1\"} 1\ng_gcount 1\n\
+              # TYPE h histogram\nh_bucket{le=\"1\"} 1\nother 5\nh_bucket{le=\"x\"} 2\nh_count 1\n# EOF\n";
+    let mut t = Target::new(nhcb_settings(false));
+    let c = t.scrape_as(om, OM, 1000, true).expect("ok");
+    // g_bucket, g_gcount, h (from h_bucket 1), other, h_bucket{le="x"},
+    // h (from h_count: a duplicate of the first).
+    assert_eq!((c.total, c.added), (6, 6));
+    assert_eq!(
+        t.series("{__name__=\"g_bucket\", instance=\"h:1\", job=\"j\", le=\"1\"}"),
+        vec![(1000, "1".into())]
+    );
+    assert_eq!(t.series(&sel("other", "")), vec![(1000, "5".into())]);
+    assert_eq!(
+        t.series("{__name__=\"h_bucket\", instance=\"h:1\", job=\"j\", le=\"x\"}"),
+        vec![(1000, "2".into())]
+    );
+    assert_eq!(
+        t.series(&sel("h", "")),
+        vec![(1000, nhcb_record(1, 0.0, "0:1", "1", &[1.0]))]
+    );
+}
+
+#[test]
+fn nhcb_that_cannot_be_converted_is_lost_silently() {
+    // Not cumulative, and a +Inf bucket other than the count.
+    let body = "# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_bucket{le=\"2\"} 3\nh_count 5\n\
+                # TYPE i histogram\ni_bucket{le=\"+Inf\"} 2\ni_count 3\nok 1\n";
+    let mut t = Target::new(nhcb_settings(false));
+    let c = t.scrape_as(body, TEXT, 1000, true).expect("not an error");
+    assert_eq!((c.total, c.added), (1, 1), "only `ok`");
+    assert_eq!(t.mem.samples.len(), 1);
+    // Kept as classic series when they are kept.
+    let mut t = Target::new(nhcb_settings(true));
+    let c = t.scrape_as(body, TEXT, 1000, true).expect("ok");
+    assert_eq!((c.total, c.added), (6, 6));
+    assert!(t.series(&sel("h", "")).is_empty());
+}
+
+#[test]
+fn nhcb_goes_through_relabeling_and_limits() {
+    let body = "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"2\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_count 3\nh_sum 1\nx 1\n";
+    // Relabeling sees the converted series' labels.
+    let rules = parse_rules(
+        "- source_labels: [__name__]\n  regex: h\n  target_label: seen\n  replacement: yes\n",
+    )
+    .expect("rules");
+    let mut t = Target::new(AppendSettings {
+        metric_relabel_configs: rules,
+        ..nhcb_settings(false)
+    });
+    t.scrape_as(body, TEXT, 1000, true).expect("ok");
+    let seen = "{__name__=\"h\", instance=\"h:1\", job=\"j\", seen=\"yes\"}";
+    assert_eq!(t.series(seen).len(), 1);
+    // One sample against sample_limit.
+    let mut t = Target::new(AppendSettings {
+        sample_limit: 2,
+        ..nhcb_settings(false)
+    });
+    assert_eq!(t.scrape_as(body, TEXT, 1000, true).expect("ok").total, 2);
+    // Three buckets over a limit of two: refused, not reduced.
+    let mut t = Target::new(AppendSettings {
+        histograms: HistogramSettings {
+            bucket_limit: 2,
+            ..HistogramSettings::default()
+        },
+        ..nhcb_settings(false)
+    });
+    let e = t.scrape_as(body, TEXT, 1000, true).expect_err("limit");
+    assert!(matches!(e, BodyError::BucketLimit), "{e}");
+}
+
+#[test]
+fn nhcb_off_leaves_classic_histograms_alone() {
     let body = "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_count 2\nh_sum 3\n# EOF\n";
     let mut t = Target::new(settings());
-    // Without the option, a classic histogram is appended as it is.
     assert_eq!(t.scrape_om(body, 1000).expect("ok").added, 4);
-    let e = t
-        .scrape_as(body, "application/openmetrics-text", 2000, true)
-        .expect_err("cannot convert");
-    assert!(matches!(e, BodyError::Unsupported(_)));
-    assert!(e.to_string().contains("histogram \"h\""), "{e}");
-    // Nothing Prometheus would convert: the option changes nothing.
-    let plain =
-        "# TYPE h histogram\nother 1\nh_bucket{le=\"x\"} 1\n# TYPE g gauge\ng_count 1\n# EOF\n";
-    assert!(t
-        .scrape_as(plain, "application/openmetrics-text", 3000, true)
-        .is_ok());
-    // The text format too.
-    assert!(t
-        .scrape_as("# TYPE h histogram\nh_sum 1\n", "text/plain", 4000, true)
-        .is_err());
+    assert!(t.series(&sel("h", "")).is_empty());
 }
 
 const PROTO: &str =
@@ -806,16 +961,23 @@ fn protobuf_native_parts_follow_the_job() {
         "nat, nat_count, nat_sum, two nat_bucket"
     );
     assert_eq!(t.series(NAT), vec![(1000, NAT_RECORD.into())]);
-    // Converting classic histograms is refused, not ignored; a native one
-    // is not converted.
+    // Classic histograms converted; a native one is not.
     let mut t = Target::new(AppendSettings {
         convert_classic_histograms_to_nhcb: true,
         ..native_settings()
     });
-    let e = t.scrape_pb(&every_type(true), 1000).expect_err("lat");
-    assert!(e.to_string().contains("histogram \"lat\""), "{e}");
-    let only_native = &every_type(true)[4..];
-    assert_eq!(t.scrape_pb(only_native, 2000).expect("ok").total, 1);
+    let c = t.scrape_pb(&every_type(true), 1000).expect("ok");
+    assert_eq!(c.total, 11 - 5 + 1, "lat instead of its five series");
+    assert_eq!(
+        t.series(&sel("lat", "")),
+        vec![(1000, nhcb_record(4, 2.0, "0:3", "1,1,-1", &[0.1, 1.0]))]
+    );
+    assert_eq!(t.series(NAT), vec![(1000, NAT_RECORD.into())]);
+    // Not cumulative: the scrape fails with Prometheus' message.
+    let mut bad = every_type(false);
+    bad[2].metric[0].histogram.as_mut().expect("lat").bucket[1].cumulative_count = Some(0);
+    let e = t.scrape_pb(&bad, 2000).expect_err("not cumulative");
+    assert_eq!(e.to_string(), "count is not cumulative: 0 < 1");
 }
 
 #[test]
@@ -925,4 +1087,14 @@ fn histogram_settings_come_from_the_job_and_the_target() {
     assert!(!s.scrape_native && s.always_scrape_classic);
     let s = HistogramSettings::from_job(job, &Labels::new([("__scrape_native_histograms__", "x")]));
     assert!(s.scrape_native);
+    // So does `__convert_classic_histograms_to_nhcb__` the job's conversion.
+    assert!(!converts_to_nhcb(job, &Labels::default()));
+    let on = Labels::new([("__convert_classic_histograms_to_nhcb__", "1")]);
+    assert!(converts_to_nhcb(job, &on));
+    let mut converting = job.clone();
+    converting.convert_classic_histograms_to_nhcb = true;
+    let off = Labels::new([("__convert_classic_histograms_to_nhcb__", "false")]);
+    assert!(!converts_to_nhcb(&converting, &off));
+    let bad = Labels::new([("__convert_classic_histograms_to_nhcb__", "no")]);
+    assert!(converts_to_nhcb(&converting, &bad));
 }

@@ -385,10 +385,12 @@ fn bytes_not_utf8_are_quoted_raw() {
 
 /// Reads every entry of `body` in each mode, as a scrape would.
 fn read_all(body: &[u8]) {
-    for (ignore, keep) in [(true, false), (false, false), (false, true)] {
+    let modes = [(true, false), (false, false), (false, true)];
+    for ((ignore, keep), convert) in modes.into_iter().flat_map(|m| [(m, false), (m, true)]) {
         let opts = ProtoOptions {
             ignore_native_histograms: ignore,
             keep_classic_histograms: keep,
+            convert_classic_histograms_to_nhcb: convert,
         };
         let mut p = ProtoParser::new(body, opts);
         let mut labels = Vec::new();
@@ -441,4 +443,115 @@ proptest::proptest! {
         }
         read_all(&body);
     }
+}
+
+#[test]
+fn classic_histograms_converted_to_nhcb() {
+    let classic = |count: u64, buckets: Vec<Bucket>| Metric {
+        histogram: Some(Histogram {
+            sample_count: Some(count),
+            sample_sum: Some(4.0),
+            bucket: buckets,
+            ..Histogram::default()
+        }),
+        ..Metric::default()
+    };
+    let body = delimited(&[
+        family(
+            "h",
+            HISTOGRAM,
+            vec![Metric {
+                label: labels(&[("a", "b")]),
+                timestamp_ms: Some(1500),
+                // Out of order, no +Inf bucket.
+                ..classic(3, vec![bucket(1e6, 2), bucket(1.0, 1)])
+            }],
+        ),
+        family(
+            "n",
+            GAUGE_HISTOGRAM,
+            vec![
+                native(
+                    3,
+                    6,
+                    vec![span(-1, 3)],
+                    vec![2, -2, 3],
+                    vec![bucket(1.0, 6)],
+                ),
+                classic(1, vec![]),
+            ],
+        ),
+    ]);
+    let opts = |keep: bool| ProtoOptions {
+        keep_classic_histograms: keep,
+        convert_classic_histograms_to_nhcb: true,
+        ..ProtoOptions::default()
+    };
+    let h_nhcb = r#"HISTOGRAM h|a|b [("__name__", "h"), ("a", "b")] 1500 H 0 -53 0000000000000000 3 0 4010000000000000 0:3 - 1,0,0 - 3ff0000000000000,412e848000000000"#;
+    let native_line = r#"HISTOGRAM n [("__name__", "n")] - H 3 3 3f50624dd2f1a9fc 6 1 3ff8000000000000 -1:1,1:1 - 2,1 - -"#;
+    // The gauge histogram's classic metric, converted with the gauge hint.
+    let n_nhcb = r#"HISTOGRAM n [("__name__", "n")] - H 3 -53 0000000000000000 1 0 4010000000000000 0:1 - 1 - -"#;
+    let got = dump(&body, opts(false));
+    let want = [
+        "HELP h h help",
+        "TYPE h histogram",
+        h_nhcb,
+        "HELP n n help",
+        "TYPE n gaugehistogram",
+        native_line,
+        n_nhcb,
+    ];
+    assert_eq!(got, want);
+
+    // Classic series kept: before the converted histogram; a native
+    // histogram's classic buckets are not converted.
+    let got = dump(&body, opts(true));
+    let want = [
+        "HELP h h help",
+        "TYPE h histogram",
+        r#"SERIES h_count|a|b [("__name__", "h_count"), ("a", "b")] 3 1500"#,
+        r#"SERIES h_sum|a|b [("__name__", "h_sum"), ("a", "b")] 4 1500"#,
+        r#"SERIES h_bucket|a|b|le|1e+06 [("__name__", "h_bucket"), ("a", "b"), ("le", "1e+06")] 2 1500"#,
+        r#"SERIES h_bucket|a|b|le|1.0 [("__name__", "h_bucket"), ("a", "b"), ("le", "1.0")] 1 1500"#,
+        r#"SERIES h_bucket|a|b|le|+Inf [("__name__", "h_bucket"), ("a", "b"), ("le", "+Inf")] 3 1500"#,
+        h_nhcb,
+        "HELP n n help",
+        "TYPE n gaugehistogram",
+        native_line,
+        r#"SERIES n_count [("__name__", "n_count")] 6 -"#,
+        r#"SERIES n_sum [("__name__", "n_sum")] 1.5 -"#,
+        r#"SERIES n_bucket|le|1.0 [("__name__", "n_bucket"), ("le", "1.0")] 6 -"#,
+        r#"SERIES n_bucket|le|+Inf [("__name__", "n_bucket"), ("le", "+Inf")] 6 -"#,
+        r#"SERIES n_count [("__name__", "n_count")] 1 -"#,
+        r#"SERIES n_sum [("__name__", "n_sum")] 4 -"#,
+        r#"SERIES n_bucket|le|+Inf [("__name__", "n_bucket"), ("le", "+Inf")] 1 -"#,
+        n_nhcb,
+    ];
+    assert_eq!(got, want);
+
+    // Native parts ignored: the native histogram's classic buckets are
+    // converted too.
+    let got = dump(
+        &body,
+        ProtoOptions {
+            ignore_native_histograms: true,
+            ..opts(false)
+        },
+    );
+    assert_eq!(
+        got[5],
+        r#"HISTOGRAM n [("__name__", "n")] - H 3 -53 0000000000000000 6 0 3ff8000000000000 0:1 - 6 - 3ff0000000000000"#
+    );
+
+    // A histogram that cannot be converted fails the body.
+    let bad = delimited(&[family(
+        "h",
+        HISTOGRAM,
+        vec![classic(3, vec![bucket(1.0, 2), bucket(2.0, 1)])],
+    )]);
+    let got = dump(&bad, opts(false));
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("ERR count is not cumulative: 1 < 2")
+    );
 }
