@@ -113,6 +113,9 @@ pub struct Xor2Chunk {
     free_bits: u8,
     /// Current value window; [`XorWindow::NONE`] before the first.
     window: XorWindow,
+    /// Whether the newest sample is the stale marker (which `baseline`
+    /// skips), for [`Self::last_value`].
+    last_stale: bool,
     /// Sample count, mirrored from the header. A `u32` (never above
     /// `u16::MAX`) so that its store and load are not split with its
     /// neighbours' (a store-forwarding stall on every append otherwise).
@@ -150,6 +153,7 @@ impl Xor2Chunk {
             st: StEncoder::new(),
             free_bits: 0,
             window: XorWindow::NONE,
+            last_stale: false,
             count: 0,
         }
     }
@@ -200,6 +204,7 @@ impl Xor2Chunk {
             XorWindow::NONE
         };
         let (last_t, baseline, last_t_delta, count) = (it.t, it.baseline, it.t_delta, it.total);
+        let last_stale = count > 0 && it.value == STALE_NAN_BITS;
         // Room for the next few samples without an immediate reallocation.
         data.reserve(16);
         Ok(Xor2Chunk {
@@ -210,6 +215,7 @@ impl Xor2Chunk {
             st,
             free_bits,
             window,
+            last_stale,
             count: u32::from(count),
         })
     }
@@ -222,6 +228,16 @@ impl Xor2Chunk {
     /// True when the chunk holds [`Self::MAX_SAMPLES`] and takes no more.
     pub fn is_full(&self) -> bool {
         self.count == u32::from(Self::MAX_SAMPLES)
+    }
+
+    /// The newest sample's value (`None` while the chunk is empty).
+    pub fn last_value(&self) -> Option<f64> {
+        let bits = if self.last_stale {
+            STALE_NAN_BITS
+        } else {
+            self.baseline
+        };
+        (self.count > 0).then(|| f64::from_bits(bits))
     }
 
     /// The ST header: whether and from which sample on start timestamps
@@ -315,7 +331,8 @@ impl Xor2Chunk {
     #[inline(always)]
     fn finish_append(&mut self, index: u16, t: i64, value: u64, st_bits: u8) {
         self.last_t = t;
-        if value != STALE_NAN_BITS {
+        self.last_stale = value == STALE_NAN_BITS;
+        if !self.last_stale {
             self.baseline = value;
         }
         let count = index + 1;

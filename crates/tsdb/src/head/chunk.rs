@@ -92,6 +92,16 @@ impl HeadChunk {
         }
     }
 
+    /// The newest float of a float chunk (`None`: a histogram chunk, or
+    /// an empty one).
+    pub fn last_float(&self) -> Option<f64> {
+        match self {
+            HeadChunk::Xor(c) => c.last_value(),
+            HeadChunk::Xor2(c) => c.last_value(),
+            HeadChunk::Histogram(_) | HeadChunk::FloatHistogram(_) => None,
+        }
+    }
+
     /// Samples in the chunk.
     pub fn num_samples(&self) -> u16 {
         match self {

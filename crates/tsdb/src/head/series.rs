@@ -84,9 +84,6 @@ pub struct MemSeries {
     pub mmapped: ThinVec<MmappedChunk>,
     pub open: Option<OpenChunk>,
     next_at: i64,
-    /// The newest sample's value, for the duplicate checks of appends at
-    /// its timestamp.
-    last: SampleValue,
     /// What few series have (see [`SeriesExtra`]); `None` when it would
     /// hold nothing.
     extra: Option<Box<SeriesExtra>>,
@@ -105,11 +102,18 @@ struct SeriesExtra {
     /// Whether the open histogram chunk's end time was estimated already
     /// (once per chunk, at a quarter of its target size).
     histogram_end_estimated: bool,
+    /// The newest sample when it is a histogram, for the duplicate checks
+    /// of appends at its timestamp. A newest float is read from the open
+    /// chunk's encoder, which keeps it anyway.
+    last_histogram: Option<SampleValue>,
 }
 
 impl SeriesExtra {
     fn is_empty(&self) -> bool {
-        self.unmapped.is_empty() && self.ooo.is_none() && !self.histogram_end_estimated
+        self.unmapped.is_empty()
+            && self.ooo.is_none()
+            && !self.histogram_end_estimated
+            && self.last_histogram.is_none()
     }
 }
 
@@ -171,7 +175,6 @@ impl MemSeries {
             mmapped: ThinVec::new(),
             open: None,
             next_at: i64::MIN,
-            last: SampleValue::Float(0.0),
             extra: None,
         }
     }
@@ -259,13 +262,25 @@ impl MemSeries {
         self.max_time() == i64::MIN
     }
 
+    /// The newest sample when it is a histogram.
+    fn last_histogram(&self) -> Option<&SampleValue> {
+        self.extra.as_ref().and_then(|e| e.last_histogram.as_ref())
+    }
+
     /// The kind of the newest sample when it is a histogram: `Some(false)`
     /// for an integer histogram, `Some(true)` for a float histogram.
     pub fn last_histogram_kind(&self) -> Option<bool> {
-        match self.last {
+        match self.last_histogram()? {
             SampleValue::Histogram(_) => Some(false),
             SampleValue::FloatHistogram(_) => Some(true),
-            _ => None,
+            SampleValue::Float(_) => None,
+        }
+    }
+
+    /// Forgets the newest histogram (a float was appended after it).
+    fn forget_last_histogram(&mut self) {
+        if self.last_histogram().is_some() {
+            self.change_extra(|e| e.last_histogram = None);
         }
     }
 
@@ -310,12 +325,20 @@ impl MemSeries {
         if t < maxt {
             return Appendable::OutOfOrder;
         }
-        if self.open.is_none() {
+        let Some(open) = &self.open else {
             // Newest sample is in an m-mapped chunk (after a restart) and its
             // value is not at hand: like Prometheus, accept and drop silently.
             return Appendable::Duplicate;
+        };
+        if let Some(h) = self.last_histogram() {
+            return at_newest(h);
         }
-        at_newest(&self.last)
+        match open.chunk.last_float() {
+            Some(f) => at_newest(&SampleValue::Float(f)),
+            // The open chunk is empty: the newest sample is not in it
+            // either.
+            None => Appendable::Duplicate,
+        }
     }
 
     /// Appends a sample, cutting and m-mapping chunks as needed. Returns false
@@ -364,7 +387,7 @@ impl MemSeries {
             _ => return false,
         }
         c.maxt = t;
-        self.last = SampleValue::Float(v);
+        self.forget_last_histogram();
         true
     }
 
@@ -425,7 +448,7 @@ impl MemSeries {
         if let Some(c) = &self.open {
             prefetch_lines(c.chunk.boxed_address(), 5);
         }
-        if let SampleValue::Histogram(h) = &self.last {
+        if let Some(SampleValue::Histogram(h)) = self.last_histogram() {
             prefetch_lines(h.positive_buckets.as_ptr(), 2);
             prefetch_lines(h.positive_spans.as_ptr(), 1);
         }
@@ -453,9 +476,16 @@ impl MemSeries {
         }
     }
 
-    /// Keeps `v`, the newest appended sample, for the duplicate check.
+    /// Keeps `v`, the newest appended sample, for the duplicate check
+    /// (a float is in the open chunk already).
     pub(crate) fn record_last(&mut self, v: SampleRef<'_>) {
-        v.store_into(&mut self.last);
+        if let SampleRef::Float(_) = v {
+            return self.forget_last_histogram();
+        }
+        match &mut self.extra_mut().last_histogram {
+            Some(last) => v.store_into(last),
+            slot @ None => *slot = Some(v.to_owned_value()),
+        }
     }
 
     /// Prometheus' `histogramsAppendPreprocessor`: refuses a sample not
@@ -675,16 +705,16 @@ impl MemSeries {
 
     /// Approximate heap bytes held by this series' sample data.
     pub fn heap_bytes(&self) -> usize {
-        let last = match &self.last {
-            SampleValue::Float(_) => 0,
-            SampleValue::Histogram(h) => {
+        let last = match self.last_histogram() {
+            None | Some(SampleValue::Float(_)) => 0,
+            Some(SampleValue::Histogram(h)) => {
                 std::mem::size_of::<Histogram>()
                     + 8 * (h.positive_buckets.len()
                         + h.negative_buckets.len()
                         + h.custom_values.len())
                     + 8 * (h.positive_spans.len() + h.negative_spans.len())
             }
-            SampleValue::FloatHistogram(h) => {
+            Some(SampleValue::FloatHistogram(h)) => {
                 std::mem::size_of::<FloatHistogram>()
                     + 8 * (h.positive_buckets.len()
                         + h.negative_buckets.len()
@@ -747,6 +777,53 @@ mod tests {
         assert_eq!(s.appendable(9, 2.0), Appendable::OutOfOrder);
         assert!(!s.append(1, 10, 1.0, opts, &mapper));
         assert_eq!((s.min_time(), s.max_time()), (10, 10));
+    }
+
+    #[test]
+    fn the_newest_value_judges_samples_at_its_time_across_kinds_and_encodings() {
+        let dir = tempfile::tempdir().unwrap();
+        let mapper = ChunkDiskMapper::open(dir.path(), Default::default()).unwrap();
+        for float_encoding in [Encoding::Xor, Encoding::Xor2] {
+            let opts = ChunkOpts {
+                chunk_range: 7_200_000,
+                samples_per_chunk: 120,
+                float_encoding,
+            };
+            let stale = f64::from_bits(ferrite_model::STALE_NAN_BITS);
+            let mut s = MemSeries::new();
+            assert!(s.append(1, 10, 1.0, opts, &mapper));
+            assert!(s.append(1, 20, stale, opts, &mapper));
+            // The stale marker is the newest value, not the float before.
+            assert_eq!(s.appendable(20, stale), Appendable::Duplicate);
+            assert!(matches!(
+                s.appendable(20, 1.0),
+                Appendable::Conflict { existing } if existing.to_bits() == ferrite_model::STALE_NAN_BITS
+            ));
+            // A histogram after the floats: the newest is the histogram.
+            let h = Histogram {
+                count: 3,
+                sum: 1.5,
+                zero_count: 3,
+                ..Histogram::default()
+            };
+            assert!(s.append_histogram(1, 30, SampleRef::Histogram(&h), opts, &mapper));
+            assert_eq!(s.last_histogram_kind(), Some(false));
+            assert_eq!(
+                s.appendable_histogram(30, &h),
+                Appendable::Duplicate,
+                "{float_encoding:?}"
+            );
+            assert_eq!(s.appendable(30, 1.0), Appendable::ConflictWithHistogram);
+            // A float again: the histogram is forgotten.
+            assert!(s.append(1, 40, 7.0, opts, &mapper));
+            assert_eq!(s.last_histogram_kind(), None);
+            assert!(s.extra.is_none(), "nothing extra is kept for a float");
+            assert_eq!(s.appendable(40, 7.0), Appendable::Duplicate);
+            assert_eq!(
+                s.appendable(40, 8.0),
+                Appendable::Conflict { existing: 7.0 }
+            );
+        }
     }
 
     #[test]
