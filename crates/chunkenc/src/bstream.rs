@@ -22,17 +22,6 @@
 #[error("bit stream ended")]
 pub struct EndOfStream;
 
-/// The capacity to ask for when at least `bytes` are wanted: the most
-/// that fits the same allocation. glibc's malloc hands out chunks of a
-/// multiple of 16 bytes, 8 of them its own header, so a request of
-/// `16k + 8` bytes uses a chunk whole; a smaller one leaves the rest
-/// unused, and the buffer would be reallocated before it is full (a head
-/// of new series reallocates its open chunks every few samples: that cost
-/// a tenth of a scraping server's CPU in malloc).
-pub const fn malloc_fit(bytes: usize) -> usize {
-    (bytes + 8).next_multiple_of(16) - 8
-}
-
 /// Appends bits to a byte vector whose last byte may be partly written.
 #[derive(Debug)]
 pub struct BitWriter<'a> {
@@ -84,12 +73,7 @@ impl<'a> BitWriter<'a> {
         let nbytes = left.div_ceil(8);
         let keep = self.buf.len() + nbytes as usize;
         if self.buf.capacity() - self.buf.len() < 8 {
-            // Grown by a quarter, not doubled: a head holds millions of
-            // open chunks, and doubling leaves a third of them unused on
-            // average.
-            let len = self.buf.len();
-            self.buf
-                .reserve_exact(malloc_fit(len + 16.max(len / 4)) - len);
+            crate::growth::grow(self.buf);
         }
         self.buf.extend_from_slice(&pending.to_be_bytes());
         self.buf.truncate(keep);
@@ -347,30 +331,6 @@ mod tests {
             w.write_bits(v, n);
         }
         buf
-    }
-
-    #[test]
-    fn buffers_grow_to_whole_malloc_chunks_by_at_least_a_quarter() {
-        assert_eq!(malloc_fit(0), 8);
-        assert_eq!(malloc_fit(24), 24);
-        assert_eq!(malloc_fit(25), 40);
-        assert_eq!(malloc_fit(40), 40);
-        assert_eq!(malloc_fit(41), 56);
-        let mut buf = Vec::with_capacity(malloc_fit(32));
-        let mut free = 0;
-        let mut caps = vec![buf.capacity()];
-        for _ in 0..400 {
-            BitWriter::new(&mut buf, &mut free).write_bits(0x5a5a, 13);
-            if buf.capacity() != caps[caps.len() - 1] {
-                caps.push(buf.capacity());
-            }
-        }
-        assert_eq!(&caps[..4], [40, 56, 72, 88]);
-        for pair in caps.windows(2) {
-            assert_eq!(pair[1] % 16, 8, "{caps:?}");
-            assert!(pair[1] >= pair[0] + 16.max(pair[0] / 4) - 8, "{caps:?}");
-            assert!(pair[1] < pair[0] + 16.max(pair[0] / 4) + 16, "{caps:?}");
-        }
     }
 
     #[test]

@@ -35,15 +35,6 @@ use crate::{ChunkError, Fault};
 
 /// Bytes of the sample count that starts every chunk.
 const HEADER_LEN: usize = 2;
-/// Initial capacity: the header, a first sample (at most 18 bytes) and a
-/// few more. Prometheus starts at 128 bytes; here the buffer grows by a
-/// quarter as it fills and is kept across the series' chunks (`reset`),
-/// so a long-lived series reaches the size its chunks need once, while a
-/// head of new or short-lived series (churn, or a fresh start) pays 48
-/// bytes of malloc chunk for each rather than 144: ~96 MB less for a
-/// million new series. 40 bytes: all that chunk holds
-/// ([`crate::bstream::malloc_fit`]).
-const INITIAL_CAPACITY: usize = crate::bstream::malloc_fit(32);
 /// Longest sample prefix before the value payload: a 20-bit dod with its
 /// 4 control bits, and a new value window's 2 + 5 + 6 header bits.
 const FAST_PATH_BITS: usize = 4 + 20 + 2 + 5 + 6;
@@ -81,7 +72,15 @@ impl XorChunk {
 
     /// An empty chunk: just the zero sample count.
     pub fn new() -> Self {
-        let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
+        // The ladder's first rung, 40 bytes: the header, a first sample
+        // (at most 18 bytes) and a few more. Prometheus starts at 128
+        // bytes; here the buffer grows by a quarter as it fills
+        // ([`crate::growth`]) and is kept across the series' chunks
+        // (`reset`), so a long-lived series reaches the size its chunks
+        // need once, while a head of new or short-lived series (churn, or
+        // a fresh start) pays a 48-byte malloc chunk for each rather than
+        // 144: ~96 MB less for a million new series.
+        let mut buf = crate::growth::new_buffer();
         buf.extend_from_slice(&[0; HEADER_LEN]);
         XorChunk {
             buf,

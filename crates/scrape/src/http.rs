@@ -13,8 +13,11 @@
 //! file that does not read) fails the scrape as `Get "<url>": <reason>`,
 //! as in Prometheus.
 
+use std::cell::RefCell;
 use std::io::Read;
 use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue, ACCEPT, ACCEPT_ENCODING};
 
 use crate::client::ScrapeClient;
 
@@ -114,18 +117,20 @@ pub async fn fetch<C: ScrapeClient + ?Sized>(
         reason,
     };
     let request_error = |e: reqwest::Error| failed(error_chain(&e));
+    // Names and fixed values as constants: nothing to parse or copy.
+    let encoding = HeaderValue::from_static(if compression { "gzip" } else { "identity" });
     let request = client
         .http()
         .map_err(failed)?
         .get(url)
-        .header("Accept", accept)
+        .header(ACCEPT, accept)
+        .header(ACCEPT_ENCODING, encoding)
         .header(
-            "Accept-Encoding",
-            if compression { "gzip" } else { "identity" },
+            reqwest::header::USER_AGENT,
+            HeaderValue::from_static(USER_AGENT),
         )
-        .header("User-Agent", USER_AGENT)
         .header(
-            "X-Prometheus-Scrape-Timeout-Seconds",
+            HeaderName::from_static("x-prometheus-scrape-timeout-seconds"),
             ferrite_model::gofloat::format_f(timeout.as_secs_f64()),
         )
         .timeout(timeout);
@@ -179,6 +184,34 @@ pub async fn fetch<C: ScrapeClient + ?Sized>(
     })
 }
 
+/// Body buffers a thread keeps for the next scrapes (see [`Fetched`]'s
+/// `Drop`): a scrape's body is the largest allocation it makes, and one
+/// per scrape made glibc's malloc consolidate its bins every time.
+const KEPT_BODY_BUFFERS: usize = 2;
+/// The largest body buffer kept.
+const KEPT_BODY_BYTES: usize = 4 << 20;
+
+thread_local! {
+    static BODY_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for Fetched {
+    fn drop(&mut self) {
+        let mut raw = std::mem::take(&mut self.raw);
+        if raw.capacity() > KEPT_BODY_BYTES {
+            return;
+        }
+        raw.clear();
+        let _ = BODY_BUFFERS.try_with(|b| {
+            if let Ok(mut b) = b.try_borrow_mut() {
+                if b.len() < KEPT_BODY_BUFFERS {
+                    b.push(raw);
+                }
+            }
+        });
+    }
+}
+
 /// The body, or `None` once it reaches `limit` bytes.
 async fn read_body(
     mut response: reqwest::Response,
@@ -190,7 +223,12 @@ async fn read_body(
         .unwrap_or(0)
         .min(limit)
         .min(16 << 20);
-    let mut body = Vec::with_capacity(expected as usize);
+    let mut body = BODY_BUFFERS
+        .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.pop()))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    body.reserve(expected as usize);
     while let Some(chunk) = response.chunk().await? {
         body.extend_from_slice(&chunk);
         if body.len() as u64 >= limit {
