@@ -30,7 +30,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,8 +38,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-
-	"ferrite.dev/interop/internal/e2e"
 )
 
 // nhcbTargets serves the NHCB payloads, each scraper (and each URL, query
@@ -446,83 +443,22 @@ func nhcbSideBySide(t *testing.T, config func(target string) string, metrics boo
 	if err := os.WriteFile(cfg, []byte(config(target)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var ports [2]int
-	for i := range ports {
-		p, err := e2e.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = p
-	}
-	if ports[0] == ports[1] {
-		t.Skip("no two free ports")
-	}
-	ferDir, promDir := filepath.Join(tmp, "ferrite-data"), filepath.Join(tmp, "prom-data")
-	ferProc, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, "ferrite.log"), "--config.file="+cfg,
-		"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ports[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ferProc.Kill()
-	promProc, err := e2e.Start("prometheus", prom, tmp, filepath.Join(tmp, "prometheus.log"), "--config.file="+cfg,
-		"--storage.tsdb.path="+promDir, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ports[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer promProc.Kill()
-	ferURL, promURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	for _, p := range []struct {
-		proc *e2e.Proc
-		url  string
-	}{{ferProc, ferURL}, {promProc, promURL}} {
-		if err := p.proc.WaitReady(p.url+"/-/ready", 60*time.Second); err != nil {
-			t.Fatalf("%v\n%s", err, p.proc.LogTail(20))
-		}
-	}
+	pair := startSideBySide(t, fer, prom, tmp, cfg)
+	defer pair.kill()
+
 	time.Sleep(14 * time.Second)
 	if metrics {
 		// The scrape pools' metrics too (the bucket limit's counter).
-		compareScrapeMetrics(t, ferURL, promURL)
+		compareScrapeMetrics(t, pair.ferURL, pair.promURL)
 	}
-	if err := ferProc.Stop(30 * time.Second); err != nil {
-		t.Fatalf("ferrite: %v\n%s", err, ferProc.LogTail(20))
-	}
-	if err := promProc.Stop(30 * time.Second); err != nil {
-		t.Fatalf("prometheus: %v", err)
-	}
-
-	ferData, promData := readSamples(t, ferDir), readSamples(t, promDir)
+	ferData, promData := pair.stopAndRead(t)
 	fer2, _, ferLast := scrapeIndexed(t, "ferrite", target, ferData)
 	prom2, _, promLast := scrapeIndexed(t, "prometheus", target, promData)
 	last := min(ferLast, promLast) - 1 // the last scrape may have raced the stop
 	if last < 6 {
 		t.Fatalf("only %d common scrapes", last)
 	}
-	keys := map[string]bool{}
-	for k := range fer2 {
-		keys[k] = true
-	}
-	for k := range prom2 {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	bad := 0
-	for _, k := range sorted {
-		if diff := compareScrapes(k, fer2[k], prom2[k], last); diff != "" {
-			bad++
-			if bad <= 20 {
-				t.Errorf("%s", diff)
-			}
-		}
-	}
-	if bad > 20 {
-		t.Errorf("... %d series differ in all", bad)
-	}
-
+	sorted := compareAllScrapes(t, fer2, prom2, last, 20)
 	t.Logf("%d series, %d common scrapes each", len(sorted), last+1)
 	return prom2, target
 }

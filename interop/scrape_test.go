@@ -392,6 +392,109 @@ func seriesTarget(key string) string {
 	return job + "/" + inst
 }
 
+// sideBySide is a Ferrite and a Prometheus v3.16.0 started on the same
+// prometheus.yml, each on a data dir of its own, both ready.
+type sideBySide struct {
+	fer, prom       *e2e.Proc
+	ferURL, promURL string
+	ferDir, promDir string
+}
+
+// startSideBySide starts the two servers (binaries fer and prom) on cfg,
+// their data dirs and logs in tmp, and waits until both are ready.
+func startSideBySide(t *testing.T, fer, prom, tmp, cfg string) *sideBySide {
+	t.Helper()
+	var ports [2]int
+	for i := range ports {
+		p, err := e2e.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	if ports[0] == ports[1] {
+		t.Skip("no two free ports")
+	}
+	s := &sideBySide{
+		ferURL:  fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		promURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
+		ferDir:  filepath.Join(tmp, "ferrite-data"),
+		promDir: filepath.Join(tmp, "prom-data"),
+	}
+	var err error
+	s.fer, err = e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, "ferrite.log"), "--config.file="+cfg,
+		"--storage.tsdb.path", s.ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.prom, err = e2e.Start("prometheus", prom, tmp, filepath.Join(tmp, "prometheus.log"), "--config.file="+cfg,
+		"--storage.tsdb.path="+s.promDir, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ports[1]))
+	if err != nil {
+		s.fer.Kill()
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		proc *e2e.Proc
+		url  string
+	}{{s.fer, s.ferURL}, {s.prom, s.promURL}} {
+		if err := p.proc.WaitReady(p.url+"/-/ready", 60*time.Second); err != nil {
+			s.kill()
+			t.Fatalf("%v\n%s", err, p.proc.LogTail(20))
+		}
+	}
+	return s
+}
+
+// kill kills both servers (a no-op for one already stopped).
+func (s *sideBySide) kill() {
+	s.fer.Kill()
+	s.prom.Kill()
+}
+
+// stopAndRead stops both servers and reads the samples of their data dirs.
+func (s *sideBySide) stopAndRead(t *testing.T) (fer, prom map[string][]sample) {
+	t.Helper()
+	if err := s.fer.Stop(30 * time.Second); err != nil {
+		t.Fatalf("ferrite: %v\n%s", err, s.fer.LogTail(20))
+	}
+	if err := s.prom.Stop(30 * time.Second); err != nil {
+		t.Fatalf("prometheus: %v", err)
+	}
+	return readSamples(t, s.ferDir), readSamples(t, s.promDir)
+}
+
+// compareAllScrapes compares every series of either side scrape by scrape
+// up to scrape last (compareScrapes), reporting the first maxErrors
+// differences, and returns the series' keys, sorted.
+func compareAllScrapes(t *testing.T, fer, prom map[string]map[int]string, last, maxErrors int) []string {
+	t.Helper()
+	keys := map[string]bool{}
+	for k := range fer {
+		keys[k] = true
+	}
+	for k := range prom {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	bad := 0
+	for _, k := range sorted {
+		if diff := compareScrapes(k, fer[k], prom[k], last); diff != "" {
+			bad++
+			if bad <= maxErrors {
+				t.Errorf("%s", diff)
+			}
+		}
+	}
+	if bad > maxErrors {
+		t.Errorf("... %d series differ in all", bad)
+	}
+	return sorted
+}
+
 func TestScrapeSideBySideWithPrometheus(t *testing.T) {
 	fer := ferriteBin(t)
 	prom, _ := e2eBinaries(t)
@@ -405,39 +508,9 @@ func TestScrapeSideBySideWithPrometheus(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(sideBySideConfig(target)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 2)
-	for i := range ports {
-		p, err := e2e.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = p
-	}
-	if ports[0] == ports[1] {
-		t.Skip("no two free ports")
-	}
-	ferDir, promDir := filepath.Join(tmp, "ferrite-data"), filepath.Join(tmp, "prom-data")
-	ferProc, err := e2e.Start("ferrite", fer, tmp, filepath.Join(tmp, "ferrite.log"), "--config.file="+cfg,
-		"--storage.tsdb.path", ferDir, "--web.listen-address", fmt.Sprintf("127.0.0.1:%d", ports[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ferProc.Kill()
-	promProc, err := e2e.Start("prometheus", prom, tmp, filepath.Join(tmp, "prometheus.log"), "--config.file="+cfg,
-		"--storage.tsdb.path="+promDir, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ports[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer promProc.Kill()
-	ferURL, promURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	for _, p := range []struct {
-		proc *e2e.Proc
-		url  string
-	}{{ferProc, ferURL}, {promProc, promURL}} {
-		if err := p.proc.WaitReady(p.url+"/-/ready", 60*time.Second); err != nil {
-			t.Fatalf("%v\n%s", err, p.proc.LogTail(20))
-		}
-	}
+	pair := startSideBySide(t, fer, prom, tmp, cfg)
+	defer pair.kill()
+	ferURL, promURL := pair.ferURL, pair.promURL
 
 	// Both have scraped every target several times (more than the
 	// vanishing and failing cycles). Prometheus starts its scrapes up to
@@ -447,13 +520,7 @@ func TestScrapeSideBySideWithPrometheus(t *testing.T) {
 	compareTargetsAPI(t, ferURL, promURL)
 	compareScrapeMetrics(t, ferURL, promURL)
 
-	if err := ferProc.Stop(30 * time.Second); err != nil {
-		t.Fatalf("ferrite: %v\n%s", err, ferProc.LogTail(20))
-	}
-	if err := promProc.Stop(30 * time.Second); err != nil {
-		t.Fatalf("prometheus: %v", err)
-	}
-	ferData, promData := readSamples(t, ferDir), readSamples(t, promDir)
+	ferData, promData := pair.stopAndRead(t)
 	fer2, ferFirst, ferLast := scrapeIndexed(t, "ferrite", target, ferData)
 	prom2, promFirst, promLast := scrapeIndexed(t, "prometheus", target, promData)
 	last := min(ferLast, promLast) - 1 // the last scrape may have raced the stop
@@ -475,31 +542,7 @@ func TestScrapeSideBySideWithPrometheus(t *testing.T) {
 		}
 	}
 	// The same series, and scrape for scrape the same values.
-	keys := map[string]bool{}
-	for k := range fer2 {
-		keys[k] = true
-	}
-	for k := range prom2 {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	bad := 0
-	for _, k := range sorted {
-		f, p := fer2[k], prom2[k]
-		if diff := compareScrapes(k, f, p, last); diff != "" {
-			bad++
-			if bad <= 15 {
-				t.Errorf("%s", diff)
-			}
-		}
-	}
-	if bad > 15 {
-		t.Errorf("... %d series differ in all", bad)
-	}
+	sorted := compareAllScrapes(t, fer2, prom2, last, 15)
 	histograms := 0
 	for _, k := range sorted {
 		for _, v := range prom2[k] {
