@@ -21,12 +21,14 @@
 
 use std::cell::RefCell;
 
+use ferrite_model::spare::{with_local, Spares};
+
 /// The capacity to ask for when at least `bytes` are wanted: the most
 /// that fits the same allocation. glibc's malloc hands out chunks of a
 /// multiple of 16 bytes, 8 of them its own header, so a request of
 /// `16k + 8` bytes uses a chunk whole; a smaller one leaves the rest
 /// unused, and the buffer would be grown again before it is full.
-pub const fn malloc_fit(bytes: usize) -> usize {
+const fn malloc_fit(bytes: usize) -> usize {
     (bytes + 8).next_multiple_of(16) - 8
 }
 
@@ -43,7 +45,7 @@ const RUNGS: usize = 32;
 /// Capacities a chunk buffer grows through, from 40 bytes (the header, a
 /// first sample and a few more) to about 4 KB (a chunk is cut at about
 /// 1 KB, a histogram chunk may reach 2).
-pub const LADDER: [usize; RUNGS] = {
+const LADDER: [usize; RUNGS] = {
     let mut ladder = [0; RUNGS];
     ladder[0] = malloc_fit(32);
     let mut i = 1;
@@ -56,7 +58,7 @@ pub const LADDER: [usize; RUNGS] = {
 
 /// Most buffers a thread keeps for `rung`: 32 KB of them, at least 4 and
 /// at most 256.
-pub const fn pool_depth(rung: usize) -> usize {
+const fn pool_depth(rung: usize) -> usize {
     let depth = (32 << 10) / LADDER[rung];
     if depth < 4 {
         4
@@ -68,26 +70,27 @@ pub const fn pool_depth(rung: usize) -> usize {
 }
 
 thread_local! {
-    static POOLS: RefCell<[Vec<Vec<u8>>; RUNGS]> = const { RefCell::new([const { Vec::new() }; RUNGS]) };
+    static POOLS: RefCell<[Spares<u8>; RUNGS]> = const { RefCell::new([const { Spares::new() }; RUNGS]) };
 }
 
 /// A new, empty chunk buffer of the ladder's first rung.
-pub fn new_buffer() -> Vec<u8> {
+pub(crate) fn new_buffer() -> Vec<u8> {
     take(0)
 }
 
 /// Grows `buf` so that at least 8 more bytes fit: to the first rung at
-/// least a quarter (and 16 bytes) above its length, its bytes copied into
+/// least an eighth (and 16 bytes) above its length, its bytes copied into
 /// a pooled buffer of that rung if there is one; the old buffer is pooled
 /// if it was a rung's. Past the ladder, a plain reallocation.
 #[cold]
-pub fn grow(buf: &mut Vec<u8>) {
+pub(crate) fn grow(buf: &mut Vec<u8>) {
     let len = buf.len();
     let want = grown(len);
-    let Some(rung) = LADDER.iter().position(|&c| c >= want) else {
+    let rung = LADDER.partition_point(|&c| c < want);
+    if rung == RUNGS {
         buf.reserve_exact(want - len);
         return;
-    };
+    }
     let mut bigger = take(rung);
     bigger.extend_from_slice(buf);
     give(std::mem::replace(buf, bigger));
@@ -95,27 +98,17 @@ pub fn grow(buf: &mut Vec<u8>) {
 
 /// An empty buffer of `rung`'s capacity, pooled if there is one.
 fn take(rung: usize) -> Vec<u8> {
-    POOLS
-        .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p[rung].pop()))
-        .ok()
+    with_local(&POOLS, |p| p[rung].take())
         .flatten()
         .unwrap_or_else(|| Vec::with_capacity(LADDER[rung]))
 }
 
 /// Keeps `buf` (emptied) for its rung if it is exactly one and the pool
 /// has room; else frees it.
-fn give(mut buf: Vec<u8>) {
-    let Ok(rung) = LADDER.binary_search(&buf.capacity()) else {
-        return;
-    };
-    buf.clear();
-    let _ = POOLS.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut() {
-            if p[rung].len() < pool_depth(rung) {
-                p[rung].push(buf);
-            }
-        }
-    });
+fn give(buf: Vec<u8>) {
+    if let Ok(rung) = LADDER.binary_search(&buf.capacity()) {
+        with_local(&POOLS, |p| p[rung].keep(buf, pool_depth(rung)));
+    }
 }
 
 #[cfg(test)]
@@ -182,7 +175,7 @@ mod tests {
             let mut odd = Vec::with_capacity(100);
             odd.extend_from_slice(&[1; 95]);
             grow(&mut odd);
-            POOLS.with_borrow(|p| assert_eq!(p.iter().map(Vec::len).sum::<usize>(), 1));
+            POOLS.with_borrow(|p| assert_eq!(p.iter().map(Spares::len).sum::<usize>(), 1));
         })
         .join()
         .unwrap();

@@ -40,7 +40,7 @@
 
 pub mod bstream;
 pub mod float_histogram;
-pub mod growth;
+mod growth;
 pub mod histogram;
 pub mod histogram_meta;
 pub mod histogram_st;

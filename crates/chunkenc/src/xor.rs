@@ -74,7 +74,7 @@ impl XorChunk {
     pub fn new() -> Self {
         // The ladder's first rung, 40 bytes: the header, a first sample
         // (at most 18 bytes) and a few more. Prometheus starts at 128
-        // bytes; here the buffer grows by a quarter as it fills
+        // bytes; here the buffer grows by an eighth as it fills
         // ([`crate::growth`]) and is kept across the series' chunks
         // (`reset`), so a long-lived series reaches the size its chunks
         // need once, while a head of new or short-lived series (churn, or

@@ -36,6 +36,7 @@ pub mod prefetch;
 pub mod resolution;
 pub mod sample;
 pub mod selfmetrics;
+pub mod spare;
 pub mod units;
 
 pub use histogram::{CounterResetHint, FloatHistogram, Histogram, HistogramError, Span};

@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::io::Read;
 use std::time::Duration;
 
+use ferrite_model::spare::{with_local, Spares};
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT, ACCEPT_ENCODING};
 
 use crate::client::ScrapeClient;
@@ -192,23 +193,15 @@ const KEPT_BODY_BUFFERS: usize = 2;
 const KEPT_BODY_BYTES: usize = 4 << 20;
 
 thread_local! {
-    static BODY_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    static BODY_BUFFERS: RefCell<Spares<u8>> = const { RefCell::new(Spares::new()) };
 }
 
 impl Drop for Fetched {
     fn drop(&mut self) {
-        let mut raw = std::mem::take(&mut self.raw);
-        if raw.capacity() > KEPT_BODY_BYTES {
-            return;
+        let raw = std::mem::take(&mut self.raw);
+        if raw.capacity() <= KEPT_BODY_BYTES {
+            with_local(&BODY_BUFFERS, |b| b.keep(raw, KEPT_BODY_BUFFERS));
         }
-        raw.clear();
-        let _ = BODY_BUFFERS.try_with(|b| {
-            if let Ok(mut b) = b.try_borrow_mut() {
-                if b.len() < KEPT_BODY_BUFFERS {
-                    b.push(raw);
-                }
-            }
-        });
     }
 }
 
@@ -223,9 +216,7 @@ async fn read_body(
         .unwrap_or(0)
         .min(limit)
         .min(16 << 20);
-    let mut body = BODY_BUFFERS
-        .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.pop()))
-        .ok()
+    let mut body = with_local(&BODY_BUFFERS, Spares::take)
         .flatten()
         .unwrap_or_default();
     body.reserve(expected as usize);

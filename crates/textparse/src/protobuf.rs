@@ -644,19 +644,11 @@ impl<'a> ProtoParser<'a> {
         let h = &self.dec.metric.histogram;
         let c = &mut self.nhcb.classic;
         c.reset();
-        let count = if h.sample_count_float == 0.0 {
-            h.sample_count as f64
-        } else {
-            h.sample_count_float
-        };
-        let collected = c.set_count(count).and_then(|()| c.set_sum(h.sample_sum));
+        let collected = c
+            .set_count(h.count())
+            .and_then(|()| c.set_sum(h.sample_sum));
         let collected = h.buckets.iter().fold(collected, |done, b| {
-            let n = if b.cumulative_count_float == 0.0 {
-                b.cumulative_count as f64
-            } else {
-                b.cumulative_count_float
-            };
-            done.and_then(|()| c.set_bucket_count(b.upper_bound, n))
+            done.and_then(|()| c.set_bucket_count(b.upper_bound, b.count()))
         });
         let kind = collected
             .and_then(|()| c.convert(&mut self.nhcb.int, &mut self.nhcb.float))
@@ -695,16 +687,10 @@ impl<'a> ProtoParser<'a> {
             },
             _ => {
                 let h = &m.histogram;
-                let count = if h.sample_count_float == 0.0 {
-                    h.sample_count as f64
-                } else {
-                    h.sample_count_float
-                };
                 match (self.field_pos, pos.and_then(|p| h.buckets.get(p))) {
                     (-1, _) => h.sample_sum,
-                    (_, Some(b)) if b.cumulative_count_float == 0.0 => b.cumulative_count as f64,
-                    (_, Some(b)) => b.cumulative_count_float,
-                    _ => count,
+                    (_, Some(b)) => b.count(),
+                    _ => h.count(),
                 }
             }
         }

@@ -372,6 +372,23 @@ pub(super) struct BucketMsg {
     pub(super) upper_bound: f64,
 }
 
+impl BucketMsg {
+    /// The bucket's count as Prometheus reads it: the float one unless 0.
+    pub(super) fn count(&self) -> f64 {
+        float_unless_zero(self.cumulative_count_float, self.cumulative_count)
+    }
+}
+
+/// A count given as a float and an integer field: the float one unless it
+/// is 0 (unset).
+fn float_unless_zero(float: f64, int: u64) -> f64 {
+    if float == 0.0 {
+        int as f64
+    } else {
+        float
+    }
+}
+
 /// A `Histogram`'s fields (classic and native).
 #[derive(Debug, Default)]
 pub(super) struct HistogramMsg {
@@ -392,6 +409,12 @@ pub(super) struct HistogramMsg {
 }
 
 impl HistogramMsg {
+    /// The classic histogram's sample count as Prometheus reads it: the
+    /// float one unless 0.
+    pub(super) fn count(&self) -> f64 {
+        float_unless_zero(self.sample_count_float, self.sample_count)
+    }
+
     fn reset(&mut self) {
         self.sample_count = 0;
         self.sample_count_float = 0.0;
