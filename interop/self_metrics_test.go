@@ -18,7 +18,7 @@ var selfMetricsLeftOut = regexp.MustCompile(`^prometheus_(sd_(azure|consul|kuber
 
 // selfMetricsExact are the series whose values both servers must agree on
 // when they scrape the same targets (the rest count time or scrapes).
-var selfMetricsExact = regexp.MustCompile(`^prometheus_(target_(scrape_pool_targets|scrape_pool_target_limit|sync_failed_total|scrape_pools_total|scrape_pools_failed_total|metadata_cache_entries|metadata_cache_bytes)|sd_(discovered_targets|failed_configs))\b`)
+var selfMetricsExact = regexp.MustCompile(`^prometheus_(target_(scrape_pool_targets|scrape_pool_target_limit|sync_failed_total|scrape_pools_total|scrape_pools_failed_total|metadata_cache_entries|metadata_cache_bytes)|sd_(discovered_targets|failed_configs)|engine_(queries_concurrent_max|query_log_enabled|query_log_failures_total))\b`)
 
 // selfSeries is every series of base's /metrics whose name starts with
 // one of prefixes, by name and labels, with its value.
@@ -69,7 +69,7 @@ func compareScrapeMetrics(t *testing.T, ferURL, promURL string) {
 func selfMetricsDiff(t *testing.T, ferURL, promURL string) []string {
 	prefixes := []string{"prometheus_target_", "prometheus_sd_", "prometheus_rule_", "prometheus_notifications_",
 		"prometheus_tsdb_head_gc_duration_seconds", "prometheus_tsdb_wal_fsync_duration_seconds",
-		"prometheus_tsdb_wal_truncate_duration_seconds"}
+		"prometheus_tsdb_wal_truncate_duration_seconds", "prometheus_engine_"}
 	fer, prom := selfSeries(t, ferURL, prefixes...), selfSeries(t, promURL, prefixes...)
 	var problems []string
 	for series, pv := range prom {

@@ -81,6 +81,8 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
         ev.check_deadline()?;
         let kind = AggKind::of(op).unwrap_or(AggKind::Sum);
         let mut sink = AggSink::new(kind, &a.modifier, ts.len());
+        // The samples the general path reads if this one meets a histogram.
+        let read_before = ev.stats;
         match input {
             Fusable::RangeCall(call) => {
                 let args: Vec<&Expr> = call.args.iter().collect();
@@ -89,10 +91,11 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             Fusable::Selector(vs) => ev.vector_selector_into(vs, ts, false, &mut sink)?,
         }
         // Histograms take the general path (which evaluates the input
-        // again: its annotations are kept once).
+        // again: its annotations are kept once, its samples counted once).
         if !sink.saw_hist {
             return Ok(Ev::Vector(sink.finish()));
         }
+        ev.stats = read_before;
     }
     let input = ev.eval_vector(&a.expr, ts)?;
     match op {

@@ -25,7 +25,9 @@ use crate::extended::{Extended, Extension};
 use crate::functions::RangeSink;
 use crate::parsed::{parse, ParsedExpr};
 use crate::stack::with_stack_for;
+use crate::stats::{QueryStats, SampleStats};
 use crate::storage::{is_stale_nan, Labels, LazySeries, Matcher, Querier, Queryable, SelectHints};
+use crate::tracker::{LoggedQuery, QueryOrigin, QueryTracker};
 use crate::value::{Sample, SeriesResult, Value};
 use crate::{eval_err, Error, Result};
 use ferrite_model::FloatHistogram;
@@ -76,12 +78,20 @@ pub struct QueryResult {
     pub warnings: Vec<String>,
     /// "PromQL info: ..." annotations.
     pub infos: Vec<String>,
+    /// What the query cost (timings and samples).
+    pub stats: QueryStats,
 }
 
-/// The PromQL engine: stateless apart from its options.
+/// The PromQL engine: its options and, in a server, the tracker its
+/// queries go through.
 #[derive(Clone, Debug, Default)]
 pub struct Engine {
     pub opts: EngineOptions,
+    /// The server's query slots, metrics and log (none: queries run at
+    /// once and are recorded nowhere).
+    pub tracker: Option<Arc<QueryTracker>>,
+    /// Who asks this engine's queries, for the query log.
+    pub origin: QueryOrigin,
 }
 
 pub(crate) type Lbl = Arc<Labels>;
@@ -157,6 +167,11 @@ pub(crate) struct StepValues {
     pub floats: Vec<(usize, f64)>,
     pub hists: Vec<(usize, Hist)>,
     pub notes: Vec<crate::annotations::Note>,
+    /// Samples the series' windows held, summed over the steps (a range
+    /// function's; see [`crate::stats`]).
+    pub used: i64,
+    /// ... each sample counted at the first step whose window holds it.
+    pub fresh: i64,
 }
 
 impl StepValues {
@@ -173,10 +188,29 @@ impl StepValues {
         self.floats.clear();
         self.hists.clear();
         self.notes.clear();
+        self.used = 0;
+        self.fresh = 0;
     }
 
     pub fn len(&self) -> usize {
         self.floats.len() + self.hists.len()
+    }
+
+    /// Counts a step's window (see [`crate::stats`]): whole in `used`, and
+    /// in `fresh` the samples after `after` (the step before's end; all
+    /// samples at the first step).
+    pub fn count_window(&mut self, w: &[(i64, f64)], wh: &[(i64, Hist)], after: Option<i64>) {
+        let weigh = |w: &[(i64, f64)], wh: &[(i64, Hist)]| {
+            crate::stats::weight_of(w.len(), wh.iter().map(|(_, h)| &**h))
+        };
+        self.used += weigh(w, wh);
+        self.fresh += match after {
+            None => weigh(w, wh),
+            Some(a) => weigh(
+                &w[w.partition_point(|&(t, _)| t <= a)..],
+                &wh[wh.partition_point(|(t, _)| *t <= a)..],
+            ),
+        };
     }
 
     /// Adds a note once.
@@ -475,6 +509,10 @@ pub(crate) struct Evaluator<'q> {
     /// The selectors read for histogram count and sum only (see
     /// `stats_hints`).
     stats_reads: std::collections::HashSet<usize>,
+    /// The query's sample counts so far (the peak is kept in `peak`).
+    pub(crate) stats: crate::stats::SampleStats,
+    /// The most samples counted toward `max_samples` at once.
+    peak: std::cell::Cell<usize>,
 }
 
 /// A range or step in milliseconds. (Durations that do not resolve were
@@ -510,7 +548,21 @@ fn check_durations(expr: &Expr, ctx: &DurationContext) -> Result<()> {
 
 impl Engine {
     pub fn new(opts: EngineOptions) -> Self {
-        Engine { opts }
+        Engine {
+            opts,
+            tracker: None,
+            origin: QueryOrigin::Unknown,
+        }
+    }
+
+    /// The engine with its queries going through `tracker`, logged as
+    /// coming from `origin`.
+    pub fn tracked(self, tracker: Arc<QueryTracker>, origin: QueryOrigin) -> Self {
+        Engine {
+            tracker: Some(tracker),
+            origin,
+            ..self
+        }
     }
 
     /// Evaluates `query` at `t` (ms).
@@ -565,6 +617,8 @@ impl Engine {
         })
     }
 
+    /// Runs a query: in a query slot and recorded by the tracker, if the
+    /// engine has one; its result carries what it cost.
     fn exec(
         &self,
         db: &dyn Queryable,
@@ -574,6 +628,54 @@ impl Engine {
         end: i64,
         step: i64,
     ) -> Result<QueryResult> {
+        let began = Instant::now();
+        // The wait for a slot counts against the timeout, as in Prometheus.
+        let deadline = began + self.opts.timeout;
+        let span = QuerySpan { start, end, step };
+        let mut stats = QueryStats::default();
+        let res = match &self.tracker {
+            None => self.evaluate(db, query, expr, span, deadline, &mut stats),
+            Some(tracker) => {
+                let _active = tracker.begin();
+                let slot = tracker.acquire(deadline);
+                stats.timings.exec_queue = began.elapsed();
+                let res = match slot {
+                    Some(_slot) => self.evaluate(db, query, expr, span, deadline, &mut stats),
+                    None => Err(Error::Timeout("query queue")),
+                };
+                stats.timings.exec_total = began.elapsed();
+                tracker.finish(&LoggedQuery {
+                    query,
+                    start_ms: start,
+                    end_ms: end,
+                    step_ms: step,
+                    error: res.as_ref().err(),
+                    stats: &stats,
+                    origin: &self.origin,
+                });
+                res
+            }
+        };
+        stats.timings.exec_total = began.elapsed();
+        res.map(|mut r| {
+            r.stats = stats;
+            r
+        })
+    }
+
+    /// Prepares, evaluates and builds a query's result, timing each part
+    /// into `stats` (and its samples, also when it fails).
+    fn evaluate(
+        &self,
+        db: &dyn Queryable,
+        query: &str,
+        expr: &Expr,
+        span: QuerySpan,
+        deadline: Instant,
+        stats: &mut QueryStats,
+    ) -> Result<QueryResult> {
+        let QuerySpan { start, end, step } = span;
+        let began = Instant::now();
         let durations = DurationContext {
             step_ms: step,
             range_ms: end - start,
@@ -588,12 +690,13 @@ impl Engine {
         }
         .time_span(expr);
         let querier = db.querier(mint, maxt)?;
+        stats.timings.query_preparation = began.elapsed();
         let mut ev = Evaluator {
             querier: querier.as_ref(),
             lookback: self.opts.lookback_delta_ms,
             query_start: start,
             query_end: end,
-            deadline: Instant::now() + self.opts.timeout,
+            deadline,
             max_samples: self.opts.max_samples,
             steps_held: 0,
             default_subquery_step: self.opts.default_subquery_step_ms,
@@ -601,21 +704,45 @@ impl Engine {
             annos: Annotations::default(),
             durations,
             stats_reads: crate::stats_hints::stats_selectors(expr),
+            stats: SampleStats::default(),
+            peak: std::cell::Cell::new(0),
         };
-        let ts = ev.hold_steps(start, end, step.max(1))?;
-        let res = ev.eval(expr, &ts)?;
+        let inner_began = Instant::now();
+        let evaluated = ev
+            .hold_steps(start, end, step.max(1))
+            .and_then(|ts| ev.eval(expr, &ts).map(|res| (ts, res)));
+        stats.timings.inner_eval = inner_began.elapsed();
+        stats.samples = SampleStats {
+            peak: ev.peak.get() as i64,
+            ..ev.stats
+        };
+        let (ts, res) = evaluated?;
+        let sort_began = Instant::now();
         let value = if step == 0 {
-            instant_value(res, start)?
+            instant_value(res, start)
         } else {
-            range_value(res, &ts)?
+            range_value(res, &ts)
         };
+        stats.timings.result_sort = sort_began.elapsed();
+        stats.timings.eval_total = began.elapsed();
+        let value = value?;
         let (warnings, infos) = ev.annos.render(query);
         Ok(QueryResult {
             value,
             warnings,
             infos,
+            stats: QueryStats::default(),
         })
     }
+}
+
+/// A query's evaluation times: `start` to `end` (ms) every `step` (0: an
+/// instant query).
+#[derive(Clone, Copy, Debug)]
+struct QuerySpan {
+    start: i64,
+    end: i64,
+    step: i64,
 }
 
 /// A range query must be a scalar or an instant vector. (`value_type`
@@ -879,6 +1006,9 @@ impl<'q> Evaluator<'q> {
     }
 
     pub fn count_samples(&self, n: usize) -> Result<()> {
+        if n > self.peak.get() {
+            self.peak.set(n);
+        }
         if n > self.max_samples {
             return Err(Error::TooManySamples("query execution"));
         }
@@ -916,14 +1046,16 @@ impl<'q> Evaluator<'q> {
 
     /// Selects a selector's series over [mint, maxt]; samples are read
     /// when needed.
-    fn select(&self, vs: &VectorSelector, mint: i64, maxt: i64) -> Result<Vec<LazySeries<'q>>> {
+    fn select(&mut self, vs: &VectorSelector, mint: i64, maxt: i64) -> Result<Vec<LazySeries<'q>>> {
         let matchers: &[Matcher] = &vs.matchers;
         let hints = SelectHints {
             start: mint,
             end: maxt,
         };
         let querier: &'q dyn Querier = self.querier;
-        Ok(querier.select_lazy(matchers, hints)?)
+        let series = querier.select_lazy(matchers, hints)?;
+        self.stats.series_touched += series.len() as i64;
+        Ok(series)
     }
 
     /// An instant vector selector for all steps; with `want_ts` the values
@@ -992,6 +1124,10 @@ impl<'q> Evaluator<'q> {
                     sink.push_hist(*step, i, &labels, h.clone(), false);
                 }
                 pushed += values.len();
+                ev.stats.add_read(crate::stats::weight_of(
+                    values.floats.len(),
+                    values.hists.iter().map(|(_, h)| &**h),
+                ));
                 ev.count_samples(sink.holds(pushed))
             },
         )
@@ -1046,6 +1182,10 @@ impl<'q> Evaluator<'q> {
             }
             total += buf.len();
             self.count_samples(total)?;
+            self.stats.add_read(crate::stats::weight_of(
+                buf.floats.len(),
+                buf.hists.iter().map(|(_, h)| &**h),
+            ));
             let cap = buf.floats.len();
             series.push(RangeSeries {
                 labels: Arc::new(s.labels),

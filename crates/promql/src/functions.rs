@@ -900,6 +900,7 @@ impl RangeJob<'_> {
         let mut cursor = (0usize, 0usize);
         let mut hcursor = (0usize, 0usize);
         let mut as_read = Vec::new();
+        let mut prev_end = None;
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
             let w = window_in(samples, end, spec.range, &mut cursor);
@@ -908,6 +909,7 @@ impl RangeJob<'_> {
             } else {
                 window_in(hists, end, spec.range, &mut hcursor)
             };
+            out.count_window(w, wh, prev_end.replace(end));
             if spec.stats_hints && !wh.is_empty() {
                 let (from, to) = hcursor;
                 stats_hints::derive_window(hists, from, to, end - spec.range, &mut as_read);
@@ -950,6 +952,7 @@ impl RangeJob<'_> {
         let reach = spec.range + before + after;
         let mut cursor = (0usize, 0usize);
         let mut hcursor = (0usize, 0usize);
+        let mut prev_end = None;
         for (step, &t) in self.ts.iter().enumerate() {
             let end = spec.eval_time(t);
             let w = crate::histfn::Window {
@@ -960,6 +963,7 @@ impl RangeJob<'_> {
                 step_t: t,
                 param: self.scalar_arg.map_or(0.0, |v| v[step]),
             };
+            out.count_window(w.floats, w.hists, prev_end.replace(end + after));
             let range_secs = spec.range as f64 / 1000.0;
             let result = crate::extended::apply(self.func, ext, &w, range_secs, out);
             out.push_result(step, result);
@@ -1082,6 +1086,8 @@ pub(crate) fn range_function_into(
                     }
                     total += n;
                     ev.count_samples(total)?;
+                    ev.stats.total_queryable += values.used;
+                    ev.stats.read += values.fresh;
                     job.emit(i, &Arc::new(s.labels), false, values, sink);
                     pushed += values.len();
                     ev.count_samples(sink.holds(pushed))

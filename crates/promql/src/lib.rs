@@ -17,6 +17,9 @@
 //! - `annotations`: warnings and infos in Prometheus' texts, with the
 //!   positions in the query text they refer to (the tree's); `lexical`:
 //!   the helpers that scan query text for `nesting`;
+//! - [`stats`]: what a query cost (timings, samples read) in Prometheus'
+//!   terms; [`tracker`]: what every query of a server goes through (the
+//!   concurrency slots, the `prometheus_engine_*` metrics, the query log);
 //! - `extended`: anchored and smoothed selectors; `stats_hints`: the
 //!   counter-reset hints of histograms read for count and sum only.
 //!
@@ -44,16 +47,20 @@ pub mod parsed;
 pub mod parser;
 pub mod promqltest;
 mod stack;
+pub mod stats;
 mod stats_hints;
 pub mod storage;
+pub mod tracker;
 pub mod value;
 
 pub use engine::{Engine, EngineOptions, QueryResult};
 pub use parsed::{parse, ParsedExpr};
+pub use stats::QueryStats;
 pub use storage::{
     is_stale_nan, Labels, LazySeries, MatchType, Matcher, MemStorage, Querier, Queryable,
     SampleSource, SelectHints, Series, StorageError, STALE_NAN,
 };
+pub use tracker::{LoggedQuery, QueryLogger, QueryOrigin, QueryTracker};
 pub use value::{Sample, SeriesResult, Value};
 
 /// Errors of parsing and evaluating a query. Texts are Prometheus' where it

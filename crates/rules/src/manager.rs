@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use ferrite_config::Config;
 use ferrite_model::goquote::quote as go_quote;
 use ferrite_model::Labels;
-use ferrite_promql::{Engine, EngineOptions};
+use ferrite_promql::{Engine, EngineOptions, QueryOrigin, QueryTracker};
 use tokio::sync::{watch, Mutex};
 use tokio::task::JoinHandle;
 use tracing::{error, info};
@@ -98,6 +98,9 @@ struct Shared {
     storage: Arc<dyn RuleStorage>,
     settings: Arc<RwLock<Settings>>,
     alerting: AlertingOptions,
+    /// The server's query slots, engine metrics and query log, which rule
+    /// queries go through as the API's do.
+    queries: Arc<QueryTracker>,
 }
 
 /// A group and the task evaluating it.
@@ -130,11 +133,12 @@ pub struct RuleManager {
 
 impl RuleManager {
     /// A manager with no groups, evaluating over `storage` with the
-    /// server's engine options, running groups on `runtime`, sending
-    /// alerts as `alerting` says.
+    /// server's engine options, its queries going through `queries`,
+    /// running groups on `runtime`, sending alerts as `alerting` says.
     pub fn new(
         storage: Arc<dyn RuleStorage>,
         engine: EngineOptions,
+        queries: Arc<QueryTracker>,
         runtime: tokio::runtime::Handle,
         alerting: AlertingOptions,
     ) -> Self {
@@ -148,6 +152,7 @@ impl RuleManager {
                 storage,
                 settings,
                 alerting,
+                queries,
             }),
             runtime,
             base_engine: engine,
@@ -440,7 +445,13 @@ fn evaluate(group: &Group, shared: &Shared, ts: i64, restore: bool) {
     let (engine, default_offset, external_labels) = {
         let s = shared.settings.read().unwrap_or_else(|p| p.into_inner());
         (
-            Engine::new(s.engine.clone()),
+            Engine::new(s.engine.clone()).tracked(
+                shared.queries.clone(),
+                QueryOrigin::RuleGroup {
+                    file: group.file.clone(),
+                    name: group.name.clone(),
+                },
+            ),
             s.default_query_offset_ms,
             s.external_labels.clone(),
         )

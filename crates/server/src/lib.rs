@@ -31,15 +31,20 @@
 //! - [`unconfigured`]: exemplars, of which Ferrite keeps none
 //!   (answered as a Prometheus without exemplar storage answers);
 //! - [`metrics`]: `/metrics` (Ferrite's own metrics);
+//! - [`http_metrics`]: every route's requests, durations and response
+//!   sizes (`prometheus_http_*`);
 //! - [`web`]: connection cap and request read timeout (`--web.*`).
 
 pub mod admin;
 pub mod alertmanagers;
 pub mod alerts;
 pub mod config;
+pub mod http_metrics;
 pub mod lifecycle;
 pub mod metrics;
 pub mod query;
+pub mod query_log;
+mod query_stats;
 pub mod read;
 pub mod rules;
 pub mod scrape;
@@ -55,7 +60,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use ferrite_tsdb::{Db, DbOptions};
 use tokio::sync::{watch, Notify, Semaphore};
@@ -189,8 +194,9 @@ pub struct AppState {
     pub opts: ServerOptions,
     pub started: Instant,
     pub start_time: std::time::SystemTime,
-    /// `--query.max-concurrency` slots.
-    pub query_slots: Semaphore,
+    /// Every query's `--query.max-concurrency` slot, the engine's metrics
+    /// and the query log (shared with the rule groups).
+    pub queries: Arc<ferrite_promql::QueryTracker>,
     /// Wakes the compaction loop before its interval: appends signal it
     /// once the head is compactable, as Prometheus' appender does.
     pub compact_now: Arc<Notify>,
@@ -215,6 +221,9 @@ pub struct AppState {
     pub runtime: tokio::runtime::Handle,
     /// How targets on this host are reached from elsewhere (`globalUrl`).
     pub global_url: targets::GlobalUrl,
+    /// Every route's requests (`prometheus_http_*`), filled as
+    /// [`router`] registers the routes.
+    pub http: http_metrics::HttpMetrics,
 }
 
 /// How the rule manager sends and restores alerts: through `notifier`,
@@ -276,9 +285,15 @@ impl AppState {
             // As Prometheus: a rule file that fails keeps the previous
             // rules and fails the reload, the rest still applies.
             let rules = self.runtime.block_on(self.rules.apply_config(&fresh));
+            // Opened again on every reload, as Prometheus does.
+            let query_log = query_log::apply(&self.queries, &fresh.global.query_log_file)
+                .inspect_err(|e| error!(err = %e, "Failed to apply configuration"));
             let file = fresh.path.clone();
             *self.config.write().unwrap_or_else(|p| p.into_inner()) = fresh;
-            rules.map_err(|_| rules::apply_error(file.as_deref()))
+            rules
+                .map_err(|_| ())
+                .and(query_log.map_err(|_| ()))
+                .map_err(|()| rules::apply_error(file.as_deref()))
         });
         match applied {
             Ok(()) => {
@@ -339,14 +354,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         "" => String::new(),
         p => format!("/{p}"),
     };
-    let read_timeout = state.opts.web.read_timeout;
-    let mut routes = routes(state);
-    if !read_timeout.is_zero() {
-        routes = routes.layer(axum::middleware::from_fn_with_state(
-            read_timeout,
-            web::read_body_within,
-        ));
-    }
+    let routes = routes(state);
     if prefix.is_empty() {
         routes
     } else {
@@ -354,20 +362,35 @@ pub fn router(state: Arc<AppState>) -> Router {
     }
 }
 
+/// Every route, metered (see [`http_metrics`]); a request body is read
+/// within `--web.read-timeout` inside the metering, as Prometheus' handlers
+/// read theirs.
 fn routes(state: Arc<AppState>) -> Router {
-    Router::new()
+    let read_timeout = state.opts.web.read_timeout;
+    let within_read_timeout = move |methods: MethodRouter<Arc<AppState>>| {
+        if read_timeout.is_zero() {
+            return methods;
+        }
+        methods.route_layer(axum::middleware::from_fn_with_state(
+            read_timeout,
+            web::read_body_within,
+        ))
+    };
+    http_metrics::MeteredRoutes::new(&state.http, within_read_timeout)
         .route("/-/healthy", get(status::healthy).head(status::healthy))
         .route("/-/ready", get(status::ready).head(status::ready))
         .route(
             "/-/quit",
             post(lifecycle::quit)
                 .put(lifecycle::quit)
+                .get(lifecycle::wrong_method)
                 .fallback(lifecycle::wrong_method),
         )
         .route(
             "/-/reload",
             post(lifecycle::reload)
                 .put(lifecycle::reload)
+                .get(lifecycle::wrong_method)
                 .fallback(lifecycle::wrong_method),
         )
         .route("/api/v1/status/buildinfo", get(status::buildinfo))
@@ -437,7 +460,10 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let addr = listener.local_addr()?;
     let listener = web::LimitedListener::new(listener, opts.web.max_connections);
-    let query_slots = Semaphore::new(opts.web.max_concurrent_queries.max(1));
+    let queries = Arc::new(ferrite_promql::QueryTracker::new(
+        opts.web.max_concurrent_queries,
+    ));
+    query_log::apply(&queries, &opts.config.global.query_log_file)?;
     let (stop, mut stopped) = watch::channel(false);
     let read_slots = (opts.remote_read.concurrent_limit > 0)
         .then(|| Arc::new(Semaphore::new(opts.remote_read.concurrent_limit)));
@@ -461,6 +487,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     let rules = Arc::new(ferrite_rules::manager::RuleManager::new(
         Arc::new(rules::DbRuleStorage::new(db.clone(), compact_now.clone())),
         opts.engine.clone(),
+        queries.clone(),
         runtime.clone(),
         alert_rule_options(&opts, addr.port(), notifier.clone()),
     ));
@@ -477,7 +504,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         opts,
         started: Instant::now(),
         start_time: std::time::SystemTime::now(),
-        query_slots,
+        queries,
         compact_now,
         quit: stop.clone(),
         read_slots,
@@ -488,6 +515,7 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         notifier: notifier.clone(),
         runtime,
         global_url,
+        http: http_metrics::HttpMetrics::default(),
     });
     let app = router(state.clone());
     let mut compaction_stop = stop.subscribe();
@@ -513,17 +541,20 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
             }
         });
         info!(%addr, "listening");
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.changed().await;
-                // Scrapes end before requests drain: no stale markers, as
-                // Prometheus writes none on shutdown.
-                scrape.stop().await;
-                rules.stop().await;
-                // After the rules, whose last alerts it then sends.
-                notifier.stop().await;
-            })
-            .await?;
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<web::ClientAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stopped.changed().await;
+            // Scrapes end before requests drain: no stale markers, as
+            // Prometheus writes none on shutdown.
+            scrape.stop().await;
+            rules.stop().await;
+            // After the rules, whose last alerts it then sends.
+            notifier.stop().await;
+        })
+        .await?;
         let _ = compactor.await;
         drop(state);
         // A request whose client went away may still run its blocking part

@@ -51,7 +51,10 @@ pub async fn reload(State(s): State<Arc<AppState>>) -> (StatusCode, String) {
     }
 }
 
-/// `GET` (and any other method but POST and PUT) on either endpoint.
+/// `GET` (and any other method but POST and PUT) on either endpoint. GET
+/// is a route of its own, as in Prometheus (so it is counted in
+/// `prometheus_http_requests_total`); other methods reach it as the
+/// fallback.
 pub async fn wrong_method() -> impl IntoResponse {
     (
         StatusCode::METHOD_NOT_ALLOWED,

@@ -197,6 +197,7 @@ pub fn render(
         &ferrite_scrape::discovery::metrics::DiscoveryMetrics::global().families(),
     );
     write_families(&mut e.out, &s.notifier.metric_families());
+    write_families(&mut e.out, &s.queries.families());
     let head = s.db.head();
     let stats = &head.stats;
     let float = [("type", "float")];
@@ -241,6 +242,7 @@ pub fn render(
         "Timestamp of the last successful configuration reload.",
         s.reload.last_success_unix.load(Relaxed) as f64,
     );
+    write_families(&mut e.out, &s.http.families());
 
     {
         use ferrite_model::selfmetrics::summary_family;

@@ -16,13 +16,14 @@ use ferrite_model::gofloat::{format_g, write_f};
 use ferrite_model::FloatHistogram;
 use ferrite_model::{Label, Labels, Matcher};
 use ferrite_promql::{
-    Engine, LazySeries, ParsedExpr, Querier, Queryable, SampleSource, SelectHints, Series,
-    StorageError, Value,
+    Engine, LazySeries, ParsedExpr, Querier, QueryOrigin, Queryable, SampleSource, SelectHints,
+    Series, StorageError, Value,
 };
 use ferrite_tsdb::sample::SampleRef;
 use ferrite_tsdb::{Db, QuerySeries};
 use serde_json::{json, Map, Value as Json_};
 
+use crate::query_stats;
 use crate::selector::{parse_promql, parse_selector};
 use crate::AppState;
 
@@ -423,7 +424,7 @@ fn format_time(t: i64) -> Json_ {
 }
 
 /// Appends `s` as a JSON string.
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     // Label names and values rarely need escaping: copy those as they are.
     if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
         out.reserve(s.len() + 2);
@@ -437,7 +438,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends a decimal integer.
-fn put_int(out: &mut Vec<u8>, n: i64) {
+pub(crate) fn put_int(out: &mut Vec<u8>, n: i64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut m = n.unsigned_abs();
@@ -467,7 +468,7 @@ fn put_time(out: &mut Vec<u8>, t: i64) {
 /// Appends a float's text as Prometheus' JSON has it (`jsonutil.MarshalFloat`,
 /// without the quotes): Go's shortest `'f'` form, or its `'e'` form
 /// (`1e+21`, `1e-07`) below 1e-6 and from 1e21 on in magnitude.
-fn write_json_float(out: &mut Vec<u8>, v: f64) {
+pub(crate) fn write_json_float(out: &mut Vec<u8>, v: f64) {
     let abs = v.abs();
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) && v.is_finite() {
         // Go's shortest `'g'` is the `'e'` form at such exponents.
@@ -581,7 +582,9 @@ fn put_strings(out: &mut Vec<u8>, key: &str, list: &[String]) {
 /// A query's success response, written straight into one buffer: the
 /// bytes `success(result_json(..))` produces (keys in serde_json's sorted
 /// order), without building a JSON value per point first.
-fn query_response_body(res: &ferrite_promql::QueryResult) -> Vec<u8> {
+/// The response to a query: its result, its statistics if `with_stats`,
+/// its annotations.
+fn query_response_body(res: &ferrite_promql::QueryResult, with_stats: bool) -> Vec<u8> {
     let points = match &res.value {
         Value::Matrix(m) => m
             .iter()
@@ -665,6 +668,10 @@ fn query_response_body(res: &ferrite_promql::QueryResult) -> Vec<u8> {
     };
     out.extend_from_slice(b",\"resultType\":");
     put_str(&mut out, kind);
+    if with_stats {
+        out.extend_from_slice(b",\"stats\":");
+        query_stats::put_stats(&mut out, &res.stats, query_stats::Exponent::TwoDigits);
+    }
     out.push(b'}');
     put_strings(&mut out, "infos", &res.infos);
     out.extend_from_slice(b",\"status\":\"success\"");
@@ -823,26 +830,57 @@ pub(crate) async fn parse_query(query: String) -> Result<(String, Arc<ParsedExpr
         .map_err(internal)?
 }
 
-/// Runs a query on a blocking thread and answers with its result, cut to
-/// the `limit` parameter.
+/// Who sent a query request, for the query log: the client's address
+/// (without its port; empty if unknown), the method and the path as
+/// requested (the route prefix included).
+pub struct Caller(QueryOrigin);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let client_ip = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<crate::web::ClientAddr>>()
+            .map(|c| c.0 .0.ip().to_string())
+            .unwrap_or_default();
+        let path = parts
+            .extensions
+            .get::<axum::extract::OriginalUri>()
+            .map_or(parts.uri.path(), |u| u.0.path())
+            .to_string();
+        Ok(Caller(QueryOrigin::Http {
+            client_ip,
+            method: parts.method.to_string(),
+            path,
+        }))
+    }
+}
+
+/// Runs a query on a blocking thread (where it waits for a
+/// `--query.max-concurrency` slot) and answers with its result, cut to the
+/// `limit` parameter, and its statistics if the `stats` parameter asks.
 async fn run_query(
     s: &AppState,
     p: &Params,
+    caller: Caller,
     f: impl FnOnce(&Engine, &TsdbQueryable) -> ferrite_promql::Result<ferrite_promql::QueryResult>
         + Send
         + 'static,
 ) -> Result<Response, ApiError> {
     let limit = query_limit(p.get("limit"))?;
-    let engine = engine_for(s, p)?;
+    let engine = engine_for(s, p)?.tracked(s.queries.clone(), caller.0);
     let db = TsdbQueryable { db: s.db.clone() };
-    // `--query.max-concurrency`: wait for a slot (the semaphore is never
-    // closed).
-    let _slot = s.query_slots.acquire().await.map_err(internal)?;
     let mut res = tokio::task::spawn_blocking(move || f(&engine, &db))
         .await
         .map_err(internal)??;
     truncate_result(&mut res, limit);
-    let body = query_response_body(&res);
+    let stats = p.get("stats").unwrap_or_default();
+    res.warnings.extend(query_stats::param_warning(stats));
+    let body = query_response_body(&res, !stats.is_empty());
     // Freeing a large result (a label set per series) takes a while: not
     // on the way to the client.
     tokio::task::spawn_blocking(move || drop(res));
@@ -858,6 +896,7 @@ async fn run_query(
 
 pub async fn instant_query(
     State(s): State<Arc<AppState>>,
+    caller: Caller,
     p: Params,
 ) -> Result<Response, ApiError> {
     let (query, expr) = parse_query(p.required("query")?.to_owned()).await?;
@@ -865,20 +904,24 @@ pub async fn instant_query(
         Some(t) => param_with("time", t, parse_time)?,
         None => now_ms(),
     };
-    run_query(&s, &p, move |e, db| {
+    run_query(&s, &p, caller, move |e, db| {
         e.instant_query_parsed(db, &query, &expr, t)
     })
     .await
 }
 
-pub async fn range_query(State(s): State<Arc<AppState>>, p: Params) -> Result<Response, ApiError> {
+pub async fn range_query(
+    State(s): State<Arc<AppState>>,
+    caller: Caller,
+    p: Params,
+) -> Result<Response, ApiError> {
     let (query, expr) = parse_query(p.required("query")?.to_owned()).await?;
     let (start, end, step) = range_params(
         p.required("start")?,
         p.required("end")?,
         p.required("step")?,
     )?;
-    run_query(&s, &p, move |e, db| {
+    run_query(&s, &p, caller, move |e, db| {
         e.range_query_parsed(db, &query, &expr, start, end, step)
     })
     .await
@@ -1242,6 +1285,7 @@ mod tests {
                 value: v,
                 warnings: notes(&mut rng),
                 infos: notes(&mut rng),
+                stats: Default::default(),
             };
             let mut body = Map::new();
             body.insert("status".into(), json!("success"));
@@ -1253,7 +1297,7 @@ mod tests {
                 body.insert("infos".into(), json!(res.infos));
             }
             let want = serde_json::to_string(&Json_::Object(body)).unwrap();
-            let got = String::from_utf8(query_response_body(&res)).unwrap();
+            let got = String::from_utf8(query_response_body(&res, false)).unwrap();
             assert_eq!(got, want);
         }
     }
@@ -1279,6 +1323,7 @@ mod tests {
             }]),
             warnings: Vec::new(),
             infos: Vec::new(),
+            stats: Default::default(),
         }
     }
 
@@ -1310,7 +1355,7 @@ mod tests {
         };
         let res = one_series(Labels::new([("__name__", "foo")]), vec![], vec![(1000, h)]);
         assert_eq!(
-            result_part(&query_response_body(&res)),
+            result_part(&query_response_body(&res, false)),
             r#"[{"metric":{"__name__":"foo"},"histograms":[[1,{"count":"10","sum":"20","buckets":[[1,"-1.6817928305074288","-1.414213562373095","1"],[1,"-1.414213562373095","-1.189207115002721","2"],[3,"-0.001","0.001","12"],[0,"1.414213562373095","1.6817928305074288","1"],[0,"1.6817928305074288","2","2"],[0,"2.378414230005442","2.82842712474619","2"],[0,"2.82842712474619","3.3635856610148576","1"],[0,"3.3635856610148576","4","1"]]}]]}]"#
         );
     }
@@ -1338,7 +1383,7 @@ mod tests {
             vec![(1000, h.clone())],
         );
         assert_eq!(
-            result_part(&query_response_body(&res)),
+            result_part(&query_response_body(&res, false)),
             r#"[{"metric":{"__name__":"foo"},"histograms":[[1,{"count":"10","sum":"20","buckets":[[1,"-8","-4","1"],[1,"-4","-2","2"],[3,"-0.001","0.001","12"],[0,"4","8","1"],[0,"8","16","2"],[0,"32","64","2"],[0,"64","128","1"],[0,"128","256","1"]]}]]}]"#
         );
 
@@ -1350,7 +1395,7 @@ mod tests {
             vec![(1500, FloatHistogram::default())],
         );
         assert_eq!(
-            result_part(&query_response_body(&res)),
+            result_part(&query_response_body(&res, false)),
             r#"[{"metric":{"__name__":"foo"},"values":[[0.5,"1.5"]],"histograms":[[1.5,{"count":"0","sum":"0"}]]}]"#
         );
         let res = ferrite_promql::QueryResult {
@@ -1362,8 +1407,9 @@ mod tests {
             }]),
             warnings: Vec::new(),
             infos: Vec::new(),
+            stats: Default::default(),
         };
-        let body = query_response_body(&res);
+        let body = query_response_body(&res, false);
         assert!(result_part(&body).starts_with(
             r#"[{"metric":{"le":"x"},"histogram":[-0.001,{"count":"10","sum":"20","buckets":[[1,"-8","-4","1"]"#
         ));
@@ -1387,7 +1433,7 @@ mod tests {
         };
         let res = one_series(Labels::new([("a", "b")]), vec![], vec![(1, h)]);
         assert_eq!(
-            result_part(&query_response_body(&res)),
+            result_part(&query_response_body(&res, false)),
             r#"[{"metric":{"a":"b"},"histograms":[[0.001,{"count":"3.5","sum":"1e+21","buckets":[[3,"-Inf","1","1"],[0,"5","+Inf","2.5"]]}]]}]"#
         );
     }

@@ -61,6 +61,19 @@ impl axum::serve::Listener for LimitedListener {
     }
 }
 
+/// The address a connection came from (`ConnectInfo<ClientAddr>` in a
+/// handler; the query log records it).
+#[derive(Clone, Copy, Debug)]
+pub struct ClientAddr(pub SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, LimitedListener>>
+    for ClientAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, LimitedListener>) -> Self {
+        ClientAddr(*stream.remote_addr())
+    }
+}
+
 impl AsyncRead for LimitedStream {
     fn poll_read(
         mut self: Pin<&mut Self>,

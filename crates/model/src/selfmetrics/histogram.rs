@@ -49,6 +49,12 @@ impl Histogram {
         state.count += 1;
     }
 
+    /// How many observations it has had (Go's client shows a labelled
+    /// histogram only from its first).
+    pub fn count(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).count
+    }
+
     /// Appends the histogram's samples as the text format lists them:
     /// `name_bucket{labels,le="b"}` (cumulative, `+Inf` last), `name_sum`,
     /// `name_count`.
@@ -98,5 +104,30 @@ mod tests {
                 r#"d_count[("job", "j")] 4"#,
             ]
         );
+        assert_eq!(h.count(), 4);
+    }
+
+    #[test]
+    fn any_ascending_bounds_with_le_as_go_writes_it() {
+        const SIZES: &[f64] = &[100.0, 1e6, 1e9];
+        let h = Histogram::new(SIZES);
+        assert_eq!(h.count(), 0);
+        for v in [100.0, 100.5, 2e6, 1e9, 5e9] {
+            h.observe(v);
+        }
+        let mut out = Vec::new();
+        h.samples("s", &[], &mut out);
+        assert_eq!(
+            super::super::rendered(&out),
+            [
+                r#"s_bucket[("le", "100")] 1"#,
+                r#"s_bucket[("le", "1e+06")] 2"#,
+                r#"s_bucket[("le", "1e+09")] 4"#,
+                r#"s_bucket[("le", "+Inf")] 5"#,
+                r#"s_sum[] 6002000200.5"#,
+                r#"s_count[] 5"#,
+            ]
+        );
+        assert_eq!(h.count(), 5);
     }
 }

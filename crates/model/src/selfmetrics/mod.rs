@@ -17,7 +17,7 @@ pub mod summary;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::gofloat::format_f;
+use crate::gofloat::format_g;
 use histogram::{Histogram, DURATION_BUCKETS};
 use quantile::Objective;
 use summary::Summary;
@@ -47,8 +47,9 @@ pub struct Family {
     pub samples: Vec<Sample>,
 }
 
-/// `labels` and then one more, `name`, whose value is a number in Go's
-/// formatting (`quantile`, `le`).
+/// `labels` and then one more, `name`, whose value is a number as Go's
+/// text format writes it (`quantile`, `le`): `%g`, so a bound of a million
+/// is `1e+06`.
 pub(crate) fn with_number_label(
     labels: &[(&'static str, String)],
     name: &'static str,
@@ -56,7 +57,7 @@ pub(crate) fn with_number_label(
 ) -> Vec<(&'static str, String)> {
     let mut out = Vec::with_capacity(labels.len() + 1);
     out.extend_from_slice(labels);
-    out.push((name, format_f(value)));
+    out.push((name, format_g(value)));
     out
 }
 

@@ -7,6 +7,7 @@
 mod admin;
 mod histograms;
 mod hostile_queries;
+mod http_metrics;
 mod read;
 mod rules;
 mod scrape;

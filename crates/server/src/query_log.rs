@@ -1,0 +1,249 @@
+//! The query log (`global.query_log_file`): every query the engine runs,
+//! from the API or a rule group, as one JSON line, the lines Prometheus
+//! writes:
+//!
+//! ```text
+//! {"time":"...","level":"INFO","msg":"promql query logged",
+//!  "params":{"end":"...","query":"...","start":"...","step":0},
+//!  "stats":{"timings":{...},"samples":{...}},
+//!  "httpRequest":{"clientIP":"...","method":"GET","path":"/api/v1/query"}}
+//! ```
+//!
+//! with `"error"` after `params` for a query that failed, and
+//! `"ruleGroup":{"file":...,"name":...}` instead of `httpRequest` for a
+//! rule's query. Prometheus' lines also carry `"source"`, its Go file and
+//! line; Ferrite's do not.
+//!
+//! The file is opened for appending (created if missing) at start and on
+//! every configuration reload, as Prometheus does: a log moved away is
+//! written to until the next reload, which opens the configured path again.
+//! A file that cannot be opened fails the start or the reload.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use ferrite_promql::{LoggedQuery, QueryLogger, QueryOrigin, QueryTracker};
+
+use crate::query::{put_int, put_str};
+use crate::query_stats::{put_stats, Exponent};
+
+/// The query log's file.
+#[derive(Debug)]
+pub struct QueryLogFile {
+    file: Mutex<File>,
+}
+
+/// A query log file that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("can't create json log file: open {path}: {source}")]
+pub struct OpenError {
+    path: PathBuf,
+    #[source]
+    source: std::io::Error,
+}
+
+impl QueryLogFile {
+    /// Opens `path` for appending, creating it if missing.
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|source| OpenError {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(QueryLogFile {
+            file: Mutex::new(file),
+        })
+    }
+}
+
+impl QueryLogger for QueryLogFile {
+    fn log(&self, query: &LoggedQuery<'_>) -> std::io::Result<()> {
+        let line = render(query, Utc::now());
+        // One write per line, so lines from concurrent queries never mix.
+        self.file
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .write_all(&line)
+    }
+}
+
+/// Points `tracker` at the configured query log (`""`: none), opening the
+/// file again even if the path did not change.
+pub fn apply(tracker: &QueryTracker, path: &str) -> Result<(), OpenError> {
+    if path.is_empty() {
+        tracker.set_logger(None);
+        return Ok(());
+    }
+    let file = QueryLogFile::open(Path::new(path))?;
+    tracker.set_logger(Some(Arc::new(file)));
+    Ok(())
+}
+
+/// A query's line, ending in a newline, logged at `now`.
+fn render(q: &LoggedQuery<'_>, now: DateTime<Utc>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512 + q.query.len());
+    out.extend_from_slice(b"{\"time\":\"");
+    out.extend_from_slice(go_rfc3339_nano(now).as_bytes());
+    out.extend_from_slice(
+        b"\",\"level\":\"INFO\",\"msg\":\"promql query logged\",\"params\":{\"end\":\"",
+    );
+    out.extend_from_slice(param_date(q.end_ms).as_bytes());
+    out.extend_from_slice(b"\",\"query\":");
+    put_str(&mut out, q.query);
+    out.extend_from_slice(b",\"start\":\"");
+    out.extend_from_slice(param_date(q.start_ms).as_bytes());
+    out.extend_from_slice(b"\",\"step\":");
+    // Whole seconds, as Prometheus truncates the step.
+    put_int(&mut out, q.step_ms / 1000);
+    out.push(b'}');
+    if let Some(e) = q.error {
+        out.extend_from_slice(b",\"error\":");
+        put_str(&mut out, &e.to_string());
+    }
+    out.extend_from_slice(b",\"stats\":");
+    put_stats(&mut out, q.stats, Exponent::Shortest);
+    match q.origin {
+        QueryOrigin::Unknown => {}
+        QueryOrigin::Http {
+            client_ip,
+            method,
+            path,
+        } => {
+            out.extend_from_slice(b",\"httpRequest\":{\"clientIP\":");
+            put_str(&mut out, client_ip);
+            out.extend_from_slice(b",\"method\":");
+            put_str(&mut out, method);
+            out.extend_from_slice(b",\"path\":");
+            put_str(&mut out, path);
+            out.push(b'}');
+        }
+        QueryOrigin::RuleGroup { file, name } => {
+            out.extend_from_slice(b",\"ruleGroup\":{\"file\":");
+            put_str(&mut out, file);
+            out.extend_from_slice(b",\"name\":");
+            put_str(&mut out, name);
+            out.push(b'}');
+        }
+    }
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A query's start or end as Prometheus logs it: UTC, milliseconds.
+fn param_date(ms: i64) -> String {
+    match DateTime::<Utc>::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        None => ms.to_string(),
+    }
+}
+
+/// Go's `time.RFC3339Nano` in UTC: nanoseconds without trailing zeros.
+fn go_rfc3339_nano(t: DateTime<Utc>) -> String {
+    let mut s = t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let nanos = t.timestamp_subsec_nanos();
+    if nanos > 0 {
+        let frac = format!("{nanos:09}");
+        s.push('.');
+        s.push_str(frac.trim_end_matches('0'));
+    }
+    s.push('Z');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrite_promql::QueryStats;
+
+    fn line(origin: QueryOrigin, error: Option<&ferrite_promql::Error>) -> serde_json::Value {
+        let stats = QueryStats::default();
+        let q = LoggedQuery {
+            query: "sum(rate(x{a=\"b\"}[5m]))",
+            start_ms: 1_000,
+            end_ms: 3_601_000,
+            step_ms: 15_500,
+            error,
+            stats: &stats,
+            origin: &origin,
+        };
+        let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 48_321_810).expect("in range");
+        let text = render(&q, now);
+        assert_eq!(text.last(), Some(&b'\n'));
+        serde_json::from_slice(&text).expect("one JSON object")
+    }
+
+    #[test]
+    fn an_api_query_is_logged_with_its_request() {
+        let v = line(
+            QueryOrigin::Http {
+                client_ip: "::1".into(),
+                method: "GET".into(),
+                path: "/prefix/api/v1/query_range".into(),
+            },
+            None,
+        );
+        assert_eq!(v["time"], "2027-01-15T08:00:00.04832181Z");
+        assert_eq!(v["level"], "INFO");
+        assert_eq!(v["msg"], "promql query logged");
+        assert_eq!(v["params"]["query"], "sum(rate(x{a=\"b\"}[5m]))");
+        assert_eq!(v["params"]["start"], "1970-01-01T00:00:01.000Z");
+        assert_eq!(v["params"]["end"], "1970-01-01T01:00:01.000Z");
+        assert_eq!(v["params"]["step"], 15);
+        assert_eq!(v["httpRequest"]["clientIP"], "::1");
+        assert_eq!(v["httpRequest"]["path"], "/prefix/api/v1/query_range");
+        assert_eq!(v["stats"]["samples"]["peakSamples"], 0);
+        assert!(v.get("error").is_none() && v.get("ruleGroup").is_none());
+    }
+
+    #[test]
+    fn a_rule_query_names_its_group_and_a_failure_its_error() {
+        let err = ferrite_promql::Error::Timeout("query queue");
+        let v = line(
+            QueryOrigin::RuleGroup {
+                file: "/etc/rules.yml".into(),
+                name: "g1".into(),
+            },
+            Some(&err),
+        );
+        assert_eq!(v["ruleGroup"]["file"], "/etc/rules.yml");
+        assert_eq!(v["ruleGroup"]["name"], "g1");
+        assert_eq!(v["error"], "query timed out in query queue");
+        assert!(v.get("httpRequest").is_none());
+    }
+
+    #[test]
+    fn whole_seconds_have_no_fraction() {
+        let t = DateTime::<Utc>::from_timestamp(0, 0).expect("epoch");
+        assert_eq!(go_rfc3339_nano(t), "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn the_file_is_appended_to_and_reopened_by_apply() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("q.log");
+        let tracker = QueryTracker::new(1);
+        apply(&tracker, path.to_str().expect("utf-8")).expect("opens");
+        assert!(tracker.logging());
+        std::fs::write(&path, "before\n").expect("write");
+        let engine =
+            ferrite_promql::Engine::default().tracked(Arc::new(tracker), QueryOrigin::Unknown);
+        let db = ferrite_promql::MemStorage::default();
+        engine.instant_query(&db, "1 + 1", 0).expect("evaluates");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[1].contains("\"query\":\"1 + 1\""), "{text}");
+        let missing = dir.path().join("no/such/dir/q.log");
+        let err = apply(&QueryTracker::new(1), missing.to_str().expect("utf-8"))
+            .expect_err("cannot open");
+        assert!(err
+            .to_string()
+            .starts_with("can't create json log file: open "));
+    }
+}
