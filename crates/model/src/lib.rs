@@ -17,12 +17,15 @@
 //!   formats, JSON and tools are written in;
 //! - [`units`]: Prometheus' durations and byte sizes;
 //! - [`cache`]: a bounded cache for what is compiled from text.
+//! - [`erased`]: a shared object held without naming its type, in two
+//!   words (the scrape cache's handle on a storage's series).
 //!
 //! Nothing here does I/O or knows a file format.
 
 #![deny(clippy::unwrap_used, missing_docs)]
 
 pub mod cache;
+pub mod erased;
 pub mod gofloat;
 pub mod goquote;
 pub mod gotime;

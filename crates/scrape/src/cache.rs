@@ -310,7 +310,7 @@ mod tests {
 
     fn series_of(c: &mut ScrapeCache, line: &[u8]) -> Option<u64> {
         match c.lookup(LineKey::of(line)) {
-            Lookup::Series(s) => s.series.downcast_ref::<u64>().copied(),
+            Lookup::Series(s) => s.series.with(|n: &Arc<u64>| **n),
             _ => None,
         }
     }

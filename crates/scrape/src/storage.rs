@@ -10,9 +10,7 @@
 //! (Prometheus' head turns it into a histogram stale marker when the
 //! series' last sample is a histogram; Ferrite's head keeps the float).
 
-use std::any::Any;
-use std::sync::Arc;
-
+use ferrite_model::erased::{Erased, RawShared};
 use ferrite_model::{FloatHistogram, Histogram, Labels};
 
 /// Why the storage refused one sample. The first three are expected in a
@@ -50,28 +48,30 @@ pub enum HistogramSample<'h> {
 /// handle keeps the series in the storage (the head does not drop a series
 /// anyone holds), so a cached handle is always good.
 #[derive(Clone)]
-pub struct SeriesHandle(Arc<dyn Any + Send + Sync>);
+pub struct SeriesHandle(Erased);
 
 impl SeriesHandle {
-    /// The storage's own series object, shared.
-    pub fn new(series: Arc<dyn Any + Send + Sync>) -> Self {
-        SeriesHandle(series)
-    }
-
-    /// The storage's object (the storage downcasts it).
-    pub fn as_any(&self) -> &Arc<dyn Any + Send + Sync> {
-        &self.0
+    /// The storage's own series object, shared (one pointer to a counted
+    /// allocation: a `std::sync::Arc`, or the head's series).
+    pub fn new<T: RawShared>(series: T) -> Self {
+        SeriesHandle(Erased::new(series))
     }
 
     /// Asks the CPU to bring the start of the storage's object closer (a
     /// hint, for a series appended to soon).
     pub fn prefetch(&self) {
-        ferrite_model::prefetch::prefetch_lines(Arc::as_ptr(&self.0).cast::<u8>(), 3);
+        ferrite_model::prefetch::prefetch_lines(self.0.as_ptr().cast::<u8>(), 3);
     }
 
-    /// The storage's object as a `T`, if it is one.
-    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
-        self.0.downcast_ref()
+    /// Calls `f` with the storage's object as a `T`, or gives `None` if it
+    /// is not one.
+    pub fn with<T: RawShared, R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.0.with(f)
+    }
+
+    /// The storage's object, held without naming its type.
+    pub fn erased(&self) -> &Erased {
+        &self.0
     }
 }
 

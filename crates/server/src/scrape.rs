@@ -37,9 +37,8 @@ struct DbScrapeAppender<'d> {
 
 impl ScrapeAppender for DbScrapeAppender<'_> {
     fn append(&mut self, series: &SeriesHandle, t: i64, v: f64) -> Result<(), AppendFailure> {
-        let series = head_series(series)?;
-        self.app
-            .append_found_owned(series, t, v)
+        let app = &mut self.app;
+        with_head_series(series, |s| app.append_found_owned(s.clone(), t, v))?
             .map(|_| ())
             .map_err(failure)
     }
@@ -51,7 +50,7 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
         v: f64,
     ) -> Result<SeriesHandle, AppendFailure> {
         let series = self.app.append_series(labels, t, v).map_err(failure)?;
-        Ok(SeriesHandle::new(series.into_any()))
+        Ok(SeriesHandle::new(series))
     }
 
     fn append_histogram(
@@ -60,9 +59,8 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
         t: i64,
         mut h: HistogramSample<'_>,
     ) -> Result<(), AppendFailure> {
-        let series = head_series(series)?;
-        self.app
-            .append_histogram_found(&series, t, lend(&mut h))
+        let app = &mut self.app;
+        with_head_series(series, |s| app.append_histogram_found(s, t, lend(&mut h)))?
             .map(|_| ())
             .map_err(failure)
     }
@@ -82,7 +80,7 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
             .app
             .append_histogram_series(&pairs, t, lend(&mut h))
             .map_err(failure)?;
-        Ok(SeriesHandle::new(series.into_any()))
+        Ok(SeriesHandle::new(series))
     }
 
     fn reserve(&mut self, n: usize) {
@@ -105,9 +103,14 @@ impl ScrapeAppender for DbScrapeAppender<'_> {
     }
 }
 
-/// The head's series behind a handle this storage gave.
-fn head_series(series: &SeriesHandle) -> Result<FoundSeries, AppendFailure> {
-    FoundSeries::from_any(series.as_any())
+/// Calls `f` with the head's series behind a handle this storage gave
+/// (lent: its count is not touched).
+fn with_head_series<R>(
+    series: &SeriesHandle,
+    f: impl FnOnce(&FoundSeries) -> R,
+) -> Result<R, AppendFailure> {
+    series
+        .with(f)
         .ok_or_else(|| AppendFailure::Other("a series handle of another storage".into()))
 }
 
@@ -220,8 +223,8 @@ mod tests {
             .append_histogram_new(&labels, 4000, HistogramSample::Int(&mut h))
             .expect("same series");
         assert_eq!(
-            head_series(&again).map(|s| s.series_ref()),
-            head_series(&series).map(|s| s.series_ref())
+            with_head_series(&again, FoundSeries::series_ref),
+            with_head_series(&series, FoundSeries::series_ref)
         );
         // An invalid one fails the scrape with the head's message.
         let mut bad = histogram(6);

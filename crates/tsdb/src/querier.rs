@@ -573,7 +573,7 @@ impl<'h> HeadQuerier<'h> {
             chunks.sort_by_key(|c| c.mint);
             out.push(QuerySeries {
                 series_ref: r,
-                labels: head.resolve_labels(&entry.labels),
+                labels: head.resolve_labels(entry.labels()),
                 chunks,
                 tombstones: vec![head.tombstones_of(r)],
                 mint: self.mint,
@@ -596,7 +596,7 @@ impl<'h> HeadQuerier<'h> {
             let mut ids: Vec<u32> = Vec::new();
             for r in self.postings(matchers) {
                 if let Some(e) = head.series.get(r) {
-                    ids.extend(e.labels.chunks_exact(2).map(|p| p[0]));
+                    ids.extend(e.labels().chunks_exact(2).map(|p| p[0]));
                 }
             }
             ids.sort_unstable();
@@ -629,7 +629,7 @@ impl<'h> HeadQuerier<'h> {
             for r in self.postings(matchers) {
                 if let Some(e) = head.series.get(r) {
                     ids.extend(
-                        e.labels
+                        e.labels()
                             .chunks_exact(2)
                             .filter(|p| p[0] == name_id)
                             .map(|p| p[1]),

@@ -51,7 +51,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Condvar};
+use std::sync::Condvar;
 use std::time::{Duration, Instant};
 use thin_vec::ThinVec;
 
@@ -647,7 +647,7 @@ fn run_decoder(queue: &RangeQueue, ranges: &[Source], mut decoder: Decoder<'_>) 
 // Appending (parallel, one shard of the series each)
 
 enum Msg {
-    Series(Vec<Arc<SeriesEntry>>),
+    Series(Vec<SeriesEntry>),
     Samples(Vec<RefSample>),
     Histograms(HistogramBatch),
 }
@@ -657,7 +657,7 @@ enum Msg {
 /// append through `data` without a lock per sample and without a second copy
 /// of the series (the per-worker table stays 16 bytes per series).
 struct WorkerSeries {
-    entry: Arc<SeriesEntry>,
+    entry: SeriesEntry,
     /// Points into `entry.data`, whose lock this worker holds.
     data: NonNull<MemSeries>,
 }
@@ -756,7 +756,7 @@ impl PendingHistograms {
 impl Worker<'_> {
     fn add_series(
         &mut self,
-        list: Vec<Arc<SeriesEntry>>,
+        list: Vec<SeriesEntry>,
         mmapped: &mut FastMap<u64, ThinVec<MmappedChunk>>,
     ) {
         for entry in list {
@@ -1063,7 +1063,7 @@ struct Applier<'h> {
     stats: ReplayStats,
     /// Refs whose series record repeated an existing label set -> the existing ref.
     aliases: FastMap<u64, u64>,
-    pending_series: Vec<Vec<Arc<SeriesEntry>>>,
+    pending_series: Vec<Vec<SeriesEntry>>,
     ids: Vec<u32>,
     max_ref: u64,
 }
@@ -1223,9 +1223,9 @@ impl Applier<'_> {
             }
             head.symbols
                 .intern_all(pairs.iter().flat_map(|(a, b)| [*a, *b]), &mut ids);
-            let entry = Arc::new(SeriesEntry::new(r, hash, ids.as_slice().into()));
+            let entry = SeriesEntry::new(r, hash, &ids);
             if head.series.insert(entry.clone()) {
-                head.postings.write().add(r, &entry.labels);
+                head.postings.write().add(r, entry.labels());
                 pending[(r as usize) % n].push(entry);
             }
         })?;
@@ -1268,7 +1268,7 @@ fn apply_all(
             if let Some(r) = u.series_ref {
                 let r = st.aliases.get(&r).copied().unwrap_or(r);
                 if let Some(e) = st.head.series.get(r) {
-                    u.series = Some(st.head.resolve_labels(&e.labels).to_string());
+                    u.series = Some(st.head.resolve_labels(e.labels()).to_string());
                 }
             }
             return Err(HeadError::Unsupported(u));

@@ -71,7 +71,7 @@ fn write_head_range(
 ) -> Result<Option<PendingBlock>, CompactError> {
     let last = maxt - 1;
     let refs: Vec<u64> = head.postings.read().all().to_vec();
-    let mut entries: Vec<(u64, Arc<SeriesEntry>)> = Vec::new();
+    let mut entries: Vec<(u64, SeriesEntry)> = Vec::new();
     for r in refs {
         let Some(entry) = head.series.get(r) else {
             continue;
@@ -139,10 +139,10 @@ pub fn write_head_ranges(
 
 /// Sorts head series by their label sets (resolved from the head's
 /// interned symbols), as a block's index lists them.
-pub(crate) fn sort_by_labels(head: &Head, entries: &mut [(u64, Arc<SeriesEntry>)]) {
+pub(crate) fn sort_by_labels(head: &Head, entries: &mut [(u64, SeriesEntry)]) {
     head.symbols.with_resolver(|res| {
         entries.sort_by(|a, b| {
-            let (a, b) = (&a.1.labels, &b.1.labels);
+            let (a, b) = (a.1.labels(), b.1.labels());
             for (x, y) in a.iter().zip(b.iter()) {
                 if x != y {
                     let o = res.get(*x).cmp(res.get(*y));
@@ -161,10 +161,10 @@ pub(crate) fn sort_by_labels(head: &Head, entries: &mut [(u64, Arc<SeriesEntry>)
 /// string among its symbols (its all-series postings key is the empty
 /// label pair), so its head blocks carry it; so do ours, for
 /// byte-identical indexes.
-pub(crate) fn head_symbols(head: &Head, entries: &[(u64, Arc<SeriesEntry>)]) -> Vec<String> {
+pub(crate) fn head_symbols(head: &Head, entries: &[(u64, SeriesEntry)]) -> Vec<String> {
     let mut ids: Vec<u32> = entries
         .iter()
-        .flat_map(|(_, e)| e.labels.iter().copied())
+        .flat_map(|(_, e)| e.labels().iter().copied())
         .collect();
     ids.sort_unstable();
     ids.dedup();
@@ -186,7 +186,7 @@ const RELEASE_EVERY_CHUNKS: usize = 256;
 /// The head's series of one range, in label order.
 struct HeadSource<'h> {
     head: &'h Head,
-    entries: Vec<(u64, Arc<SeriesEntry>)>,
+    entries: Vec<(u64, SeriesEntry)>,
     next: usize,
     /// Chunks read since the chunk files' pages were last dropped.
     chunks_since_release: usize,
@@ -217,7 +217,7 @@ impl SeriesSource for HeadSource<'_> {
             self.head.mapper.release_pages();
             self.chunks_since_release = 0;
         }
-        *labels = self.head.resolve_labels(&entry.labels);
+        *labels = self.head.resolve_labels(entry.labels());
         // Samples deleted from the head stay deleted in the block.
         let deleted = self.head.tombstones_of(*r);
         if let Err(e) = head_chunks_in_range(

@@ -20,7 +20,6 @@
 //! doubled, never lost, and merged away by time as any overlap is.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use ferrite_block::meta::{BlockMeta, Compaction, HINT_FROM_OUT_OF_ORDER};
 use ferrite_model::{Labels, SampleValue};
@@ -41,7 +40,7 @@ pub struct OooCompaction {
     /// WBL segments before this one are in the blocks.
     pub wbl_segment: Option<u32>,
     /// The series compacted.
-    entries: Vec<(u64, Arc<SeriesEntry>)>,
+    entries: Vec<(u64, SeriesEntry)>,
     /// Per series ref, how many of its in-memory (unwritable) chunks are
     /// in the blocks: later ones came after the compaction started.
     unmapped: UnmappedCounts,
@@ -142,13 +141,7 @@ fn remove_written(dir: &Path, blocks: &[BlockMeta]) {
 /// Writes every series' in-memory out-of-order chunk to `chunks_head/`;
 /// returns the series with out-of-order chunks, the newest chunk ref among
 /// them, and how many chunks each keeps in memory (writes that failed).
-fn mmap_all(
-    head: &Head,
-) -> (
-    Vec<(u64, Arc<SeriesEntry>)>,
-    ChunkDiskMapperRef,
-    UnmappedCounts,
-) {
+fn mmap_all(head: &Head) -> (Vec<(u64, SeriesEntry)>, ChunkDiskMapperRef, UnmappedCounts) {
     let refs: Vec<u64> = head.postings.read().all().to_vec();
     let float_encoding = head.chunk_opts.float_encoding;
     let mut entries = Vec::new();
@@ -183,7 +176,7 @@ fn mmap_all(
 
 /// The time range of the chunks to compact.
 fn time_range(
-    entries: &[(u64, Arc<SeriesEntry>)],
+    entries: &[(u64, SeriesEntry)],
     last: ChunkDiskMapperRef,
     unmapped: &UnmappedCounts,
 ) -> Option<(i64, i64)> {
@@ -213,7 +206,7 @@ fn time_range(
 /// The out-of-order samples of the compacted series in one block range.
 struct OooSource<'h> {
     head: &'h Head,
-    entries: &'h [(u64, Arc<SeriesEntry>)],
+    entries: &'h [(u64, SeriesEntry)],
     next: usize,
     mint: i64,
     last: i64,
@@ -236,7 +229,7 @@ impl SeriesSource for OooSource<'_> {
             return Ok(false);
         };
         self.next += 1;
-        *labels = self.head.resolve_labels(&entry.labels);
+        *labels = self.head.resolve_labels(entry.labels());
         let deleted = self.head.tombstones_of(*r);
         let unmapped = self.unmapped.get(r).copied().unwrap_or(0);
         match self.samples_in_range(entry, &deleted, unmapped) {

@@ -15,7 +15,6 @@
 //! replay applies its samples in the order they were appended.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use ferrite_model::gofloat::format_g;
 use ferrite_model::{HistogramError, Labels, LabelsError};
@@ -133,13 +132,13 @@ impl SampleKind {
 #[derive(Default)]
 struct Batch {
     floats: Vec<RefSample>,
-    float_series: Vec<Arc<SeriesEntry>>,
+    float_series: Vec<SeriesEntry>,
     /// Where each float's append will write, for prefetching at commit.
     float_hints: Vec<AppendHint>,
     histograms: Vec<RefHistogramSample>,
-    histogram_series: Vec<Arc<SeriesEntry>>,
+    histogram_series: Vec<SeriesEntry>,
     float_histograms: Vec<RefFloatHistogramSample>,
-    float_histogram_series: Vec<Arc<SeriesEntry>>,
+    float_histogram_series: Vec<SeriesEntry>,
     /// The one histogram kind of every histogram sample so far, while
     /// `kinds` is not kept (a request of histograms of one kind never
     /// needs it).
@@ -386,7 +385,7 @@ impl<'h> HeadAppender<'h> {
     }
 
     /// The series of a ref appends were given.
-    fn entry(&self, series_ref: u64) -> Result<Arc<SeriesEntry>, AppendError> {
+    fn entry(&self, series_ref: u64) -> Result<SeriesEntry, AppendError> {
         self.head
             .series
             .get(series_ref)
@@ -407,7 +406,7 @@ impl<'h> HeadAppender<'h> {
     }
 
     /// [`HeadAppender::get_or_create`] for a (validated) label set.
-    fn get_or_create_labels(&mut self, labels: &Labels) -> (u64, Arc<SeriesEntry>) {
+    fn get_or_create_labels(&mut self, labels: &Labels) -> (u64, SeriesEntry) {
         let pairs = labels
             .as_slice()
             .iter()
@@ -419,7 +418,7 @@ impl<'h> HeadAppender<'h> {
         &mut self,
         pairs: impl Iterator<Item = (&'s str, &'s str)> + Clone,
         len: usize,
-    ) -> (u64, Arc<SeriesEntry>) {
+    ) -> (u64, SeriesEntry) {
         let head = self.head;
         let hash = hash_labels(pairs.clone());
         let same = |ids: &[u32]| same_labels(&head.symbols, ids, pairs.clone(), len);
@@ -428,8 +427,8 @@ impl<'h> HeadAppender<'h> {
             head.symbols
                 .intern_all(pairs.clone().flat_map(|(n, v)| [n, v]), &mut ids);
             let r = head.next_series_ref();
-            let entry = Arc::new(SeriesEntry::new(r, hash, ids.into_boxed_slice()));
-            head.postings.write().add(r, &entry.labels);
+            let entry = SeriesEntry::new(r, hash, &ids);
+            head.postings.write().add(r, entry.labels());
             entry
         });
         let r = entry.series_ref();
@@ -443,7 +442,7 @@ impl<'h> HeadAppender<'h> {
     fn append_entry(
         &mut self,
         series_ref: u64,
-        entry: Arc<SeriesEntry>,
+        entry: SeriesEntry,
         t: i64,
         v: f64,
     ) -> Result<(), AppendError> {
@@ -732,7 +731,7 @@ impl<'h> HeadAppender<'h> {
                     if let Some(e) = head.series.get(r) {
                         pairs.clear();
                         pairs.extend(
-                            e.labels
+                            e.labels()
                                 .chunks_exact(2)
                                 .map(|p| (res.get(p[0]), res.get(p[1]))),
                         );
@@ -786,7 +785,7 @@ pub(super) fn encode_sample_records(
 /// an append otherwise waits on its cache misses one after another. The
 /// series read ahead are only tried (never waited for) and released at
 /// once.
-fn prefetch_series_ahead<'a>(entry: impl Fn(usize) -> Option<&'a Arc<SeriesEntry>>, i: usize) {
+fn prefetch_series_ahead<'a>(entry: impl Fn(usize) -> Option<&'a SeriesEntry>, i: usize) {
     if let Some(e) = entry(i + 4) {
         prefetch_lines(e.data.data_ptr(), 3);
     }
@@ -842,26 +841,28 @@ impl CommitStats {
 /// appends to it never need a lookup.
 #[derive(Clone)]
 pub struct FoundSeries {
-    entry: Arc<SeriesEntry>,
+    entry: SeriesEntry,
 }
 
 impl FoundSeries {
     pub fn series_ref(&self) -> u64 {
         self.entry.series_ref()
     }
+}
 
-    /// The series as an opaque shared object (for callers that keep
-    /// series of several storages), without another allocation.
-    pub fn into_any(self) -> Arc<dyn std::any::Any + Send + Sync> {
-        self.entry
+// SAFETY: a `FoundSeries` is its `SeriesEntry`, whose `RawShared` it
+// uses: callers that keep series of several storages hold it as a
+// `ferrite_model::erased::Erased`, without another allocation.
+unsafe impl ferrite_model::erased::RawShared for FoundSeries {
+    fn into_raw(self) -> *const () {
+        <SeriesEntry as ferrite_model::erased::RawShared>::into_raw(self.entry)
     }
 
-    /// A series [`FoundSeries::into_any`] gave, or `None` for any other
-    /// object.
-    pub fn from_any(any: &Arc<dyn std::any::Any + Send + Sync>) -> Option<FoundSeries> {
-        Arc::downcast::<SeriesEntry>(any.clone())
-            .ok()
-            .map(|entry| FoundSeries { entry })
+    unsafe fn from_raw(raw: *const ()) -> Self {
+        FoundSeries {
+            // SAFETY: as the caller of this function says.
+            entry: unsafe { <SeriesEntry as ferrite_model::erased::RawShared>::from_raw(raw) },
+        }
     }
 }
 

@@ -1,20 +1,20 @@
 //! The head's series registry: series ref -> series, and label set -> ref.
 //!
 //! Both maps are striped (many independent locks) so concurrent appenders
-//! rarely wait on each other. They are `hashbrown` tables of bare `Arc`s,
-//! not maps, because a head holds millions of series and every byte a
-//! bucket carries is paid per series (the registry was ~105 bytes a series
-//! as two `HashMap`s, ~38 as these tables at the same load): the series'
-//! ref and label-set hash are in its entry, where they cost nothing (the
-//! entry's allocation had room for them). Series whose label sets share a
+//! rarely wait on each other. They are `hashbrown` tables of bare series
+//! pointers ([`SeriesEntry`]), not maps, because a head holds millions of
+//! series and every byte a bucket carries is paid per series (the registry
+//! was ~105 bytes a series as two `HashMap`s, ~38 as these tables at the
+//! same load): the series' ref and label-set hash are in its entry, where
+//! they cost 16 bytes of its one allocation. Series whose label sets share a
 //! hash (rare) are simply several entries under that hash.
 
 use std::cell::Cell;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
 
 use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
+use triomphe::ThinArc;
 
 use super::series::MemSeries;
 use crate::counting_sort::group_by_slot;
@@ -29,35 +29,81 @@ const STRIPES: usize = 512;
 /// is serialised by the postings lock anyway.
 const HASH_STRIPES: usize = 32;
 
-/// A series: its ref, immutable interned labels (name, value, name, value,
-/// ...) and their hash, and its data.
-pub struct SeriesEntry {
+/// What a series holds besides its labels: its ref, its labels' hash and
+/// its data.
+pub struct SeriesHeader {
     series_ref: u64,
     hash: u64,
-    pub labels: Box<[SymbolId]>,
+    /// The series' samples and chunks.
     pub data: Mutex<MemSeries>,
+}
+
+/// A series of the head, shared: one allocation holding the count, the
+/// [`SeriesHeader`] and the immutable interned labels (name, value, name,
+/// value, ...), behind one pointer. (A `std::sync::Arc` of a struct would
+/// need the labels in an allocation of their own, 16 to 32 bytes more per
+/// series with its pointer and malloc's overhead.)
+#[derive(Clone)]
+pub struct SeriesEntry(ThinArc<SeriesHeader, SymbolId>);
+
+impl std::ops::Deref for SeriesEntry {
+    type Target = SeriesHeader;
+
+    fn deref(&self) -> &SeriesHeader {
+        &self.0.header.header
+    }
 }
 
 impl SeriesEntry {
     /// A new, empty series `series_ref` with interned `labels`, whose
     /// strings hash to `hash` (see [`hash_labels`]).
-    pub fn new(series_ref: u64, hash: u64, labels: Box<[SymbolId]>) -> Self {
-        SeriesEntry {
+    pub fn new(series_ref: u64, hash: u64, labels: &[SymbolId]) -> Self {
+        let header = SeriesHeader {
             series_ref,
             hash,
-            labels,
             data: Mutex::new(MemSeries::new()),
-        }
+        };
+        SeriesEntry(ThinArc::from_header_and_slice(header, labels))
     }
 
     /// The series' ref (`HeadSeriesRef` in Prometheus).
     pub fn series_ref(&self) -> u64 {
         self.series_ref
     }
+
+    /// Its interned labels: name, value, name, value, ...
+    pub fn labels(&self) -> &[SymbolId] {
+        &self.0.slice
+    }
+
+    /// How many hold the series (the registry holds it
+    /// [`SeriesRegistry::HELD_REFS`] times).
+    pub fn holders(&self) -> usize {
+        ThinArc::strong_count(&self.0)
+    }
+
+    /// The start of its allocation (to prefetch it).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.0.ptr().cast()
+    }
 }
 
-type RefStripe = RwLock<HashTable<Arc<SeriesEntry>>>;
-type HashStripe = RwLock<HashTable<Arc<SeriesEntry>>>;
+// SAFETY: `ThinArc::into_raw` and `ThinArc::from_raw` are each other's
+// inverse and leave the count as it is; the pointer stays valid while the
+// series is held.
+unsafe impl ferrite_model::erased::RawShared for SeriesEntry {
+    fn into_raw(self) -> *const () {
+        ThinArc::into_raw(self.0).cast()
+    }
+
+    unsafe fn from_raw(raw: *const ()) -> Self {
+        // SAFETY: the caller gives a pointer of `into_raw` above.
+        SeriesEntry(unsafe { ThinArc::from_raw(raw.cast()) })
+    }
+}
+
+type RefStripe = RwLock<HashTable<SeriesEntry>>;
+type HashStripe = RwLock<HashTable<SeriesEntry>>;
 
 /// Both maps of the head's series.
 pub struct SeriesRegistry {
@@ -125,11 +171,11 @@ fn spread(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn ref_key(e: &Arc<SeriesEntry>) -> u64 {
+fn ref_key(e: &SeriesEntry) -> u64 {
     spread(e.series_ref)
 }
 
-fn hash_key(e: &Arc<SeriesEntry>) -> u64 {
+fn hash_key(e: &SeriesEntry) -> u64 {
     spread(e.hash)
 }
 
@@ -158,7 +204,7 @@ impl SeriesRegistry {
         &self.by_hash[(h as usize) % HASH_STRIPES]
     }
 
-    pub fn get(&self, r: u64) -> Option<Arc<SeriesEntry>> {
+    pub fn get(&self, r: u64) -> Option<SeriesEntry> {
         self.ref_stripe(r)
             .read()
             .find(spread(r), |e| e.series_ref == r)
@@ -167,13 +213,9 @@ impl SeriesRegistry {
 
     /// Finds the series of a label set. `same` tells whether a candidate's
     /// interned labels equal the wanted ones.
-    pub fn lookup(
-        &self,
-        hash: u64,
-        same: impl Fn(&[SymbolId]) -> bool,
-    ) -> Option<Arc<SeriesEntry>> {
+    pub fn lookup(&self, hash: u64, same: impl Fn(&[SymbolId]) -> bool) -> Option<SeriesEntry> {
         let hs = self.hash_stripe(hash).read();
-        hs.find(spread(hash), |e| e.hash == hash && same(&e.labels))
+        hs.find(spread(hash), |e| e.hash == hash && same(e.labels()))
             .cloned()
     }
 
@@ -187,7 +229,7 @@ impl SeriesRegistry {
         hashes: &[u64],
         symbols: &SymbolTable,
         same: impl Fn(usize, &[SymbolId], &Resolver<'_>) -> bool,
-        out: &mut Vec<Option<Arc<SeriesEntry>>>,
+        out: &mut Vec<Option<SeriesEntry>>,
     ) {
         out.clear();
         out.resize(hashes.len(), None);
@@ -203,14 +245,14 @@ impl SeriesRegistry {
         const HALF: usize = 3;
         for group in order.chunk_by(|a, b| a.0 == b.0) {
             let hs = self.by_hash[group[0].0 as usize].read();
-            let firsts: Vec<Option<&Arc<SeriesEntry>>> = group
+            let firsts: Vec<Option<&SeriesEntry>> = group
                 .iter()
                 .map(|&(_, i)| {
                     let e = hs.find(spread(hashes[i as usize]), |_| true);
                     if let Some(e) = e {
                         // The bucket itself (the entry's address), which
                         // the prefetch of the entry below reads.
-                        prefetch(e as *const Arc<SeriesEntry>);
+                        prefetch(e as *const SeriesEntry);
                     }
                     e
                 })
@@ -219,19 +261,19 @@ impl SeriesRegistry {
             symbols.with_resolver(|res| {
                 for (k, &(_, i)) in group.iter().enumerate() {
                     if let Some(e) = first(k + AHEAD) {
-                        prefetch(Arc::as_ptr(e));
+                        prefetch(e.as_ptr());
                     }
                     if let Some(e) = first(k + HALF) {
-                        prefetch(e.labels.as_ptr());
+                        prefetch(e.labels().as_ptr());
                     }
                     let i = i as usize;
                     let h = hashes[i];
                     out[i] = match firsts[k] {
                         None => None,
-                        Some(e) if e.hash == h && same(i, &e.labels, res) => Some(e.clone()),
+                        Some(e) if e.hash == h && same(i, e.labels(), res) => Some(e.clone()),
                         // Another series' tag or hash came first.
                         Some(_) => hs
-                            .find(spread(h), |e| e.hash == h && same(i, &e.labels, res))
+                            .find(spread(h), |e| e.hash == h && same(i, e.labels(), res))
                             .cloned(),
                     };
                 }
@@ -247,13 +289,13 @@ impl SeriesRegistry {
         &self,
         hash: u64,
         same: impl Fn(&[SymbolId]) -> bool,
-        make: impl FnOnce() -> Arc<SeriesEntry>,
-    ) -> (Arc<SeriesEntry>, bool) {
+        make: impl FnOnce() -> SeriesEntry,
+    ) -> (SeriesEntry, bool) {
         if let Some(e) = self.lookup(hash, &same) {
             return (e, false);
         }
         let mut hs = self.hash_stripe(hash).write();
-        if let Some(e) = hs.find(spread(hash), |e| e.hash == hash && same(&e.labels)) {
+        if let Some(e) = hs.find(spread(hash), |e| e.hash == hash && same(e.labels())) {
             return (e.clone(), false);
         }
         let entry = make();
@@ -268,7 +310,7 @@ impl SeriesRegistry {
     }
 
     /// Inserts a series (replay). Returns false if its ref exists.
-    pub fn insert(&self, entry: Arc<SeriesEntry>) -> bool {
+    pub fn insert(&self, entry: SeriesEntry) -> bool {
         let (r, hash) = (entry.series_ref, entry.hash);
         {
             let mut rs = self.ref_stripe(r).write();
@@ -285,11 +327,7 @@ impl SeriesRegistry {
     /// Removes `entry`'s series if `idle` says so while both of its
     /// stripes are locked, so no appender can find the series in between
     /// (head GC). Returns whether it was removed.
-    pub fn remove_if(
-        &self,
-        entry: &SeriesEntry,
-        idle: impl FnOnce(&Arc<SeriesEntry>) -> bool,
-    ) -> bool {
+    pub fn remove_if(&self, entry: &SeriesEntry, idle: impl FnOnce(&SeriesEntry) -> bool) -> bool {
         let (r, hash) = (entry.series_ref, entry.hash);
         let mut hs = self.hash_stripe(hash).write();
         let mut rs = self.ref_stripe(r).write();
@@ -330,17 +368,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_series_entry_fits_its_allocation_class() {
-        // With the `Arc`'s two counts, 152 bytes: glibc's 160-byte chunks
-        // (one more word would take 176, a million series 16 MB more).
-        assert!(std::mem::size_of::<SeriesEntry>() <= 136);
+    fn a_series_is_one_pointer_to_one_allocation() {
+        // The count, the header, the labels' length, then the labels: with
+        // glibc's 8 bytes of chunk overhead, a series of 4 label pairs
+        // (8 ids) takes a 176-byte chunk, where an `Arc` of a struct and a
+        // box of its labels took 160 + 48.
+        assert_eq!(std::mem::size_of::<SeriesEntry>(), 8);
+        assert!(std::mem::size_of::<SeriesHeader>() <= 120);
+        let chunk = |ids: usize| (8 + 120 + 8 + 4 * ids + 8).div_ceil(16) * 16;
+        assert_eq!(chunk(8), 176);
+        let symbols = SymbolTable::default();
+        let e = entry(&symbols, 7, 11, &["__name__", "up", "job", "node"]);
+        assert_eq!((e.series_ref(), e.hash, e.labels().len()), (7, 11, 4));
+        assert_eq!(e.holders(), 1);
+        let held = e.clone();
+        assert_eq!(held.holders(), 2);
+        assert_eq!(e.as_ptr(), held.as_ptr());
+    }
+
+    #[test]
+    fn a_series_held_erased_is_the_same_series() {
+        use ferrite_model::erased::Erased;
+        let symbols = SymbolTable::default();
+        let e = entry(&symbols, 3, 5, &["a", "b"]);
+        let erased = Erased::new(e.clone());
+        assert_eq!(e.holders(), 2);
+        let same = erased
+            .with(|s: &SeriesEntry| (s.series_ref(), s.as_ptr() == e.as_ptr()))
+            .expect("a series");
+        assert_eq!(same, (3, true));
+        assert_eq!(e.holders(), 2, "lending does not count");
+        let copy = erased.clone();
+        assert_eq!(e.holders(), 3);
+        drop((erased, copy));
+        assert_eq!(e.holders(), 1);
     }
     use proptest::prelude::*;
 
-    fn entry(symbols: &SymbolTable, r: u64, hash: u64, labels: &[&str]) -> Arc<SeriesEntry> {
+    fn entry(symbols: &SymbolTable, r: u64, hash: u64, labels: &[&str]) -> SeriesEntry {
         let mut ids = Vec::new();
         symbols.intern_all(labels.iter().copied(), &mut ids);
-        Arc::new(SeriesEntry::new(r, hash, ids.into_boxed_slice()))
+        SeriesEntry::new(r, hash, &ids)
     }
 
     fn same_as<'a>(

@@ -8,7 +8,6 @@
 //! minimum valid time), so nothing is doubled either.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Instant;
 
 use ferrite_wal::checkpoint::{delete_checkpoints, write_checkpoint};
@@ -61,7 +60,7 @@ impl Head {
             }
             // Ours and the registry's references only: no appender holds it.
             let gone = self.series.remove_if(&entry, |e| {
-                Arc::strong_count(e) == SeriesRegistry::HELD_REFS + 1
+                e.holders() == SeriesRegistry::HELD_REFS + 1
                     && !e.data.lock().truncate_chunks_before(mint)
             });
             if gone {

@@ -10,8 +10,6 @@
 //! and its series by labels, by (name, value) pairs, as found by
 //! [`HeadAppender::find_existing`], or by ref — as float samples are.
 
-use std::sync::Arc;
-
 use ferrite_model::{FloatHistogram, Histogram, HistogramError, Labels};
 use ferrite_wal::record::{RefFloatHistogramSample, RefHistogramSample};
 
@@ -45,7 +43,7 @@ mod kinds {
         /// The series' verdict on it at `t`.
         fn appendable(&self, series: &MemSeries, t: i64) -> Appendable;
         /// Adds it to the batch.
-        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>);
+        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: SeriesEntry);
         /// A spent histogram of `spare` (or a new one) to leave in the
         /// place of a lent one.
         fn spent(spare: &mut Spare) -> Self;
@@ -72,7 +70,7 @@ mod kinds {
             spare.spent_int()
         }
 
-        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
+        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: SeriesEntry) {
             b.histograms.push(RefHistogramSample {
                 series_ref,
                 st: 0,
@@ -104,7 +102,7 @@ mod kinds {
             spare.spent_float()
         }
 
-        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: Arc<SeriesEntry>) {
+        fn push(self, b: &mut Batch, series_ref: u64, t: i64, entry: SeriesEntry) {
             b.float_histograms.push(RefFloatHistogramSample {
                 series_ref,
                 st: 0,
@@ -294,7 +292,7 @@ impl HeadAppender<'_> {
     pub(super) fn append_stale_histogram(
         &mut self,
         series_ref: u64,
-        entry: Arc<SeriesEntry>,
+        entry: SeriesEntry,
         t: i64,
         float: bool,
     ) -> Result<(), AppendError> {
@@ -318,7 +316,7 @@ impl HeadAppender<'_> {
     fn append_histogram_entry<H: BatchedHistogram>(
         &mut self,
         series_ref: u64,
-        entry: Arc<SeriesEntry>,
+        entry: SeriesEntry,
         t: i64,
         h: Given<'_, H>,
     ) -> Result<(), AppendError> {
