@@ -634,7 +634,11 @@ impl Engine {
         let span = QuerySpan { start, end, step };
         let mut stats = QueryStats::default();
         let res = match &self.tracker {
-            None => self.evaluate(db, query, expr, span, deadline, &mut stats),
+            None => {
+                let res = self.evaluate(db, query, expr, span, deadline, &mut stats);
+                stats.timings.exec_total = began.elapsed();
+                res
+            }
             Some(tracker) => {
                 let _active = tracker.begin();
                 let slot = tracker.acquire(deadline);
@@ -656,7 +660,6 @@ impl Engine {
                 res
             }
         };
-        stats.timings.exec_total = began.elapsed();
         res.map(|mut r| {
             r.stats = stats;
             r

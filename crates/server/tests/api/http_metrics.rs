@@ -178,6 +178,8 @@ async fn the_route_prefix_is_not_part_of_the_handler() {
     server.shutdown().await.unwrap();
 }
 
+/// `--web.read-timeout`: a request whose body does not arrive in time gets
+/// 408, counted under its route with the wait in its duration.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_too_slow_to_read_counts_as_the_routes_408() {
     use std::io::{Read, Write};

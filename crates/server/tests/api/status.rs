@@ -167,35 +167,6 @@ async fn route_prefix_moves_every_endpoint() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn slow_request_body_times_out() {
-    use std::io::{Read, Write};
-    let tmp = tempfile::tempdir().unwrap();
-    let web = WebOptions {
-        read_timeout: std::time::Duration::from_millis(200),
-        ..WebOptions::default()
-    };
-    let server = start(options(tmp.path(), web)).await.unwrap();
-    let addr = server.addr;
-    // A client that promises a body and never sends it.
-    let reply = tokio::task::spawn_blocking(move || {
-        let mut c = std::net::TcpStream::connect(addr).unwrap();
-        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        c.write_all(
-            b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10\r\n\r\nquery",
-        )
-        .unwrap();
-        let mut buf = [0u8; 64];
-        let n = c.read(&mut buf).unwrap();
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    })
-    .await
-    .unwrap();
-    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
-    server.shutdown().await.unwrap();
-}
-
 /// `/-/quit` and `/-/reload`: refused unless `--web.enable-lifecycle`,
 /// POST or PUT only; `/-/quit` stops the server and closes the database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -417,5 +388,54 @@ async fn unconfigured_endpoints_and_blocks() {
     }
     assert!(blocks[0]["ulid"].as_str().is_some_and(|u| u.len() == 26));
     assert_eq!(blocks[0]["compaction"]["level"], 1);
+    server.shutdown().await.unwrap();
+}
+
+/// The query API's `stats` parameter: no statistics without it, Prometheus'
+/// `stats` object with it (the samples the selector read counted), and a
+/// deprecation warning for a value other than `true` or `all`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_statistics_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    seed(
+        tmp.path(),
+        &[
+            &[("__name__", "up"), ("job", "a")],
+            &[("__name__", "up"), ("job", "b")],
+        ],
+    );
+    let server = start(options(tmp.path(), WebOptions::default()))
+        .await
+        .unwrap();
+    let addr = server.addr;
+    let query = |stats: &str| format!("http://{addr}/api/v1/query?query=up&time=10{stats}");
+
+    let (status, plain) = get(query("")).await;
+    assert_eq!(status, 200);
+    assert!(plain["data"].get("stats").is_none(), "{plain}");
+
+    let (_, with) = get(query("&stats=true")).await;
+    let stats = &with["data"]["stats"];
+    assert_eq!(stats["samples"]["totalQueryableSamples"], 2, "{with}");
+    assert_eq!(stats["samples"]["samplesRead"], 2);
+    assert_eq!(stats["samples"]["seriesTouched"], 2);
+    for t in [
+        "evalTotalTime",
+        "resultSortTime",
+        "queryPreparationTime",
+        "innerEvalTime",
+        "execQueueTime",
+        "execTotalTime",
+    ] {
+        assert!(stats["timings"][t].as_f64().is_some(), "{t}: {with}");
+    }
+    assert!(with.get("warnings").is_none(), "{with}");
+
+    let (_, odd) = get(query("&stats=1")).await;
+    assert!(odd["data"]["stats"].is_object(), "{odd}");
+    assert_eq!(
+        odd["warnings"][0],
+        "value \"1\" for parameter \"stats\" is deprecated and will be rejected in the next major release, use \"true\" or \"all\""
+    );
     server.shutdown().await.unwrap();
 }
