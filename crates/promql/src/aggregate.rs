@@ -90,8 +90,9 @@ pub(crate) fn eval_aggregate(ev: &mut Evaluator, a: &AggregateExpr, ts: &[i64]) 
             }
             Fusable::Selector(vs) => ev.vector_selector_into(vs, ts, false, &mut sink)?,
         }
-        // Histograms take the general path (which evaluates the input
-        // again: its annotations are kept once, its samples counted once).
+        // Histograms take the general path, which evaluates the input
+        // again: the fused one stopped at the first histogram, its
+        // annotations are kept once, its samples not counted.
         if !sink.saw_hist {
             return Ok(Ev::Vector(sink.finish()));
         }
@@ -348,6 +349,10 @@ impl crate::functions::RangeSink for AggSink<'_> {
 
     fn push_hist(&mut self, _: usize, _: usize, _: &Arc<Labels>, _: Hist, _: bool) {
         self.saw_hist = true;
+    }
+
+    fn abandoned(&self) -> bool {
+        self.saw_hist
     }
 
     fn push(&mut self, step: usize, series: usize, labels: &Arc<Labels>, v: f64, drop_name: bool) {
@@ -848,5 +853,137 @@ mod topk_tests {
             err.contains("Scalar value -3e+20 underflows int64"),
             "{err}"
         );
+    }
+}
+
+#[cfg(test)]
+mod abandoned_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::storage::{
+        FloatHistogram, Labels, LazySeries, Matcher, MemStorage, Querier, Queryable, SampleSource,
+        SelectHints, StorageError,
+    };
+    use crate::{Engine, Value};
+
+    /// A storage counting the series it reads.
+    struct Counting {
+        db: MemStorage,
+        reads: AtomicUsize,
+    }
+
+    struct CountingQuerier<'a> {
+        inner: Box<dyn Querier + 'a>,
+        reads: &'a AtomicUsize,
+    }
+
+    struct CountingSource<'a> {
+        inner: Box<dyn SampleSource + 'a>,
+        reads: &'a AtomicUsize,
+    }
+
+    impl SampleSource for CountingSource<'_> {
+        fn read_into(&self, out: &mut Vec<(i64, f64)>) -> Result<(), StorageError> {
+            self.inner.read_into(out)
+        }
+
+        fn read_histograms_into(
+            &self,
+            out: &mut Vec<(i64, FloatHistogram)>,
+        ) -> Result<(), StorageError> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.read_histograms_into(out)
+        }
+    }
+
+    impl Queryable for Counting {
+        fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier + '_>, StorageError> {
+            Ok(Box::new(CountingQuerier {
+                inner: self.db.querier(mint, maxt)?,
+                reads: &self.reads,
+            }))
+        }
+    }
+
+    impl Querier for CountingQuerier<'_> {
+        fn select(
+            &self,
+            matchers: &[Matcher],
+            hints: SelectHints,
+        ) -> Result<Vec<crate::storage::Series>, StorageError> {
+            self.inner.select(matchers, hints)
+        }
+
+        fn select_lazy(
+            &self,
+            matchers: &[Matcher],
+            hints: SelectHints,
+        ) -> Result<Vec<LazySeries<'_>>, StorageError> {
+            Ok(self
+                .inner
+                .select_lazy(matchers, hints)?
+                .into_iter()
+                .map(|s| LazySeries {
+                    labels: s.labels,
+                    source: Box::new(CountingSource {
+                        inner: s.source,
+                        reads: self.reads,
+                    }),
+                })
+                .collect())
+        }
+
+        fn label_names(&self, matchers: &[Matcher]) -> Result<Vec<String>, StorageError> {
+            self.inner.label_names(matchers)
+        }
+
+        fn label_values(
+            &self,
+            name: &str,
+            matchers: &[Matcher],
+        ) -> Result<Vec<String>, StorageError> {
+            self.inner.label_values(name, matchers)
+        }
+    }
+
+    /// A sum over histogram series leaves the fused path at the first
+    /// histogram: the series are read once by the general path, not twice,
+    /// and the answer and the sample counts are the general path's.
+    #[test]
+    fn a_fused_aggregation_stops_at_the_first_histogram() {
+        let mut db = MemStorage::new();
+        let series = 10;
+        for i in 0..series {
+            let l = Labels::from_pairs(&[("__name__", "h"), ("i", &i.to_string())]);
+            for k in 0..20i64 {
+                let h = FloatHistogram {
+                    count: (k * (i + 1)) as f64,
+                    sum: k as f64,
+                    ..Default::default()
+                };
+                db.add_histogram(l.clone(), k * 15_000, h);
+            }
+        }
+        let store = Counting {
+            db,
+            reads: AtomicUsize::new(0),
+        };
+        for (q, fused_reads) in [("sum(rate(h[1m]))", 1), ("sum(h)", 1)] {
+            store.reads.store(0, Ordering::Relaxed);
+            let r = Engine::default()
+                .instant_query(&store, q, 285_000)
+                .expect("evaluates");
+            let Value::Vector(v) = &r.value else {
+                panic!("{q}: not a vector")
+            };
+            assert_eq!(v.len(), 1, "{q}");
+            assert!(v[0].h.is_some(), "{q}: a histogram sum");
+            assert_eq!(
+                store.reads.load(Ordering::Relaxed),
+                series as usize + fused_reads,
+                "{q}: the fused path read more than its first series"
+            );
+            assert_eq!(r.stats.samples.series_touched, series, "{q}");
+        }
     }
 }

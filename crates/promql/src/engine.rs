@@ -15,6 +15,7 @@
 //! refuses series that collapse to one label set.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -325,7 +326,9 @@ type SeriesValues = (usize, StepValues);
 /// Evaluates selected series one by one: `eval` reads a series (into a
 /// reused sample buffer), writes its (step, value) results and returns its
 /// sample count; `emit` then takes them, with the series, in selection
-/// order. When [`worth_parallel`], `eval` runs on every core, a batch of
+/// order, and says whether to go on (a sink may want no more: see
+/// [`crate::functions::RangeSink::abandoned`]). When [`worth_parallel`],
+/// `eval` runs on every core, a batch of
 /// [`PARALLEL_BATCH`] series at a time, reading `state` shared; `emit`
 /// stays on this thread, in order, with `state` to itself. A batch holds
 /// the values of all its series at once, so with `steps` steps it has at
@@ -343,14 +346,16 @@ pub(crate) fn eval_series<'q, S: Sync>(
         LazySeries<'q>,
         usize,
         &StepValues,
-    ) -> Result<()>,
+    ) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
     if !worth_parallel(&series) {
         let (mut buf, mut values) = (ReadBuf::default(), StepValues::default());
         for (i, s) in series.into_iter().enumerate() {
             ev.check_deadline()?;
             let n = eval(state, &s, &mut buf, &mut values)?;
-            emit(ev, state, i, s, n, &values)?;
+            if emit(ev, state, i, s, n, &values)?.is_break() {
+                return Ok(());
+            }
         }
         return Ok(());
     }
@@ -373,8 +378,19 @@ pub(crate) fn eval_series<'q, S: Sync>(
             .collect();
         for ((i, s), r) in batch.into_iter().zip(results) {
             let (n, values) = r?;
-            emit(ev, state, i, s, n, &values)?;
+            if emit(ev, state, i, s, n, &values)?.is_break() {
+                return Ok(());
+            }
         }
+    }
+}
+
+/// Whether an evaluation into `sink` goes on with the next series.
+pub(crate) fn go_on(sink: &dyn RangeSink) -> ControlFlow<()> {
+    if sink.abandoned() {
+        ControlFlow::Break(())
+    } else {
+        ControlFlow::Continue(())
     }
 }
 
@@ -1131,7 +1147,8 @@ impl<'q> Evaluator<'q> {
                     values.floats.len(),
                     values.hists.iter().map(|(_, h)| &**h),
                 ));
-                ev.count_samples(sink.holds(pushed))
+                ev.count_samples(sink.holds(pushed))?;
+                Ok(go_on(sink))
             },
         )
     }

@@ -6,6 +6,7 @@
 //! `first_over_time`, `sort*`, `label_*`), its output is marked to lose the
 //! metric name.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use crate::parser::{Call, Expr};
@@ -843,6 +844,12 @@ pub(crate) trait RangeSink {
     fn holds(&self, pushed: usize) -> usize {
         pushed
     }
+
+    /// Whether the sink wants no more series: a fused aggregation that met
+    /// a histogram, whose input the general path evaluates again.
+    fn abandoned(&self) -> bool {
+        false
+    }
 }
 
 /// The instant vector of every step.
@@ -1082,7 +1089,7 @@ pub(crate) fn range_function_into(
                 },
                 |ev, job, i, s, n, values| {
                     if n == 0 {
-                        return Ok(());
+                        return Ok(ControlFlow::Continue(()));
                     }
                     total += n;
                     ev.count_samples(total)?;
@@ -1090,7 +1097,8 @@ pub(crate) fn range_function_into(
                     ev.stats.read += values.fresh;
                     job.emit(i, &Arc::new(s.labels), false, values, sink);
                     pushed += values.len();
-                    ev.count_samples(sink.holds(pushed))
+                    ev.count_samples(sink.holds(pushed))?;
+                    Ok(crate::engine::go_on(sink))
                 },
             )?;
         }
