@@ -27,11 +27,20 @@ pub enum ConfigError {
 /// Go's error for opening or reading the file `name`: `open <name>: no
 /// such file or directory`, `read <name>: is a directory`, ...
 pub fn go_open_error(name: &str, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::IsADirectory {
+        return format!("read {name}: is a directory");
+    }
+    format!("open {name}: {}", go_os_reason(e))
+}
+
+/// The OS's reason for an I/O error as Go words it (its `syscall.Errno`
+/// text): `no such file or directory`, `permission denied`, ...
+pub fn go_os_reason(e: &std::io::Error) -> String {
     use std::io::ErrorKind as K;
-    let reason = match e.kind() {
+    match e.kind() {
         K::NotFound => "no such file or directory".to_string(),
         K::PermissionDenied => "permission denied".to_string(),
-        K::IsADirectory => return format!("read {name}: is a directory"),
+        K::IsADirectory => "is a directory".to_string(),
         K::NotADirectory => "not a directory".to_string(),
         _ => {
             let text = e.to_string();
@@ -42,6 +51,5 @@ pub fn go_open_error(name: &str, e: &std::io::Error) -> String {
                 None => String::new(),
             }
         }
-    };
-    format!("open {name}: {reason}")
+    }
 }

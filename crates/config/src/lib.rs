@@ -71,7 +71,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use alerting::{AlertingConfig, AlertmanagerConfig};
-pub use error::{go_open_error, ConfigError};
+pub use error::{go_open_error, go_os_reason, ConfigError};
 pub use global::{GlobalConfig, ScrapeLimits, ScrapeProtocol};
 pub use http_client::HttpClientConfig;
 pub use scrape::{ScrapeConfig, TargetGroup};

@@ -1,6 +1,7 @@
 //! Go's `strconv.Quote` (and `%q` of a string): how Prometheus quotes
-//! strings in its messages, in PromQL it prints and in promtool's output.
-//! One copy for every crate that must spell strings as Prometheus does.
+//! strings in its messages, in PromQL it prints and in promtool's output;
+//! and the JSON strings of its `log/slog` JSON log files. One copy for
+//! every crate that must spell strings as Prometheus does.
 
 use std::fmt::Write as _;
 
@@ -88,6 +89,45 @@ fn push_escaped(s: &str, out: &mut String) {
     }
 }
 
+/// Appends `s` as a JSON string the way Go's `log/slog` JSON handler
+/// writes one (the strings of Prometheus' JSON log files): `"` and `\` as
+/// `\"` and `\\`, `\n`, `\r` and `\t`, the other control bytes as `\u00xx`,
+/// U+2028 and U+2029 as `\u2028` and `\u2029`, everything else (`<`,
+/// `&`, any other rune) as it is.
+pub fn slog_json_string_into(s: &str, out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let named: Option<&[u8]> = match c {
+            '"' => Some(b"\\\""),
+            '\\' => Some(b"\\\\"),
+            '\n' => Some(b"\\n"),
+            '\r' => Some(b"\\r"),
+            '\t' => Some(b"\\t"),
+            '\u{2028}' => Some(b"\\u2028"),
+            '\u{2029}' => Some(b"\\u2029"),
+            c if c < ' ' => None,
+            _ => continue,
+        };
+        out.extend_from_slice(&s.as_bytes()[plain..i]);
+        plain = i + c.len_utf8();
+        match named {
+            Some(escape) => out.extend_from_slice(escape),
+            None => {
+                // A control byte: `\u00` and its two lower-case hex digits.
+                let hex = b"0123456789abcdef";
+                let b = c as usize;
+                out.extend_from_slice(b"\\u00");
+                out.push(hex[b >> 4]);
+                out.push(hex[b & 0xf]);
+            }
+        }
+    }
+    out.extend_from_slice(&s.as_bytes()[plain..]);
+    out.push(b'"');
+}
+
 /// Go's `url.QueryEscape`: letters, digits and `-_.~` kept, a space as
 /// `+`, every other byte as `%XX` (upper-case hex).
 pub fn query_escape(s: &str) -> String {
@@ -130,5 +170,24 @@ mod tests {
             assert_eq!(quote(s), want, "{s:?}");
         }
         assert_eq!(quote_bytes(b"a\xffb"), r#""a\xffb""#);
+    }
+
+    #[test]
+    fn json_strings_as_slog_writes_them() {
+        // Strings Go's log/slog JSON handler wrote.
+        for (s, want) in [
+            ("", r#""""#),
+            ("a<b>&c", r#""a<b>&c""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            (
+                "\n\r\t\u{8}\u{c}\u{1b}\u{7f}",
+                "\"\\n\\r\\t\\u0008\\u000c\\u001b\u{7f}\"",
+            ),
+            ("é\u{2028}x\u{2029}", r#""é\u2028x\u2029""#),
+        ] {
+            let mut out = Vec::new();
+            slog_json_string_into(s, &mut out);
+            assert_eq!(String::from_utf8_lossy(&out), want, "{s:?}");
+        }
     }
 }

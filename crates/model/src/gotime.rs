@@ -1,6 +1,7 @@
 //! Times and durations as Go writes them (Prometheus' JSON, alert times,
-//! template output, its own metrics' labels): the civil date of a Unix
-//! day, and `time.Duration.String()`.
+//! template output, its own metrics' labels, its JSON log files): the
+//! civil date of a Unix day, `time.Duration.String()`, and a UTC time in
+//! `time.RFC3339Nano`.
 
 use std::fmt::Write as _;
 
@@ -72,9 +73,62 @@ pub fn format_duration(d: std::time::Duration) -> String {
     format_duration_ns(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// `t` in UTC as Go's `time.RFC3339Nano` formats it (the time of every
+/// line `log/slog`'s JSON handler writes): `2027-01-15T08:00:00.04832181Z`,
+/// nanoseconds without their trailing zeros, no fraction for a whole
+/// second.
+pub fn format_rfc3339_nano(t: std::time::SystemTime) -> String {
+    let (secs, nanos) = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        ),
+        Err(e) => {
+            // Before 1970: a whole second earlier, plus the nanoseconds
+            // from there.
+            let d = e.duration();
+            let secs = -i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+            match d.subsec_nanos() {
+                0 => (secs, 0),
+                n => (secs - 1, 1_000_000_000 - n),
+            }
+        }
+    };
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let of_day = secs.rem_euclid(86_400);
+    let mut out = format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    );
+    frac(&mut out, u64::from(nanos), 9);
+    out.push('Z');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_nano_drops_trailing_zeros() {
+        let at = |s: u64, n: u32| UNIX_EPOCH + Duration::new(s, n);
+        assert_eq!(format_rfc3339_nano(at(0, 0)), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            format_rfc3339_nano(at(1_800_000_000, 48_321_810)),
+            "2027-01-15T08:00:00.04832181Z"
+        );
+        assert_eq!(
+            format_rfc3339_nano(at(1_700_000_123, 500_000_000)),
+            "2023-11-14T22:15:23.5Z"
+        );
+        assert_eq!(
+            format_rfc3339_nano(UNIX_EPOCH - Duration::new(1, 250_000_000)),
+            "1969-12-31T23:59:58.75Z"
+        );
+    }
 
     #[test]
     fn dates_of_days() {

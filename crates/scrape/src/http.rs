@@ -117,7 +117,7 @@ pub async fn fetch<C: ScrapeClient + ?Sized>(
         url: url.to_string(),
         reason,
     };
-    let request_error = |e: reqwest::Error| failed(error_chain(&e));
+    let request_error = |e: reqwest::Error| failed(request_reason(&e));
     // Names and fixed values as constants: nothing to parse or copy.
     let encoding = HeaderValue::from_static(if compression { "gzip" } else { "identity" });
     let request = client
@@ -281,6 +281,29 @@ fn inflate_whole(raw: &[u8], limit: u64, out: &mut Vec<u8>) -> bool {
 fn gzip_trailer_size(raw: &[u8]) -> Option<usize> {
     let trailer = raw.get(raw.len().checked_sub(4)?..)?;
     Some(u32::from_le_bytes(<[u8; 4]>::try_from(trailer).ok()?) as usize)
+}
+
+/// Why a request failed, in Go's words where Ferrite knows them: a
+/// connection refused by an IP address as Go's dialer words it (`dial tcp
+/// 127.0.0.1:9: connect: connection refused`, what Prometheus shows and
+/// logs for a target nothing listens on); else the error and its causes.
+fn request_reason(e: &reqwest::Error) -> String {
+    let refused = std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |e| {
+        e.source()
+    })
+    .filter_map(|e| e.downcast_ref::<std::io::Error>())
+    .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+    let ip_address = e.url().and_then(|u| {
+        let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
+        let ip: std::net::IpAddr = host.parse().ok()?;
+        Some(std::net::SocketAddr::new(ip, u.port_or_known_default()?))
+    });
+    match ip_address {
+        Some(addr) if e.is_connect() && refused => {
+            format!("dial tcp {addr}: connect: connection refused")
+        }
+        _ => error_chain(e),
+    }
 }
 
 /// An error with its causes, `: `-separated.

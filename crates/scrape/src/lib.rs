@@ -12,6 +12,8 @@
 //! - [`append`]: one scraped body into the storage: labels, relabeling,
 //!   limits, staleness.
 //! - [`storage`]: what scraping needs of the storage.
+//! - [`failure_log`]: `scrape_failure_log_file`, a JSON line per failed
+//!   scrape.
 
 #![deny(clippy::unwrap_used, missing_docs)]
 
@@ -19,6 +21,7 @@ pub mod append;
 pub mod cache;
 pub mod client;
 pub mod discovery;
+pub mod failure_log;
 pub mod format;
 pub mod http;
 pub mod manager;

@@ -13,6 +13,11 @@
 //! pool to its static targets plus the discovered ones. A reload restarts
 //! the discovery tasks but keeps the groups last discovered until the new
 //! tasks report, so no target blinks out across a reload.
+//!
+//! Every apply opens the jobs' `scrape_failure_log_file`s again
+//! ([`crate::failure_log`]) and hands each pool its file, which its running
+//! loops log to from then on; a file that cannot be opened fails the apply
+//! before anything changed, as Prometheus' `ApplyConfig` fails.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -24,6 +29,7 @@ use tracing::{error, info};
 
 use crate::discovery::metrics::DiscoveryMetrics;
 use crate::discovery::DiscoveryConfigs;
+use crate::failure_log::{FailureLogs, OpenError};
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{fqdn, offset_seed};
 use crate::pool::{PoolContext, ScrapePool, StoppingLoop};
@@ -80,8 +86,10 @@ impl ScrapeManager {
         &self.metrics
     }
 
-    /// Brings the pools in line with `cfg`'s `scrape_configs`.
-    pub async fn apply_config(&self, cfg: &Config) {
+    /// Brings the pools in line with `cfg`'s `scrape_configs`; fails,
+    /// changing nothing, if a `scrape_failure_log_file` cannot be opened.
+    pub async fn apply_config(&self, cfg: &Config) -> Result<(), OpenError> {
+        let failure_logs = FailureLogs::open(cfg)?;
         let ctx = PoolContext {
             storage: self.storage.clone(),
             offset_seed: offset_seed(&self.fqdn, &cfg.global.external_labels),
@@ -113,15 +121,21 @@ impl ScrapeManager {
         for job in &cfg.scrape_configs {
             let groups = &self.groups_of(job);
             sd_metrics.updated("scrape", &job.job_name, target_count(groups), false);
+            let failure_log = failure_logs.get(&job.scrape_failure_log_file);
             match pools.get_mut(&job.job_name) {
-                Some(pool) if pool.config == *job => stopped.extend(pool.sync(&ctx, groups)),
+                Some(pool) if pool.config == *job => {
+                    pool.failure_log.set(failure_log);
+                    stopped.extend(pool.sync(&ctx, groups))
+                }
                 Some(pool) => {
                     ScrapeMetrics::inc(&self.metrics.pool_reloads);
+                    pool.failure_log.set(failure_log);
                     stopped.extend(pool.reload(&ctx, job.clone(), groups).await);
                 }
                 None => match ScrapePool::new(job.clone()) {
                     Ok(mut pool) => {
                         ScrapeMetrics::inc(&self.metrics.pools_created);
+                        pool.failure_log.set(failure_log);
                         stopped.extend(pool.sync(&ctx, groups));
                         pools.insert(job.job_name.clone(), pool);
                     }
@@ -136,6 +150,7 @@ impl ScrapeManager {
         let mut stopping = self.stopping.lock().await;
         stopping.retain(|l| !l.is_finished());
         stopping.extend(stopped);
+        Ok(())
     }
 
     /// Stops the discovery tasks and starts one for each job of `cfg` that

@@ -23,6 +23,7 @@ use tracing::warn;
 
 use crate::append::AppendSettings;
 use crate::cache::ScrapeCache;
+use crate::failure_log::JobFailureLog;
 use crate::format::{accept_header, protocol_media_type};
 use crate::metadata::SharedMetadata;
 use crate::metrics::ScrapeMetrics;
@@ -118,13 +119,18 @@ pub struct ScrapePool {
     /// How many targets failed to be made from their labels
     /// (`prometheus_target_sync_failed_total`).
     pub sync_failures: u64,
+    /// Where its loops log failed scrapes (`scrape_failure_log_file`),
+    /// set by the manager on every configuration apply.
+    pub failure_log: JobFailureLog,
 }
 
 impl ScrapePool {
     /// A pool for `config` with no targets yet.
     pub fn new(config: ScrapeConfig) -> Result<Self, crate::client::ClientError> {
         let client = crate::client::JobClient::new_as(&config.http_client)?;
+        let failure_log = JobFailureLog::new(&config.job_name);
         Ok(ScrapePool {
+            failure_log,
             config,
             client,
             active: HashMap::new(),
@@ -153,9 +159,9 @@ impl ScrapePool {
             }
         }
         for (h, t) in wanted {
-            if let std::collections::hash_map::Entry::Vacant(slot) = self.active.entry(h) {
-                let loop_ = start(ctx, &self.config, &self.client, t, h, ScrapeCache::new());
-                slot.insert(loop_);
+            if !self.active.contains_key(&h) {
+                let loop_ = start(ctx, self, t, h, ScrapeCache::new());
+                self.active.insert(h, loop_);
             }
         }
         self.apply_target_limit(ctx);
@@ -200,7 +206,7 @@ impl ScrapePool {
                 Some(task) => task.await.unwrap_or_default(),
                 None => ScrapeCache::new(),
             };
-            let loop_ = start(ctx, &self.config, &self.client, t, h, cache);
+            let loop_ = start(ctx, self, t, h, cache);
             self.active.insert(h, loop_);
         }
         self.apply_target_limit(ctx);
@@ -280,15 +286,15 @@ struct NewTarget {
     url: String,
 }
 
-/// Starts a target's loop.
+/// Starts a loop for a target of `pool`.
 fn start(
     ctx: &PoolContext,
-    cfg: &ScrapeConfig,
-    client: &crate::client::JobClient,
+    pool: &ScrapePool,
     t: NewTarget,
     hash: u64,
     cache: ScrapeCache,
 ) -> ActiveTarget {
+    let cfg = &pool.config;
     let interval = label_duration(&t.labels, SCRAPE_INTERVAL_LABEL, cfg.scrape_interval_ms);
     let timeout = label_duration(&t.labels, SCRAPE_TIMEOUT_LABEL, cfg.scrape_timeout_ms);
     let settings = Arc::new(loop_settings(cfg, &t, interval, timeout));
@@ -299,8 +305,9 @@ fn start(
     let scrape_loop = ScrapeLoop {
         settings,
         storage: ctx.storage.clone(),
-        client: client.clone(),
+        client: pool.client.clone(),
         cache,
+        failure_log: pool.failure_log.clone(),
         status: status.clone(),
         forced_error: forced_error.clone(),
         metrics: ctx.metrics.clone(),

@@ -27,6 +27,7 @@ use crate::append::{
     append_body, AppendCounts, AppendSettings, BodyAppender, BodyError, SkippedSamples,
 };
 use crate::cache::ScrapeCache;
+use crate::failure_log::JobFailureLog;
 use crate::http::{fetch, FetchError};
 use crate::metrics::ScrapeMetrics;
 use crate::report::{append_report, append_stale_report, ExtraReport, ScrapeReport};
@@ -121,6 +122,9 @@ pub struct ScrapeLoop {
     pub client: crate::client::JobClient,
     /// The target's cache (carried over from the loop it replaces).
     pub cache: ScrapeCache,
+    /// Where its failed scrapes are logged (the job's
+    /// `scrape_failure_log_file`).
+    pub failure_log: JobFailureLog,
     /// The outcome of the last scrape, shared with the APIs.
     pub status: Arc<Mutex<TargetStatus>>,
     /// An error to fail every scrape with instead of fetching (set by the
@@ -230,6 +234,9 @@ impl ScrapeLoop {
         match appended {
             Ok((cache, outcome)) => {
                 self.cache = cache;
+                if let (true, Some(e)) = (outcome.fetch_failed, &outcome.error) {
+                    self.failure_log.log(&self.settings.url, e);
+                }
                 let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
                 status.health = if outcome.error.is_none() {
                     Health::Up
@@ -303,6 +310,10 @@ impl ScrapeLoop {
 struct ScrapeOutcome {
     /// The scrape's error, if it failed.
     error: Option<String>,
+    /// Whether that error is the fetch's (the target's answer, or none),
+    /// the errors the failure log gets: not an append's, nor the job's
+    /// `target_limit`.
+    fetch_failed: bool,
 }
 
 thread_local! {
@@ -329,6 +340,7 @@ fn append_scrape(
     let mut body_bytes = 0i64;
     let mut scratch = BODY_SCRATCH.take();
     let fetched = fetched.and_then(|f| f.decode(&mut scratch).map(|()| f));
+    let fetch_failed = matches!(&fetched, Err(e) if !matches!(e, FetchError::Forced(_)));
     let (counts, error) = match &fetched {
         Ok(f) => {
             let body = f.body(&scratch);
@@ -393,7 +405,10 @@ fn append_scrape(
     if let Err(e) = append_report(cache, &s.append.target_labels, &mut *app, ts, &report) {
         warn!(url = %s.url, error = %e, "appending scrape report failed");
         app.rollback();
-        return ScrapeOutcome { error };
+        return ScrapeOutcome {
+            error,
+            fetch_failed,
+        };
     }
     if let Err(e) = app.commit() {
         warn!(url = %s.url, error = %e, "scrape commit failed");
@@ -404,7 +419,10 @@ fn append_scrape(
             .scrape_duration
             .observe(start.elapsed().as_secs_f64());
     }
-    ScrapeOutcome { error }
+    ScrapeOutcome {
+        error,
+        fetch_failed,
+    }
 }
 
 /// Adds a scrape's skipped samples to the counters.

@@ -281,17 +281,23 @@ impl AppState {
                 .block_on(self.notifier.apply_config(&fresh))
                 .map_err(|e| e.to_string())?;
             config::apply_on_reload(&fresh, &self.db)?;
-            self.runtime.block_on(self.scrape.apply_config(&fresh));
-            // As Prometheus: a rule file that fails keeps the previous
-            // rules and fails the reload, the rest still applies.
+            // As Prometheus: a scrape failure log that cannot be opened
+            // keeps the previous scrape configuration and fails the reload,
+            // as a rule file that fails keeps the previous rules; the rest
+            // still applies.
+            let scrape = self
+                .runtime
+                .block_on(self.scrape.apply_config(&fresh))
+                .inspect_err(|e| error!(err = %e, "Failed to apply configuration"));
             let rules = self.runtime.block_on(self.rules.apply_config(&fresh));
             // Opened again on every reload, as Prometheus does.
             let query_log = query_log::apply(&self.queries, &fresh.global.query_log_file)
                 .inspect_err(|e| error!(err = %e, "Failed to apply configuration"));
             let file = fresh.path.clone();
             *self.config.write().unwrap_or_else(|p| p.into_inner()) = fresh;
-            rules
+            scrape
                 .map_err(|_| ())
+                .and(rules.map_err(|_| ()))
                 .and(query_log.map_err(|_| ()))
                 .map_err(|()| rules::apply_error(file.as_deref()))
         });
@@ -483,7 +489,10 @@ pub async fn start(opts: ServerOptions) -> anyhow::Result<RunningServer> {
         }),
         runtime.clone(),
     ));
-    scrape.apply_config(&opts.config).await;
+    if let Err(e) = scrape.apply_config(&opts.config).await {
+        notifier.stop().await;
+        return Err(e.into());
+    }
     let rules = Arc::new(ferrite_rules::manager::RuleManager::new(
         Arc::new(rules::DbRuleStorage::new(db.clone(), compact_now.clone())),
         opts.engine.clone(),

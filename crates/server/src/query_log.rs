@@ -25,9 +25,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use ferrite_model::goquote::slog_json_string_into;
+use ferrite_model::gotime::format_rfc3339_nano;
 use ferrite_promql::{LoggedQuery, QueryLogger, QueryOrigin, QueryTracker};
 
-use crate::query::{put_int, put_str};
+use crate::query::put_int;
 use crate::query_stats::{put_stats, Exponent};
 
 /// The query log's file.
@@ -38,7 +40,11 @@ pub struct QueryLogFile {
 
 /// A query log file that could not be opened.
 #[derive(Debug, thiserror::Error)]
-#[error("can't create json log file: open {path}: {source}")]
+#[error(
+    "can't create json log file: open {}: {}",
+    path.display(),
+    ferrite_config::go_os_reason(source)
+)]
 pub struct OpenError {
     path: PathBuf,
     #[source]
@@ -89,13 +95,13 @@ pub fn apply(tracker: &QueryTracker, path: &str) -> Result<(), OpenError> {
 fn render(q: &LoggedQuery<'_>, now: DateTime<Utc>) -> Vec<u8> {
     let mut out = Vec::with_capacity(512 + q.query.len());
     out.extend_from_slice(b"{\"time\":\"");
-    out.extend_from_slice(go_rfc3339_nano(now).as_bytes());
+    out.extend_from_slice(format_rfc3339_nano(now.into()).as_bytes());
     out.extend_from_slice(
         b"\",\"level\":\"INFO\",\"msg\":\"promql query logged\",\"params\":{\"end\":\"",
     );
     out.extend_from_slice(param_date(q.end_ms).as_bytes());
     out.extend_from_slice(b"\",\"query\":");
-    put_str(&mut out, q.query);
+    slog_json_string_into(q.query, &mut out);
     out.extend_from_slice(b",\"start\":\"");
     out.extend_from_slice(param_date(q.start_ms).as_bytes());
     out.extend_from_slice(b"\",\"step\":");
@@ -104,7 +110,7 @@ fn render(q: &LoggedQuery<'_>, now: DateTime<Utc>) -> Vec<u8> {
     out.push(b'}');
     if let Some(e) = q.error {
         out.extend_from_slice(b",\"error\":");
-        put_str(&mut out, &e.to_string());
+        slog_json_string_into(&e.to_string(), &mut out);
     }
     out.extend_from_slice(b",\"stats\":");
     put_stats(&mut out, q.stats, Exponent::Shortest);
@@ -116,18 +122,18 @@ fn render(q: &LoggedQuery<'_>, now: DateTime<Utc>) -> Vec<u8> {
             path,
         } => {
             out.extend_from_slice(b",\"httpRequest\":{\"clientIP\":");
-            put_str(&mut out, client_ip);
+            slog_json_string_into(client_ip, &mut out);
             out.extend_from_slice(b",\"method\":");
-            put_str(&mut out, method);
+            slog_json_string_into(method, &mut out);
             out.extend_from_slice(b",\"path\":");
-            put_str(&mut out, path);
+            slog_json_string_into(path, &mut out);
             out.push(b'}');
         }
         QueryOrigin::RuleGroup { file, name } => {
             out.extend_from_slice(b",\"ruleGroup\":{\"file\":");
-            put_str(&mut out, file);
+            slog_json_string_into(file, &mut out);
             out.extend_from_slice(b",\"name\":");
-            put_str(&mut out, name);
+            slog_json_string_into(name, &mut out);
             out.push(b'}');
         }
     }
@@ -141,19 +147,6 @@ fn param_date(ms: i64) -> String {
         Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         None => ms.to_string(),
     }
-}
-
-/// Go's `time.RFC3339Nano` in UTC: nanoseconds without trailing zeros.
-fn go_rfc3339_nano(t: DateTime<Utc>) -> String {
-    let mut s = t.format("%Y-%m-%dT%H:%M:%S").to_string();
-    let nanos = t.timestamp_subsec_nanos();
-    if nanos > 0 {
-        let frac = format!("{nanos:09}");
-        s.push('.');
-        s.push_str(frac.trim_end_matches('0'));
-    }
-    s.push('Z');
-    s
 }
 
 #[cfg(test)]
@@ -218,12 +211,6 @@ mod tests {
     }
 
     #[test]
-    fn whole_seconds_have_no_fraction() {
-        let t = DateTime::<Utc>::from_timestamp(0, 0).expect("epoch");
-        assert_eq!(go_rfc3339_nano(t), "1970-01-01T00:00:00Z");
-    }
-
-    #[test]
     fn the_file_is_appended_to_and_reopened_by_apply() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("q.log");
@@ -242,8 +229,12 @@ mod tests {
         let missing = dir.path().join("no/such/dir/q.log");
         let err = apply(&QueryTracker::new(1), missing.to_str().expect("utf-8"))
             .expect_err("cannot open");
-        assert!(err
-            .to_string()
-            .starts_with("can't create json log file: open "));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "can't create json log file: open {}: no such file or directory",
+                missing.display()
+            )
+        );
     }
 }
