@@ -59,6 +59,7 @@ mod error;
 pub mod glob;
 pub mod global;
 pub mod http_client;
+pub mod log_file;
 pub mod redact;
 pub mod relabel;
 pub mod scrape;

@@ -21,12 +21,11 @@
 //! the apply before anything changed.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use ferrite_config::log_file::{LogFile, LogFileError};
 use ferrite_config::Config;
 use ferrite_model::goquote::slog_json_string_into;
 use ferrite_model::gotime::format_rfc3339_nano;
@@ -35,48 +34,25 @@ use tracing::debug;
 /// One scrape failure log file, shared by the jobs naming it.
 #[derive(Debug)]
 pub struct FailureLogFile {
-    file: Mutex<File>,
+    file: LogFile,
 }
 
-/// A failure log file that could not be opened (Prometheus' words).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "can't create json log file: open {}: {}",
-    path.display(),
-    ferrite_config::go_os_reason(source)
-)]
-pub struct OpenError {
-    path: PathBuf,
-    #[source]
-    source: std::io::Error,
-}
+/// A failure log file that could not be opened.
+pub type OpenError = LogFileError;
 
 impl FailureLogFile {
     /// Opens `path` for appending, creating it if missing.
     pub fn open(path: &Path) -> Result<Self, OpenError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|source| OpenError {
-                path: path.to_owned(),
-                source,
-            })?;
         Ok(FailureLogFile {
-            file: Mutex::new(file),
+            file: LogFile::open(path)?,
         })
     }
 
     /// Appends the line of a failed scrape of `target` (its scrape URL),
     /// a target of `job`, failed with `error`.
     pub fn log(&self, job: &str, target: &str, error: &str) -> std::io::Result<()> {
-        let line = render(SystemTime::now(), job, target, error);
-        // One write per line, so that lines of loops failing at once
-        // never mix.
         self.file
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .write_all(&line)
+            .write_line(&render(SystemTime::now(), job, target, error))
     }
 }
 

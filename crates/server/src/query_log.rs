@@ -19,12 +19,11 @@
 //! written to until the next reload, which opens the configured path again.
 //! A file that cannot be opened fails the start or the reload.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use ferrite_config::log_file::{LogFile, LogFileError};
 use ferrite_model::goquote::slog_json_string_into;
 use ferrite_model::gotime::format_rfc3339_nano;
 use ferrite_promql::{LoggedQuery, QueryLogger, QueryOrigin, QueryTracker};
@@ -35,47 +34,24 @@ use crate::query_stats::{put_stats, Exponent};
 /// The query log's file.
 #[derive(Debug)]
 pub struct QueryLogFile {
-    file: Mutex<File>,
+    file: LogFile,
 }
 
 /// A query log file that could not be opened.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "can't create json log file: open {}: {}",
-    path.display(),
-    ferrite_config::go_os_reason(source)
-)]
-pub struct OpenError {
-    path: PathBuf,
-    #[source]
-    source: std::io::Error,
-}
+pub type OpenError = LogFileError;
 
 impl QueryLogFile {
     /// Opens `path` for appending, creating it if missing.
     pub fn open(path: &Path) -> Result<Self, OpenError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|source| OpenError {
-                path: path.to_owned(),
-                source,
-            })?;
         Ok(QueryLogFile {
-            file: Mutex::new(file),
+            file: LogFile::open(path)?,
         })
     }
 }
 
 impl QueryLogger for QueryLogFile {
     fn log(&self, query: &LoggedQuery<'_>) -> std::io::Result<()> {
-        let line = render(query, Utc::now());
-        // One write per line, so lines from concurrent queries never mix.
-        self.file
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .write_all(&line)
+        self.file.write_line(&render(query, Utc::now()))
     }
 }
 
