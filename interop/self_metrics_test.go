@@ -13,8 +13,9 @@ import (
 // selfMetricsLeftOut are Prometheus' scrape and discovery series Ferrite
 // does not show: the metrics of discovery mechanisms Ferrite refuses by
 // name, the pool's symbol table (a Go implementation detail) and exemplar
-// counts (Ferrite keeps no exemplars).
-var selfMetricsLeftOut = regexp.MustCompile(`^prometheus_(sd_(azure|consul|kubernetes|kuma|linode|nomad)_|target_scrape_pool_symboltable_items|target_scrapes_exemplar_out_of_order_total)`)
+// counts (Ferrite keeps no exemplars), and compactions skipped because
+// auto compaction is off (Ferrite's cannot be turned off).
+var selfMetricsLeftOut = regexp.MustCompile(`^prometheus_(sd_(azure|consul|kubernetes|kuma|linode|nomad)_|target_scrape_pool_symboltable_items|target_scrapes_exemplar_out_of_order_total|tsdb_compactions_skipped_total)`)
 
 // selfMetricsExact are the series whose values both servers must agree on
 // when they scrape the same targets (the rest count time or scrapes).
@@ -69,7 +70,7 @@ func compareScrapeMetrics(t *testing.T, ferURL, promURL string) {
 func selfMetricsDiff(t *testing.T, ferURL, promURL string) []string {
 	prefixes := []string{"prometheus_target_", "prometheus_sd_", "prometheus_rule_", "prometheus_notifications_",
 		"prometheus_tsdb_head_gc_duration_seconds", "prometheus_tsdb_wal_fsync_duration_seconds",
-		"prometheus_tsdb_wal_truncate_duration_seconds", "prometheus_engine_"}
+		"prometheus_tsdb_wal_truncate_duration_seconds", "prometheus_engine_", "prometheus_tsdb_compactions_"}
 	fer, prom := selfSeries(t, ferURL, prefixes...), selfSeries(t, promURL, prefixes...)
 	var problems []string
 	for series, pv := range prom {

@@ -152,6 +152,30 @@ fn rule_metrics(e: &mut Exposition, families: &[ferrite_rules::metrics::Family])
     }
 }
 
+/// The compaction counters, with Prometheus' names and help texts.
+fn compaction_metrics(e: &mut Exposition, stats: &ferrite_tsdb::CompactionStats) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for (name, help, counter) in [
+        (
+            "prometheus_tsdb_compactions_failed_total",
+            "Total number of compactions that failed for the partition.",
+            &stats.failed,
+        ),
+        (
+            "prometheus_tsdb_compactions_total",
+            "Total number of compactions that were executed for the partition.",
+            &stats.ran,
+        ),
+        (
+            "prometheus_tsdb_compactions_triggered_total",
+            "Total number of triggered compactions for the partition.",
+            &stats.triggered,
+        ),
+    ] {
+        e.single(name, "counter", help, counter.load(Relaxed) as f64);
+    }
+}
+
 /// Writes self-metric families (discovery's, the notifier's) in the text
 /// format. A family with no samples is left out, as Go's client leaves
 /// out a labelled metric with no series yet.
@@ -349,6 +373,7 @@ pub fn render(
         s.db.replay_stats().duration.as_secs_f64(),
     );
 
+    compaction_metrics(&mut e, s.db.compaction_stats());
     let blocks = s.db.blocks();
     e.single(
         "prometheus_tsdb_blocks_loaded",

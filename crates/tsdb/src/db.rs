@@ -15,6 +15,7 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ferrite_block::meta::{write_meta, BlockMeta, BlockUlid};
@@ -80,6 +81,23 @@ pub struct Db {
     /// cannot decode: left out of planning until restart, but not marked
     /// `compaction.failed` on disk (a later version can compact them).
     unsupported_in_compaction: Mutex<Vec<BlockUlid>>,
+    /// What the compactions did, as Prometheus counts it.
+    compaction_stats: CompactionStats,
+}
+
+/// Compactions counted as Prometheus counts them (the counters behind
+/// `prometheus_tsdb_compactions_triggered_total`, `_compactions_total` and
+/// `_compactions_failed_total`).
+#[derive(Debug, Default)]
+pub struct CompactionStats {
+    /// Runs of [`Db::compact`] (the server's loop: every minute, and when
+    /// appends make the head compactable).
+    pub triggered: AtomicU64,
+    /// Blocks a compaction set out to write (from the head, from
+    /// out-of-order samples, or merged from blocks), written or not.
+    pub ran: AtomicU64,
+    /// Runs of [`Db::compact`] that failed.
+    pub failed: AtomicU64,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DbError + '_ {
@@ -169,6 +187,7 @@ impl Db {
             retention,
             _lock: lock,
             unsupported_in_compaction: Mutex::new(Vec::new()),
+            compaction_stats: CompactionStats::default(),
         };
         db.apply_retention()?;
         Ok(db)
@@ -185,6 +204,11 @@ impl Db {
     /// What the open replayed, skipped and repaired.
     pub fn replay_stats(&self) -> &ReplayStats {
         &self.replay
+    }
+
+    /// What the compactions did.
+    pub fn compaction_stats(&self) -> &CompactionStats {
+        &self.compaction_stats
     }
 
     pub fn appender(&self) -> HeadAppender<'_> {
@@ -222,6 +246,17 @@ impl Db {
     /// ..., and rewrites of blocks with many tombstones), then applies
     /// retention. Returns the blocks written.
     pub fn compact(&self) -> Result<Vec<BlockUlid>, DbError> {
+        let stats = &self.compaction_stats;
+        stats.triggered.fetch_add(1, Ordering::Relaxed);
+        let compacted = self.compact_locked();
+        if compacted.is_err() {
+            stats.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        compacted
+    }
+
+    /// [`Db::compact`] under the compaction lock.
+    fn compact_locked(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let mut written = Vec::new();
         let mut persisted_until = None;
@@ -278,6 +313,7 @@ impl Db {
                     "planned a block that is not open".into(),
                 ))));
             }
+            self.compaction_stats.ran.fetch_add(1, Ordering::Relaxed);
             let meta = match compact_blocks(
                 &self.dir,
                 &chosen,
@@ -413,6 +449,9 @@ impl Db {
     pub fn compact_head_fully(&self) -> Result<Vec<BlockUlid>, DbError> {
         let _guard = self.compaction.lock();
         let ranges = self.head_ranges();
+        self.compaction_stats
+            .ran
+            .fetch_add(ranges.len() as u64, Ordering::Relaxed);
         let results = write_head_ranges(&self.head, &self.dir, &ranges, self.write_limit);
         let mut written = Vec::new();
         let mut persisted_until = None;
@@ -478,6 +517,10 @@ impl Db {
         else {
             return Ok(Vec::new());
         };
+        let blocks = done.blocks.len() as u64;
+        self.compaction_stats
+            .ran
+            .fetch_add(blocks, Ordering::Relaxed);
         let mut opened = Vec::with_capacity(done.blocks.len());
         for m in &done.blocks {
             opened.push(Arc::new(
@@ -569,6 +612,7 @@ impl Db {
     /// (the caller truncates the WAL: once for all the ranges it persists,
     /// so one checkpoint reads the old segments instead of one per range).
     fn persist_head(&self, mint: i64, maxt: i64) -> Result<Option<BlockUlid>, DbError> {
+        self.compaction_stats.ran.fetch_add(1, Ordering::Relaxed);
         let meta = persist_head_range(&self.head, &self.dir, mint, maxt, self.write_limit)
             .map_err(compact_err)?;
         self.install_head_block(meta, mint, maxt)

@@ -31,7 +31,7 @@ pub mod sample;
 pub mod symbols;
 mod varint;
 
-pub use db::{Db, DbOptions};
+pub use db::{CompactionStats, Db, DbOptions};
 pub use error::{DbError, HeadError, QueryError};
 pub use head::{AppendError, Head, HeadAppender, HeadOptions, LentHistogram};
 pub use querier::{HeadQuerier, Querier, QuerySeries};

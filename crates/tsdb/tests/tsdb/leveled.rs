@@ -160,6 +160,17 @@ fn failed_compaction_marks_its_blocks() {
 
     let db = Db::open(tmp.path(), DbOptions::default()).unwrap();
     assert!(db.compact().is_err(), "the damaged chunk went unnoticed");
+    // Counted as Prometheus counts it: one run, failed, one merge tried.
+    let counts = |db: &Db| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = db.compaction_stats();
+        (
+            c.triggered.load(Relaxed),
+            c.ran.load(Relaxed),
+            c.failed.load(Relaxed),
+        )
+    };
+    assert_eq!(counts(&db), (1, 1, 1));
     let failed = |db: &Db| -> Vec<bool> {
         db.blocks()
             .iter()
@@ -172,6 +183,7 @@ fn failed_compaction_marks_its_blocks() {
         db.compact().unwrap().is_empty(),
         "failed blocks planned again"
     );
+    assert_eq!(counts(&db), (2, 1, 1), "a run with nothing to do");
     assert_eq!(db.blocks().len(), 4);
     db.close().unwrap();
 
