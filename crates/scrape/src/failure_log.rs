@@ -31,31 +31,6 @@ use ferrite_model::goquote::slog_json_string_into;
 use ferrite_model::gotime::format_rfc3339_nano;
 use tracing::debug;
 
-/// One scrape failure log file, shared by the jobs naming it.
-#[derive(Debug)]
-pub struct FailureLogFile {
-    file: LogFile,
-}
-
-/// A failure log file that could not be opened.
-pub type OpenError = LogFileError;
-
-impl FailureLogFile {
-    /// Opens `path` for appending, creating it if missing.
-    pub fn open(path: &Path) -> Result<Self, OpenError> {
-        Ok(FailureLogFile {
-            file: LogFile::open(path)?,
-        })
-    }
-
-    /// Appends the line of a failed scrape of `target` (its scrape URL),
-    /// a target of `job`, failed with `error`.
-    pub fn log(&self, job: &str, target: &str, error: &str) -> std::io::Result<()> {
-        self.file
-            .write_line(&render(SystemTime::now(), job, target, error))
-    }
-}
-
 /// The line of a failed scrape at `now`, ending in a newline.
 fn render(now: SystemTime, job: &str, target: &str, error: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(128 + job.len() + target.len() + error.len());
@@ -74,27 +49,27 @@ fn render(now: SystemTime, job: &str, target: &str, error: &str) -> Vec<u8> {
 /// The failure log files of one configuration, by the path the jobs name.
 #[derive(Debug, Default)]
 pub struct FailureLogs {
-    by_path: HashMap<String, Arc<FailureLogFile>>,
+    by_path: HashMap<String, Arc<LogFile>>,
 }
 
 impl FailureLogs {
     /// Opens every distinct non-empty `scrape_failure_log_file` of `cfg`'s
     /// jobs; the first that cannot be opened is the error.
-    pub fn open(cfg: &Config) -> Result<Self, OpenError> {
+    pub fn open(cfg: &Config) -> Result<Self, LogFileError> {
         let mut by_path = HashMap::new();
         for job in &cfg.scrape_configs {
             let path = &job.scrape_failure_log_file;
             if path.is_empty() || by_path.contains_key(path) {
                 continue;
             }
-            let file = FailureLogFile::open(Path::new(path))?;
+            let file = LogFile::open(Path::new(path))?;
             by_path.insert(path.clone(), Arc::new(file));
         }
         Ok(FailureLogs { by_path })
     }
 
     /// The file opened for `path` (none for `""`).
-    pub fn get(&self, path: &str) -> Option<Arc<FailureLogFile>> {
+    pub fn get(&self, path: &str) -> Option<Arc<LogFile>> {
         self.by_path.get(path).cloned()
     }
 }
@@ -105,7 +80,7 @@ impl FailureLogs {
 #[derive(Debug, Clone)]
 pub struct JobFailureLog {
     job: Arc<str>,
-    file: Arc<Mutex<Option<Arc<FailureLogFile>>>>,
+    file: Arc<Mutex<Option<Arc<LogFile>>>>,
 }
 
 impl JobFailureLog {
@@ -118,7 +93,7 @@ impl JobFailureLog {
     }
 
     /// Makes the job's loops log to `file` (none: not at all).
-    pub fn set(&self, file: Option<Arc<FailureLogFile>>) {
+    pub fn set(&self, file: Option<Arc<LogFile>>) {
         *self.file.lock().unwrap_or_else(|p| p.into_inner()) = file;
     }
 
@@ -128,7 +103,8 @@ impl JobFailureLog {
     pub fn log(&self, target: &str, error: &str) {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(file) = file {
-            if let Err(e) = file.log(&self.job, target, error) {
+            let line = render(SystemTime::now(), &self.job, target, error);
+            if let Err(e) = file.write_line(&line) {
                 debug!(job = %self.job, error = %e, "writing the scrape failure log failed");
             }
         }
@@ -189,7 +165,7 @@ mod tests {
     fn a_file_that_cannot_be_opened_is_prometheus_error() {
         let dir = tempfile::tempdir().expect("temp dir");
         let missing = dir.path().join("no/such/dir/f.log");
-        let err = FailureLogFile::open(&missing).expect_err("cannot open");
+        let err = LogFile::open(&missing).expect_err("cannot open");
         assert_eq!(
             err.to_string(),
             format!(
@@ -197,7 +173,7 @@ mod tests {
                 missing.display()
             )
         );
-        let err = FailureLogFile::open(dir.path()).expect_err("a directory");
+        let err = LogFile::open(dir.path()).expect_err("a directory");
         assert!(err.to_string().ends_with(": is a directory"), "{err}");
     }
 
@@ -208,7 +184,7 @@ mod tests {
         std::fs::write(&path, "before\n").expect("write");
         let log = JobFailureLog::new("j");
         log.log("http://x/metrics", "not logged: no file yet");
-        log.set(Some(Arc::new(FailureLogFile::open(&path).expect("opens"))));
+        log.set(Some(Arc::new(LogFile::open(&path).expect("opens"))));
         log.log("http://x/metrics", "boom");
         log.set(None);
         log.log("http://x/metrics", "not logged: no file any more");

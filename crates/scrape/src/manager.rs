@@ -29,12 +29,13 @@ use tracing::{error, info};
 
 use crate::discovery::metrics::DiscoveryMetrics;
 use crate::discovery::DiscoveryConfigs;
-use crate::failure_log::{FailureLogs, OpenError};
+use crate::failure_log::FailureLogs;
 use crate::metrics::ScrapeMetrics;
 use crate::offset::{fqdn, offset_seed};
 use crate::pool::{PoolContext, ScrapePool, StoppingLoop};
 use crate::scrape_loop::StopReason;
 use crate::storage::ScrapeStorage;
+use ferrite_config::log_file::LogFileError;
 
 /// The server's scrape pools; see the module documentation.
 pub struct ScrapeManager {
@@ -88,7 +89,7 @@ impl ScrapeManager {
 
     /// Brings the pools in line with `cfg`'s `scrape_configs`; fails,
     /// changing nothing, if a `scrape_failure_log_file` cannot be opened.
-    pub async fn apply_config(&self, cfg: &Config) -> Result<(), OpenError> {
+    pub async fn apply_config(&self, cfg: &Config) -> Result<(), LogFileError> {
         let failure_logs = FailureLogs::open(cfg)?;
         let ctx = PoolContext {
             storage: self.storage.clone(),

@@ -37,12 +37,9 @@ pub struct QueryLogFile {
     file: LogFile,
 }
 
-/// A query log file that could not be opened.
-pub type OpenError = LogFileError;
-
 impl QueryLogFile {
     /// Opens `path` for appending, creating it if missing.
-    pub fn open(path: &Path) -> Result<Self, OpenError> {
+    pub fn open(path: &Path) -> Result<Self, LogFileError> {
         Ok(QueryLogFile {
             file: LogFile::open(path)?,
         })
@@ -57,7 +54,7 @@ impl QueryLogger for QueryLogFile {
 
 /// Points `tracker` at the configured query log (`""`: none), opening the
 /// file again even if the path did not change.
-pub fn apply(tracker: &QueryTracker, path: &str) -> Result<(), OpenError> {
+pub fn apply(tracker: &QueryTracker, path: &str) -> Result<(), LogFileError> {
     if path.is_empty() {
         tracker.set_logger(None);
         return Ok(());
